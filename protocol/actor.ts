@@ -1,0 +1,118 @@
+/** @module Actor contracts: what an actor is, and the context through which it does every effect.
+ * An actor owns private state and handles one message at a time between awaits; the runtime hosts
+ * it on a worker thread (or, in a simulation, in one thread with fakes behind the same interfaces). */
+import type { ErrorCode, Result } from './errors.js'
+
+export type ActorName = 'http-ingress' | 'iam' | 'coordinator' | 'replica-store'
+
+/** Every request between actors carries these. `deadlineMs` is absolute, on ctx.now()'s clock. */
+export interface Request {
+  requestId: string
+  deadlineMs: number
+}
+
+/** An opaque handle to a byte stream (a MessagePort in the threaded runtime). It travels inside a
+ * message and is transferred, so exactly one actor holds each end. */
+export type StreamHandle = { readonly __stream: unique symbol } | object
+
+export interface Actor<State, Msg extends { kind: string }> {
+  name: ActorName
+  /** Opens the actor's resources. A restart is exactly a new `init`. */
+  init(ctx: Context): Promise<State> | State
+  /** Answers one request. The returned value is the reply. */
+  handle(state: State, msg: Msg, ctx: Context): Promise<Result<unknown>> | Result<unknown>
+  /** Called on a graceful stop; releases what init opened. */
+  stop?(state: State, ctx: Context): Promise<void> | void
+}
+
+/** Sorted byte-keyed metadata store (RocksDB in production). Reads are synchronous and see every
+ * write handed to `commit`, including ones whose sync is still in flight; `commit` resolves once the
+ * batch is on stable storage. Keys are strings compared as UTF-8 bytes. */
+export interface KvStore {
+  get(key: string): Uint8Array | undefined
+  getMany(keys: readonly string[]): (Uint8Array | undefined)[]
+  /** Entries with gte <= key < lt (or gt < key), ascending, at most `limit`. */
+  scan(range: KvRange): [string, Uint8Array][]
+  commit(ops: readonly KvOp[]): Promise<void>
+}
+export interface KvRange {
+  gte?: string
+  gt?: string
+  lt: string
+  limit: number
+}
+export type KvOp = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string }
+
+/** Blob files named by opaque ids the store chooses (never by object keys). A file is created under
+ * a temporary name, synced, and promoted; ids of promoted and temporary files never collide. */
+export interface BlobFiles {
+  create(id: string): Promise<BlobWriter>
+  /** Moves a synced temporary file to its permanent place; idempotent. */
+  promote(id: string): Promise<void>
+  /** Opens a permanent (or, after a crash before promotion, temporary) file for reading. */
+  open(id: string): Promise<BlobReader | undefined>
+  remove(id: string): Promise<void>
+  /** Ids of temporary files left by a previous run. */
+  listTemporary(): Promise<string[]>
+  removeTemporary(id: string): Promise<void>
+  /** Bytes free on the volume that holds the blobs. */
+  freeBytes(): Promise<number>
+}
+export interface BlobWriter {
+  write(chunk: Uint8Array): Promise<void>
+  /** fsync, then close. */
+  commit(): Promise<void>
+  /** Close and delete. */
+  discard(): Promise<void>
+}
+export interface BlobReader {
+  readonly size: number
+  read(offset: number, length: number): Promise<Uint8Array>
+  close(): Promise<void>
+}
+
+/** The receiving end of a byte stream. `next` grants credit to the sender as it consumes, so the
+ * sender never runs more than a bounded window ahead. */
+export interface ByteSource {
+  /** The next chunk, or null at the end. Rejects with the sender's abort code or on timeout. */
+  next(): Promise<Uint8Array | null>
+  /** Trailing values the sender attached to the end of the stream (e.g. x-amz-checksum-*). */
+  trailers(): Record<string, string>
+  cancel(code: ErrorCode, detail: string): void
+}
+/** The sending end of a byte stream. */
+export interface ByteSink {
+  /** Resolves once the chunk is handed over and the window allows more. The chunk's buffer is
+   * transferred: the caller must not touch it afterwards. Rejects if the receiver cancelled. */
+  write(chunk: Uint8Array): Promise<void>
+  end(trailers?: Record<string, string>): void
+  abort(code: ErrorCode, detail: string): void
+  /** Resolves with the receiver's read request: which bytes it wants, or null if it cancelled. */
+  demand(): Promise<{ start: number; end: number } | null>
+}
+
+export interface Logger {
+  info(fields: Record<string, unknown>, message: string): void
+  warn(fields: Record<string, unknown>, message: string): void
+  error(fields: Record<string, unknown>, message: string): void
+}
+
+export interface Context {
+  readonly self: ActorName
+  now(): number
+  randomBytes(length: number): Uint8Array
+  /** Sends a request to another actor of this node and waits for its reply until `deadlineMs`.
+   * A full mailbox answers `busy`, a dead actor `unavailable`, a late reply `timeout`. */
+  call<T>(to: ActorName, msg: { kind: string } & Request): Promise<Result<T>>
+  /** Runs `task` after `ms`, unless cancelled. */
+  after(ms: number, task: () => void): () => void
+  readonly kv: KvStore
+  readonly blobs: BlobFiles
+  /** Wraps the handle of a stream this actor receives bytes from. */
+  source(handle: StreamHandle, deadlineMs: number): ByteSource
+  /** Wraps the handle of a stream this actor sends bytes to. */
+  sink(handle: StreamHandle, deadlineMs: number): ByteSink
+  readonly log: Logger
+  /** Per-actor settings from the environment, already validated by the runtime. */
+  readonly config: Readonly<Record<string, string>>
+}

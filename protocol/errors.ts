@@ -1,0 +1,72 @@
+/** @module Error codes: the closed set of operating errors that cross actor boundaries. Each surface
+ * (S3 XML, admin JSON, gRPC) maps them once with an exhaustive switch. Messages carry these codes,
+ * never Error objects: an Error loses its fields on postMessage. */
+
+export type ErrorCode =
+  | 'no_such_bucket'
+  | 'no_such_key'
+  | 'no_such_upload'
+  | 'bucket_exists'
+  | 'bucket_not_empty'
+  | 'invalid_bucket_name'
+  | 'access_denied'
+  | 'invalid_access_key'
+  | 'signature_mismatch'
+  | 'request_time_skewed'
+  | 'expired_request'
+  | 'authorization_malformed'
+  | 'content_sha256_mismatch'
+  | 'invalid_argument'
+  | 'invalid_request'
+  | 'invalid_digest'
+  | 'bad_digest'
+  | 'checksum_mismatch'
+  | 'key_too_long'
+  | 'metadata_too_large'
+  | 'entity_too_large'
+  | 'entity_too_small'
+  | 'incomplete_body'
+  | 'missing_content_length'
+  | 'malformed_xml'
+  | 'precondition_failed'
+  | 'not_modified'
+  | 'invalid_range'
+  | 'not_implemented'
+  | 'method_not_allowed'
+  | 'busy'
+  | 'timeout'
+  | 'unavailable'
+  | 'corrupt'
+  | 'internal'
+
+/** The outcome of any request between actors. `detail` is for logs and 4xx messages. */
+export type Result<T> = { ok: true; value: T } | { ok: false; code: ErrorCode; detail: string }
+
+export function ok<T>(value: T): Result<T> {
+  return { ok: true, value }
+}
+
+export function fail<T = never>(code: ErrorCode, detail: string): Result<T> {
+  return { ok: false, code, detail }
+}
+
+/** Failures a client may retry unchanged: the callee was overloaded, slow or restarting. */
+export function isRetryable(code: ErrorCode): boolean {
+  return code === 'busy' || code === 'timeout' || code === 'unavailable'
+}
+
+/** Typed error for code paths that unwind through several frames (stream pumps, parsers); converted
+ * to a Result at the actor boundary. */
+export class ServiceError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    detail: string,
+  ) {
+    super(detail)
+    this.name = 'ServiceError'
+  }
+}
+
+export function unreachable(value: never): never {
+  throw new Error(`unreachable: ${JSON.stringify(value)}`)
+}

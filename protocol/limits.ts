@@ -1,0 +1,22 @@
+/** @module Contract limits of the S3 surface. They are part of the interface (Amazon S3's own
+ * numbers), not tunables: tunables live in runtime/knobs.ts. */
+
+export const KEY_BYTES_MAX = 1024
+/** User metadata (x-amz-meta-* names and values), as Amazon S3 counts it. */
+export const USER_METADATA_BYTES_MAX = 2 * 1024
+export const SINGLE_PUT_BYTES_MAX = 5 * 1024 ** 3
+export const XML_BODY_BYTES_MAX = 1024 * 1024
+export const DELETE_OBJECTS_KEYS_MAX = 1000
+export const LIST_KEYS_MAX = 1000
+export const BUCKET_NAME_MIN = 3
+export const BUCKET_NAME_MAX = 63
+/** Presigned URLs live at most seven days (X-Amz-Expires). */
+export const PRESIGN_EXPIRES_SECONDS_MAX = 7 * 24 * 3600
+/** Requests whose X-Amz-Date is further from our clock are refused (RequestTimeTooSkewed). */
+export const CLOCK_SKEW_MS_MAX = 15 * 60 * 1000
+/** aws-chunked: a single chunk header line longer than this is malformed. */
+export const CHUNK_HEADER_BYTES_MAX = 4096
+/** Size of the body chunks that move between actors; bounded memory per request follows from it. */
+export const STREAM_CHUNK_BYTES = 256 * 1024
+/** Objects at most this large are kept inside RocksDB rather than in a blob file. */
+export const INLINE_BLOB_BYTES_MAX = 64 * 1024

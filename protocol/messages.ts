@@ -1,0 +1,103 @@
+/** @module Messages between actors. Ingress speaks the object protocol to the coordinator, which in
+ * single mode forwards it unchanged to replica-store (in cluster mode it fans out to replicas). */
+import type { Request, StreamHandle } from './actor.js'
+import type {
+  BucketInfo,
+  Conditions,
+  Expectations,
+  HttpMeta,
+  ListPage,
+  ListRequest,
+  ObjectInfo,
+} from './objects.js'
+
+export interface PutResult {
+  etag: string
+  lastModifiedMs: number
+  checksums: ObjectInfo['checksums']
+}
+export interface GetResult {
+  info: ObjectInfo
+  /** Whole body of a small object, sent with the reply; otherwise the bytes come on the stream
+   * after the receiver asks for a range. */
+  body?: Uint8Array
+}
+export interface DeleteManyResult {
+  deleted: string[]
+  errors: { key: string; code: string; message: string }[]
+}
+
+export type ObjectMsg =
+  | (Request & { kind: 'bucket.create'; bucket: string })
+  | (Request & { kind: 'bucket.delete'; bucket: string })
+  | (Request & { kind: 'bucket.head'; bucket: string })
+  | (Request & { kind: 'bucket.list' })
+  | (Request & {
+      kind: 'object.put'
+      bucket: string
+      key: string
+      http: HttpMeta
+      userMeta: Record<string, string>
+      expect: Expectations
+      /** Small bodies travel inline; larger ones on a stream. Exactly one is set. */
+      body?: Uint8Array
+      stream?: StreamHandle
+    })
+  | (Request & {
+      kind: 'object.get'
+      bucket: string
+      key: string
+      /** Absent for HEAD. */
+      stream?: StreamHandle
+    })
+  | (Request & { kind: 'object.delete'; bucket: string; key: string })
+  | (Request & { kind: 'object.delete-many'; bucket: string; keys: string[] })
+  | (Request & {
+      kind: 'object.copy'
+      source: { bucket: string; key: string }
+      target: { bucket: string; key: string }
+      /** Replacement metadata (REPLACE directive); absent means COPY. */
+      replace?: { http: HttpMeta; userMeta: Record<string, string> }
+      conditions: Conditions
+    })
+  | (Request & { kind: 'object.list' } & ListRequest)
+
+export type ObjectReply = {
+  'bucket.create': BucketInfo
+  'bucket.delete': null
+  'bucket.head': BucketInfo
+  'bucket.list': BucketInfo[]
+  'object.put': PutResult
+  'object.get': GetResult
+  'object.delete': null
+  'object.delete-many': DeleteManyResult
+  'object.copy': PutResult
+  'object.list': ListPage
+}
+
+/** The replica-store also keeps small system records for other actors (iam) in its own keyspace. */
+export type SystemMsg =
+  | (Request & { kind: 'system.get'; name: string })
+  | (Request & { kind: 'system.put'; name: string; value: Uint8Array })
+  | (Request & { kind: 'system.stats' })
+
+export interface StoreStats {
+  bucketsCount: number
+  objectsCount: number
+  storageUsedBytes: number
+  uniqueBlobs: number
+  totalReferences: number
+}
+
+export type StoreMsg = ObjectMsg | SystemMsg
+
+export type IamMsg = Request & { kind: 'iam.lookup-key'; accessKey: string }
+
+export interface Principal {
+  userId: string
+  role: 'Reader' | 'Writer' | 'SuperUser'
+}
+export interface KeyLookup {
+  secretKey: string
+  principal: Principal
+}

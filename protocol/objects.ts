@@ -1,0 +1,72 @@
+/** @module Object and bucket records as they travel between actors (plain data). */
+
+/** Content-* and caching headers S3 stores with an object and returns on GET/HEAD. */
+export interface HttpMeta {
+  contentType: string
+  contentEncoding?: string
+  contentDisposition?: string
+  contentLanguage?: string
+  cacheControl?: string
+  expires?: string
+}
+
+/** Additional checksums (x-amz-checksum-*) an object was uploaded with, base64 as on the wire. */
+export type ChecksumAlgorithm = 'crc32' | 'crc32c' | 'sha1' | 'sha256'
+export type Checksums = Partial<Record<ChecksumAlgorithm, string>>
+
+export interface ObjectInfo {
+  key: string
+  size: number
+  /** Quoted hex MD5, as S3 returns it in the ETag header. */
+  etag: string
+  lastModifiedMs: number
+  http: HttpMeta
+  /** x-amz-meta-* with the prefix removed, names lower-cased. */
+  userMeta: Record<string, string>
+  checksums: Checksums
+}
+
+export interface ObjectSummary {
+  key: string
+  size: number
+  etag: string
+  lastModifiedMs: number
+}
+
+export interface BucketInfo {
+  name: string
+  createdMs: number
+}
+
+/** What a PUT's bytes must hash to; every field that is present is verified before commit. */
+export interface Expectations {
+  md5Base64?: string
+  sha256Hex?: string
+  checksums?: Checksums
+  /** Exact byte count announced by the client (decoded length for aws-chunked). */
+  size?: number
+}
+
+/** GET/HEAD/Copy preconditions (If-* headers), dates in ms since the epoch. */
+export interface Conditions {
+  ifMatch?: string
+  ifNoneMatch?: string
+  ifModifiedSinceMs?: number
+  ifUnmodifiedSinceMs?: number
+}
+
+export interface ListRequest {
+  bucket: string
+  prefix: string
+  delimiter: string
+  /** List keys strictly after this one (start-after, marker or a decoded continuation token). */
+  after: string
+  maxKeys: number
+}
+export interface ListPage {
+  objects: ObjectSummary[]
+  commonPrefixes: string[]
+  truncated: boolean
+  /** The last key or common prefix in this page: where the next page starts (exclusive). */
+  lastReturned: string
+}

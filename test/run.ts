@@ -1,0 +1,74 @@
+/** @module Test runner: runs every compiled uvu suite (unit first, then integration) each in its own
+ * child process, so a suite that starts servers or threads cannot leak into the next, and prints
+ * the closing line `N passed, N failed`. A suite that exits non-zero without a uvu summary counts
+ * as one failure. Each suite has a time limit; a suite past it is killed and counted as failed. */
+import { spawn } from 'node:child_process'
+import { readdirSync, existsSync } from 'node:fs'
+import { join, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const SUITE_TIMEOUT_MS = 10 * 60 * 1000
+const groups = ['unit', 'integration']
+
+function suitesOf(group: string): string[] {
+  const folder = join(here, group)
+  if (!existsSync(folder)) return []
+  const only = process.env['TEST_ONLY']
+  return readdirSync(folder)
+    .filter((name) => name.endsWith('.test.js'))
+    .filter((name) => only === undefined || name.includes(only))
+    .sort()
+    .map((name) => join(folder, name))
+}
+
+interface Outcome {
+  passed: number
+  failed: number
+}
+
+function runSuite(file: string): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [file], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    const collect = (data: Buffer): void => {
+      output += data.toString()
+      process.stdout.write(data)
+    }
+    child.stdout.on('data', collect)
+    child.stderr.on('data', collect)
+    const timer = setTimeout(() => {
+      output += `\nsuite timed out after ${SUITE_TIMEOUT_MS} ms\n`
+      child.kill('SIGKILL')
+    }, SUITE_TIMEOUT_MS)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      // uvu prints "Total: N", "Passed: N", "Skipped: N" (with ANSI colours) at the end.
+      // eslint-disable-next-line no-control-regex
+      const plain = output.replace(/\x1b\[[0-9;]*m/g, '')
+      const total = /Total:\s+(\d+)/.exec(plain)
+      const passed = /Passed:\s+(\d+)/.exec(plain)
+      if (total === null || passed === null) {
+        resolve({ passed: 0, failed: 1 })
+        return
+      }
+      const passedCount = Number(passed[1])
+      let failedCount = Number(total[1]) - passedCount
+      if (code !== 0 && failedCount === 0) failedCount = 1
+      resolve({ passed: passedCount, failed: failedCount })
+    })
+  })
+}
+
+let passed = 0
+let failed = 0
+for (const group of groups) {
+  for (const file of suitesOf(group)) {
+    console.log(`\n# ${group}/${file.split('/').pop() ?? file}`)
+    const outcome = await runSuite(file)
+    passed += outcome.passed
+    failed += outcome.failed
+  }
+}
+console.log(`\n${passed} passed, ${failed} failed`)
+process.exit(failed === 0 ? 0 : 1)
