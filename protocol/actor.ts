@@ -2,6 +2,10 @@
  * An actor owns private state and handles one message at a time between awaits; the runtime hosts
  * it on a worker thread (or, in a simulation, in one thread with fakes behind the same interfaces). */
 import type { ErrorCode, Result } from './errors.js'
+import type { IamMsg, ObjectMsg, SystemMsg } from './messages.js'
+
+/** Every request one actor may send another. */
+export type AnyMsg = ObjectMsg | SystemMsg | IamMsg
 
 export type ActorName = 'http-ingress' | 'iam' | 'coordinator' | 'replica-store'
 
@@ -78,6 +82,8 @@ export interface ByteSource {
   next(): Promise<Uint8Array | null>
   /** Trailing values the sender attached to the end of the stream (e.g. x-amz-checksum-*). */
   trailers(): Record<string, string>
+  /** Asks the sender for bytes start..end inclusive (streams that serve reads wait for this). */
+  request(start: number, end: number): void
   cancel(code: ErrorCode, detail: string): void
 }
 /** The sending end of a byte stream. */
@@ -103,11 +109,13 @@ export interface Context {
   randomBytes(length: number): Uint8Array
   /** Sends a request to another actor of this node and waits for its reply until `deadlineMs`.
    * A full mailbox answers `busy`, a dead actor `unavailable`, a late reply `timeout`. */
-  call<T>(to: ActorName, msg: { kind: string } & Request): Promise<Result<T>>
+  call<T>(to: ActorName, msg: AnyMsg): Promise<Result<T>>
   /** Runs `task` after `ms`, unless cancelled. */
   after(ms: number, task: () => void): () => void
   readonly kv: KvStore
   readonly blobs: BlobFiles
+  /** A new stream: keep one end, send the other inside a message (it is transferred). */
+  openStream(): [StreamHandle, StreamHandle]
   /** Wraps the handle of a stream this actor receives bytes from. */
   source(handle: StreamHandle, deadlineMs: number): ByteSource
   /** Wraps the handle of a stream this actor sends bytes to. */
@@ -115,4 +123,17 @@ export interface Context {
   readonly log: Logger
   /** Per-actor settings from the environment, already validated by the runtime. */
   readonly config: Readonly<Record<string, string>>
+}
+
+/** What the HTTP ingress may use of its context: requests to actors, streams, the node's
+ * supervisor (chaos kills, metrics), clock and randomness. It never touches storage. */
+export interface Mesh
+  extends Pick<
+    Context,
+    'call' | 'openStream' | 'source' | 'sink' | 'now' | 'randomBytes' | 'log' | 'config'
+  > {
+  /** Terminates an actor's thread (chaos testing); false when chaos is off or the actor unknown. */
+  kill(actor: string): Promise<boolean>
+  /** The node's metrics in Prometheus text format: every actor's registry merged. */
+  metricsText(): Promise<string>
 }

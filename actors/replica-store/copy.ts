@@ -1,0 +1,49 @@
+/** @module object.copy: a new object record that references the source's blob (a copy never
+ * moves bytes). The source's metadata is kept unless the message replaces it; the copy gets a new
+ * last-modified time. Conditions (x-amz-copy-source-if-*) are checked against the source, and
+ * everything from the source read to the batch happens with no await in between. */
+import type { Context } from '../../protocol/actor.js'
+import { evaluateConditions } from '../../protocol/conditions.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
+import { Mutation } from './mutation.js'
+import type { ObjectRecord } from './records.js'
+import { commitMutation, type StoreState } from './store-state.js'
+
+export type CopyMsg = Extract<ObjectMsg, { kind: 'object.copy' }>
+
+export async function copyObject(
+  state: StoreState,
+  msg: CopyMsg,
+  ctx: Context,
+): Promise<Result<PutResult>> {
+  const { source, target } = msg
+  const mutation = new Mutation(ctx.kv)
+  if (mutation.bucket(source.bucket) === undefined) {
+    return fail('no_such_bucket', `bucket ${source.bucket} does not exist`)
+  }
+  const original = mutation.object(source.bucket, source.key)
+  if (original === undefined) {
+    return fail('no_such_key', `no key ${source.key} in ${source.bucket}`)
+  }
+  const refused = evaluateConditions(original, msg.conditions, 'copy')
+  if (refused !== null) return fail(refused, 'copy source precondition failed')
+  if (mutation.bucket(target.bucket) === undefined) {
+    return fail('no_such_bucket', `bucket ${target.bucket} does not exist`)
+  }
+  const samePlace = source.bucket === target.bucket && source.key === target.key
+  if (samePlace && msg.replace === undefined) {
+    // S3's wording: a copy onto itself must change something.
+    return fail('invalid_request', 'copying an object to itself requires replacing its metadata')
+  }
+  const record: ObjectRecord = {
+    ...original,
+    lastModifiedMs: ctx.now(),
+    http: msg.replace?.http ?? original.http,
+    userMeta: msg.replace?.userMeta ?? original.userMeta,
+  }
+  mutation.addReference(original.sha256)
+  mutation.putObject(target.bucket, target.key, record)
+  await commitMutation(state, ctx, mutation)
+  return ok({ etag: record.etag, lastModifiedMs: record.lastModifiedMs, checksums: record.checksums })
+}

@@ -1,0 +1,114 @@
+/** @module object.list: one page of ListObjects as a range scan of the bucket's object keys, from
+ * max(prefix, after) to the end of the prefix. With a delimiter, keys that contain it after the
+ * prefix fold into a common prefix, and the scan then seeks past every key that starts with that
+ * common prefix in one step: a page costs O(page) reads whatever the bucket holds. Scans fetch a
+ * few rows at first and more while they find no common prefix, so folding does not read rows it
+ * skips. Nothing returned is <= `after`; `truncated` is set only if another entry exists. */
+import assert from 'node:assert/strict'
+import type { Context, KvStore } from '../../protocol/actor.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import { LIST_KEYS_MAX } from '../../protocol/limits.js'
+import type { ObjectMsg } from '../../protocol/messages.js'
+import type { ListPage } from '../../protocol/objects.js'
+import { objectEnd, objectPrefix, successor } from './keys.js'
+import { Mutation } from './mutation.js'
+import { decodeObject } from './records.js'
+
+export type ListMsg = Extract<ObjectMsg, { kind: 'object.list' }>
+
+/** Rows per scan while folding common prefixes; doubles while none turns up. */
+const FOLDING_ROWS_MIN = 4
+
+type Cursor = { gte: string } | { gt: string }
+
+/** Orders strings as their UTF-8 bytes, the order of keys in the store and in S3 listings. */
+export function compareUtf8(left: string, right: string): number {
+  return Buffer.compare(Buffer.from(left, 'utf8'), Buffer.from(right, 'utf8'))
+}
+
+export function listObjects(msg: ListMsg, ctx: Context): Result<ListPage> {
+  assert(Number.isInteger(msg.maxKeys) && msg.maxKeys >= 0, 'maxKeys must be a count')
+  if (new Mutation(ctx.kv).bucket(msg.bucket) === undefined) {
+    return fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
+  }
+  const page: ListPage = { objects: [], commonPrefixes: [], truncated: false, lastReturned: '' }
+  // S3 caps max-keys at 1000 and answers max-keys=0 with an empty page, IsTruncated false.
+  const maxKeys = Math.min(msg.maxKeys, LIST_KEYS_MAX)
+  if (maxKeys === 0) return ok(page)
+  const base = objectPrefix(msg.bucket)
+  const prefixEnd = msg.prefix === '' ? null : successor(msg.prefix)
+  const end = prefixEnd === null ? objectEnd(msg.bucket) : base + prefixEnd
+  let cursor: Cursor | null =
+    compareUtf8(msg.after, msg.prefix) >= 0 ? { gt: base + msg.after } : { gte: base + msg.prefix }
+  let rows = msg.delimiter === '' ? maxKeys + 1 : FOLDING_ROWS_MIN
+  // Each scan returns an entry, skips a common prefix (only one can be <= after) or grows `rows`.
+  for (let scans = 0; cursor !== null; scans++) {
+    assert(scans <= 2 * maxKeys + 32, 'list page did not converge')
+    const count = page.objects.length + page.commonPrefixes.length
+    const limit = Math.min(rows, maxKeys + 1 - count)
+    const found = ctx.kv.scan({ ...cursor, lt: end, limit })
+    const step = takeRows(found, msg, base, maxKeys, page)
+    if (step.kind === 'full') {
+      page.truncated = true
+      cursor = null
+    } else if (step.kind === 'folded') {
+      cursor = step.next
+      rows = FOLDING_ROWS_MIN
+    } else {
+      // Fewer rows than asked for: the range is exhausted.
+      cursor = found.length < limit ? null : { gt: lastKey(found) }
+      rows *= 2
+    }
+  }
+  return ok(page)
+}
+
+/** How a batch of rows ended: the page filled up with rows to spare, a common prefix was folded
+ * (go on at `next`, or stop if null), or every row was taken as an object. */
+type Step = { kind: 'full' } | { kind: 'folded'; next: Cursor | null } | { kind: 'taken' }
+
+function lastKey(rows: [string, Uint8Array][]): string {
+  const last = rows[rows.length - 1]
+  assert(last !== undefined)
+  return last[0]
+}
+
+/** Adds rows to the page until it is full or a common prefix turns up; says where to go on. */
+function takeRows(
+  rows: [string, Uint8Array][],
+  msg: ListMsg,
+  base: string,
+  maxKeys: number,
+  page: ListPage,
+): Step {
+  for (const [storedKey, value] of rows) {
+    if (page.objects.length + page.commonPrefixes.length === maxKeys) return { kind: 'full' }
+    assert(storedKey.startsWith(base))
+    const key = storedKey.slice(base.length)
+    const at = msg.delimiter === '' ? -1 : key.indexOf(msg.delimiter, msg.prefix.length)
+    if (at >= 0) {
+      const common = key.slice(0, at + msg.delimiter.length)
+      if (compareUtf8(common, msg.after) > 0) {
+        page.commonPrefixes.push(common)
+        page.lastReturned = common
+      }
+      const past = successor(common)
+      // No successor: nothing can follow this common prefix, the listing is complete.
+      return { kind: 'folded', next: past === null ? null : { gte: base + past } }
+    }
+    const record = decodeObject(value)
+    page.objects.push({
+      key,
+      size: record.size,
+      etag: record.etag,
+      lastModifiedMs: record.lastModifiedMs,
+    })
+    page.lastReturned = key
+  }
+  return { kind: 'taken' }
+}
+
+/** True if the bucket holds at least one object (bucket.delete's check). */
+export function bucketHasObjects(kv: KvStore, bucket: string): boolean {
+  return kv.scan({ gte: objectPrefix(bucket), lt: objectEnd(bucket), limit: 1 }).length > 0
+}

@@ -1,0 +1,204 @@
+/** @module Mutation: one atomic change of the store, prepared synchronously and committed as ONE
+ * kv batch. It reads through its own pending writes to the kv (which itself shows every batch
+ * handed to commit, durable or not), so a mutation prepared right before `kv.commit`, with no
+ * await in between, sees every earlier mutation: concurrent writes of one key or one blob's
+ * reference count never lose an update, and the one that commits later wins.
+ *
+ * Invariants kept here, for every batch: a blob record's `refs` equals the number of object
+ * records naming its sha256; counters (store-wide and per bucket) match the records; a blob whose
+ * last reference goes is deleted with its inline bytes or file record, and a file blob leaves a
+ * garbage record so its file is removed after the commit (or by recovery after a crash). */
+import assert from 'node:assert/strict'
+import type { KvOp, KvStore } from '../../protocol/actor.js'
+import { ServiceError } from '../../protocol/errors.js'
+import {
+  blobKey,
+  bucketKey,
+  COUNTERS_KEY,
+  fileKey,
+  garbageKey,
+  inlineKey,
+  objectKey,
+} from './keys.js'
+import {
+  decodeBlob,
+  decodeBucket,
+  decodeCounters,
+  decodeObject,
+  EMPTY_COUNTERS,
+  encodeRecord,
+  type BlobRecord,
+  type BucketRecord,
+  type Counters,
+  type ObjectRecord,
+} from './records.js'
+
+/** A blob this mutation may create, if no blob with its sha256 exists yet. */
+export type NewBlob =
+  | { size: number; crc32: number; inline: Uint8Array }
+  | { size: number; crc32: number; file: string }
+
+export class Mutation {
+  private readonly writes = new Map<string, Uint8Array | null>()
+  private counterCache: Counters | null = null
+  /** Bucket records read or written by this mutation; written out by `ops()`. */
+  private readonly buckets = new Map<string, BucketRecord | null>()
+  /** File ids whose blob lost its last reference: removed once the batch is durable. */
+  readonly garbage: string[] = []
+
+  constructor(private readonly kv: KvStore) {}
+
+  get(key: string): Uint8Array | undefined {
+    const written = this.writes.get(key)
+    if (written !== undefined) return written ?? undefined
+    return this.kv.get(key)
+  }
+
+  put(key: string, value: Uint8Array): void {
+    this.writes.set(key, value)
+  }
+
+  del(key: string): void {
+    this.writes.set(key, null)
+  }
+
+  counters(): Counters {
+    if (this.counterCache === null) {
+      const stored = this.kv.get(COUNTERS_KEY)
+      this.counterCache = stored === undefined ? { ...EMPTY_COUNTERS } : decodeCounters(stored)
+    }
+    return this.counterCache
+  }
+
+  bucket(name: string): BucketRecord | undefined {
+    if (!this.buckets.has(name)) {
+      const stored = this.get(bucketKey(name))
+      this.buckets.set(name, stored === undefined ? null : decodeBucket(stored))
+    }
+    return this.buckets.get(name) ?? undefined
+  }
+
+  createBucket(name: string, createdMs: number): void {
+    assert(this.bucket(name) === undefined)
+    this.buckets.set(name, { createdMs, objects: 0, bytes: 0 })
+    this.counters().buckets++
+  }
+
+  deleteBucket(name: string): void {
+    const record = this.bucket(name)
+    assert(record !== undefined)
+    assert.equal(record.objects, 0)
+    this.buckets.set(name, null)
+    this.counters().buckets--
+  }
+
+  object(bucket: string, key: string): ObjectRecord | undefined {
+    const stored = this.get(objectKey(bucket, key))
+    return stored === undefined ? undefined : decodeObject(stored)
+  }
+
+  blob(sha256: string): BlobRecord | undefined {
+    const stored = this.get(blobKey(sha256))
+    return stored === undefined ? undefined : decodeBlob(stored)
+  }
+
+  /** Adds a reference to blob `sha256`, creating it from `created` if it does not exist. Returns
+   * whether it created the blob (if not, the caller's copy of the bytes is surplus). */
+  addReference(sha256: string, created?: NewBlob): boolean {
+    const counters = this.counters()
+    counters.refs++
+    const existing = this.blob(sha256)
+    if (existing !== undefined) {
+      assert(existing.refs > 0)
+      this.put(blobKey(sha256), encodeRecord({ ...existing, refs: existing.refs + 1 }))
+      return false
+    }
+    assert(created !== undefined, 'reference to a blob that does not exist')
+    counters.blobs++
+    const record: BlobRecord = { size: created.size, crc32: created.crc32, refs: 1 }
+    if ('file' in created) {
+      record.file = created.file
+      this.put(fileKey(created.file), new TextEncoder().encode(sha256))
+    } else {
+      assert.equal(created.inline.byteLength, created.size)
+      this.put(inlineKey(sha256), created.inline)
+    }
+    this.put(blobKey(sha256), encodeRecord(record))
+    return true
+  }
+
+  dropReference(sha256: string): void {
+    const existing = this.blob(sha256)
+    if (existing === undefined) {
+      throw new ServiceError('corrupt', `object names blob ${sha256}, which has no record`)
+    }
+    const counters = this.counters()
+    counters.refs--
+    if (existing.refs > 1) {
+      this.put(blobKey(sha256), encodeRecord({ ...existing, refs: existing.refs - 1 }))
+      return
+    }
+    counters.blobs--
+    this.del(blobKey(sha256))
+    if (existing.file === undefined) {
+      this.del(inlineKey(sha256))
+    } else {
+      this.del(fileKey(existing.file))
+      this.put(garbageKey(existing.file), new Uint8Array(0))
+      this.garbage.push(existing.file)
+    }
+  }
+
+  /** Writes an object record; the caller has already added the reference to `record.sha256`
+   * (adding before dropping keeps a blob alive when an object is overwritten with itself). */
+  putObject(bucket: string, key: string, record: ObjectRecord): void {
+    const bucketRecord = this.bucket(bucket)
+    assert(bucketRecord !== undefined)
+    const counters = this.counters()
+    const previous = this.object(bucket, key)
+    if (previous !== undefined) {
+      this.dropReference(previous.sha256)
+      bucketRecord.bytes -= previous.size
+      counters.bytes -= previous.size
+    } else {
+      bucketRecord.objects++
+      counters.objects++
+    }
+    bucketRecord.bytes += record.size
+    counters.bytes += record.size
+    this.put(objectKey(bucket, key), encodeRecord(record))
+  }
+
+  /** Removes an object record; false if there was none. */
+  deleteObject(bucket: string, key: string): boolean {
+    const previous = this.object(bucket, key)
+    if (previous === undefined) return false
+    const bucketRecord = this.bucket(bucket)
+    assert(bucketRecord !== undefined)
+    this.dropReference(previous.sha256)
+    bucketRecord.objects--
+    bucketRecord.bytes -= previous.size
+    const counters = this.counters()
+    counters.objects--
+    counters.bytes -= previous.size
+    this.del(objectKey(bucket, key))
+    return true
+  }
+
+  /** The batch: every write, plus the bucket records and counters this mutation touched. */
+  ops(): KvOp[] {
+    for (const [name, record] of this.buckets) {
+      if (record === null) this.writes.set(bucketKey(name), null)
+      else this.writes.set(bucketKey(name), encodeRecord(record))
+    }
+    if (this.counterCache !== null) {
+      assert(Object.values(this.counterCache).every((count) => count >= 0), 'negative counter')
+      this.writes.set(COUNTERS_KEY, encodeRecord(this.counterCache))
+    }
+    const ops: KvOp[] = []
+    for (const [key, value] of this.writes) {
+      ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
+    }
+    return ops
+  }
+}

@@ -1,0 +1,290 @@
+/** @module object.put: takes a body inline or from a stream, hashes it while it passes (MD5 for
+ * the ETag, SHA-256 for the content address, CRC32 for the scrubber, and every checksum the client
+ * named), keeps at most INLINE_BLOB_BYTES_MAX in memory and spills anything larger to a temporary
+ * blob file, verifies, and commits.
+ *
+ * Nothing is visible before the single metadata commit, and a failed or aborted upload discards
+ * its temporary file. Dedup: if a blob with the same SHA-256 exists, the new bytes are dropped and
+ * the object references the existing blob. A large blob's order is: file synced, ONE kv batch
+ * (blob, file->sha, object, old object's dereference, counters), then promotion in the background;
+ * recovery finishes a promotion a crash interrupted. */
+import assert from 'node:assert/strict'
+import { createHash, type Hash } from 'node:crypto'
+import { crc32 } from 'node:zlib'
+import type { BlobWriter, ByteSource, Context } from '../../protocol/actor.js'
+import {
+  checksumAlgorithmFromHeader,
+  createChecksum,
+  crcToBase64,
+  type Checksum,
+} from '../../protocol/checksums.js'
+import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
+import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
+import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
+import type { ChecksumAlgorithm, Checksums } from '../../protocol/objects.js'
+import { Mutation, type NewBlob } from './mutation.js'
+import type { ObjectRecord } from './records.js'
+import { commitMutation, promoteInBackground, type StoreState } from './store-state.js'
+
+export type PutMsg = Extract<ObjectMsg, { kind: 'object.put' }>
+
+/** Random bytes in a file id: 128 bits never collide. */
+const FILE_ID_BYTES = 16
+
+/** The body as it arrived: digests, and the bytes either in memory or in a temporary file. */
+interface Ingest {
+  size: number
+  md5: Hash
+  sha256: Hash
+  crc32: number
+  /** Additional checksums computed on the side (CRC32 and SHA-256 derive from the above). */
+  extra: Map<ChecksumAlgorithm, Checksum>
+  memory: Uint8Array[]
+  file: { id: string; writer: BlobWriter } | null
+}
+
+export async function putObject(
+  state: StoreState,
+  msg: PutMsg,
+  ctx: Context,
+): Promise<Result<PutResult>> {
+  assert((msg.body === undefined) !== (msg.stream === undefined), 'put needs a body or a stream')
+  assert(msg.key.length > 0)
+  const source = msg.stream === undefined ? null : ctx.source(msg.stream, msg.deadlineMs)
+  if (new Mutation(ctx.kv).bucket(msg.bucket) === undefined) {
+    source?.cancel('no_such_bucket', `bucket ${msg.bucket} does not exist`)
+    return fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
+  }
+  const ingest = startIngest(msg)
+  let verified: Verified
+  try {
+    await receive(ingest, msg, source, ctx)
+    verified = verify(ingest, msg, source?.trailers() ?? {})
+  } catch (error) {
+    await ingest.file?.writer.discard()
+    if (!(error instanceof ServiceError)) throw error
+    source?.cancel(error.code, error.message)
+    return fail(error.code, error.message)
+  }
+  return commitPut(state, msg, ctx, ingest, verified)
+}
+
+/** What the body turned out to be, once every expectation held. */
+interface Verified {
+  size: number
+  crc32: number
+  sha256: string
+  etag: string
+  checksums: Checksums
+}
+
+function startIngest(msg: PutMsg): Ingest {
+  const extra = new Map<ChecksumAlgorithm, Checksum>()
+  for (const algorithm of Object.keys(msg.expect.checksums ?? {}) as ChecksumAlgorithm[]) {
+    if (algorithm === 'crc32c' || algorithm === 'sha1') {
+      extra.set(algorithm, createChecksum(algorithm))
+    }
+  }
+  return {
+    size: 0,
+    md5: createHash('md5'),
+    sha256: createHash('sha256'),
+    crc32: 0,
+    extra,
+    memory: [],
+    file: null,
+  }
+}
+
+async function receive(
+  ingest: Ingest,
+  msg: PutMsg,
+  source: ByteSource | null,
+  ctx: Context,
+): Promise<void> {
+  if (source === null) {
+    assert(msg.body !== undefined)
+    await accept(ingest, msg, msg.body, ctx)
+    return
+  }
+  for (;;) {
+    let chunk: Uint8Array | null
+    try {
+      chunk = await source.next()
+    } catch (error) {
+      throw senderFailure(error)
+    }
+    if (chunk === null) return
+    await accept(ingest, msg, chunk, ctx)
+  }
+}
+
+/** The sender's abort (or the stream's timeout) arrives as an error carrying a code; an error
+ * without one means the body stopped short. */
+function senderFailure(error: unknown): ServiceError {
+  if (error instanceof ServiceError) return error
+  const code = (error as { code?: unknown } | null)?.code
+  const detail = error instanceof Error ? error.message : 'body stream failed'
+  return new ServiceError(typeof code === 'string' ? (code as ErrorCode) : 'incomplete_body', detail)
+}
+
+async function accept(ingest: Ingest, msg: PutMsg, chunk: Uint8Array, ctx: Context): Promise<void> {
+  ingest.size += chunk.byteLength
+  if (ingest.size > SINGLE_PUT_BYTES_MAX) {
+    throw new ServiceError('entity_too_large', `body over ${SINGLE_PUT_BYTES_MAX} bytes`)
+  }
+  if (msg.expect.size !== undefined && ingest.size > msg.expect.size) {
+    throw new ServiceError('incomplete_body', `body longer than the ${msg.expect.size} announced`)
+  }
+  ingest.md5.update(chunk)
+  ingest.sha256.update(chunk)
+  ingest.crc32 = crc32(chunk, ingest.crc32)
+  for (const checksum of ingest.extra.values()) checksum.update(chunk)
+  if (ingest.file !== null) {
+    await ingest.file.writer.write(chunk)
+  } else if (ingest.size <= INLINE_BLOB_BYTES_MAX) {
+    ingest.memory.push(chunk)
+  } else {
+    // Past the inline bound: everything so far and everything after goes to a file.
+    const id = Buffer.from(ctx.randomBytes(FILE_ID_BYTES)).toString('hex')
+    const writer = await ctx.blobs.create(id)
+    ingest.file = { id, writer }
+    for (const held of ingest.memory.splice(0)) await writer.write(held)
+    await writer.write(chunk)
+  }
+}
+
+/** Checks every expectation and returns the verified facts; the checksums stored with the object
+ * are the ones the client sent, in a header or a trailer. */
+function verify(ingest: Ingest, msg: PutMsg, trailers: Record<string, string>): Verified {
+  const { expect } = msg
+  if (expect.size !== undefined && ingest.size !== expect.size) {
+    throw new ServiceError('incomplete_body', `got ${ingest.size} of ${expect.size} bytes`)
+  }
+  const md5 = ingest.md5.digest()
+  if (expect.md5Base64 !== undefined && md5.toString('base64') !== expect.md5Base64) {
+    throw new ServiceError('bad_digest', 'Content-MD5 does not match the body')
+  }
+  const sha256 = ingest.sha256.digest('hex')
+  if (expect.sha256Hex !== undefined && sha256 !== expect.sha256Hex.toLowerCase()) {
+    throw new ServiceError('content_sha256_mismatch', 'x-amz-content-sha256 does not match')
+  }
+  const checksums: Checksums = {}
+  for (const [algorithm, value] of wantedChecksums(msg, trailers)) {
+    const actual = computedChecksum(ingest, algorithm, sha256)
+    if (actual !== value) {
+      throw new ServiceError('checksum_mismatch', `x-amz-checksum-${algorithm} does not match`)
+    }
+    checksums[algorithm] = actual
+  }
+  const etag = `"${md5.toString('hex')}"`
+  return { size: ingest.size, crc32: ingest.crc32, sha256, etag, checksums }
+}
+
+/** Expected values by algorithm: from the request's headers, or (empty string there) from the
+ * trailer, and any checksum trailer sent without being announced. */
+function wantedChecksums(
+  msg: PutMsg,
+  trailers: Record<string, string>,
+): Map<ChecksumAlgorithm, string> {
+  const trailing = new Map<ChecksumAlgorithm, string>()
+  for (const [name, value] of Object.entries(trailers)) {
+    const algorithm = checksumAlgorithmFromHeader(name)
+    if (algorithm !== null) trailing.set(algorithm, value.trim())
+  }
+  const wanted = new Map<ChecksumAlgorithm, string>()
+  for (const [algorithm, value] of Object.entries(msg.expect.checksums ?? {})) {
+    const name = algorithm as ChecksumAlgorithm
+    const expected = value !== '' ? value : trailing.get(name)
+    if (expected === undefined) {
+      throw new ServiceError('incomplete_body', `trailer x-amz-checksum-${name} did not arrive`)
+    }
+    wanted.set(name, expected)
+  }
+  for (const [algorithm, value] of trailing) {
+    const announced = wanted.get(algorithm)
+    if (announced !== undefined && announced !== value) {
+      throw new ServiceError('checksum_mismatch', `x-amz-checksum-${algorithm}: header and trailer differ`)
+    }
+    wanted.set(algorithm, value)
+  }
+  return wanted
+}
+
+function computedChecksum(ingest: Ingest, algorithm: ChecksumAlgorithm, sha256Hex: string): string {
+  if (algorithm === 'crc32') return crcToBase64(ingest.crc32)
+  if (algorithm === 'sha256') return Buffer.from(sha256Hex, 'hex').toString('base64')
+  const checksum = ingest.extra.get(algorithm)
+  if (checksum === undefined) {
+    // Only CRC32 and SHA-256 are always at hand; the HTTP layer announces the others up front.
+    throw new ServiceError('invalid_request', `x-amz-checksum-${algorithm} was not announced`)
+  }
+  return checksum.digestBase64()
+}
+
+/** Commits the verified body: inline, as a duplicate of an existing blob, or as a new file blob. */
+async function commitPut(
+  state: StoreState,
+  msg: PutMsg,
+  ctx: Context,
+  ingest: Ingest,
+  verified: Verified,
+): Promise<Result<PutResult>> {
+  const blob = { size: verified.size, crc32: verified.crc32 }
+  const file = ingest.file
+  if (file === null) {
+    const inline = Buffer.concat(ingest.memory, verified.size)
+    return (await commitObject(state, msg, ctx, verified, { ...blob, inline })).result
+  }
+  if (new Mutation(ctx.kv).blob(verified.sha256) !== undefined) {
+    // A duplicate: commit the reference now (no await since the check, so the blob is still
+    // there), then drop this copy of the bytes; it was never synced.
+    try {
+      return (await commitObject(state, msg, ctx, verified, undefined)).result
+    } finally {
+      await file.writer.discard()
+    }
+  }
+  try {
+    await file.writer.commit()
+  } catch (error) {
+    await ctx.blobs.removeTemporary(file.id)
+    throw error
+  }
+  // If the commit below fails, the synced file stays: whether the batch landed is unknown, and
+  // recovery keeps the file exactly if its file->sha record is durable.
+  const committed = await commitObject(state, msg, ctx, verified, { ...blob, file: file.id })
+  if (committed.createdBlob) promoteInBackground(state, ctx, file.id)
+  else await ctx.blobs.removeTemporary(file.id)
+  return committed.result
+}
+
+/** Prepares (synchronously, before its first await) and commits the object record and the blob
+ * reference. `created` is the blob to create if none with this sha256 exists by then. */
+async function commitObject(
+  state: StoreState,
+  msg: PutMsg,
+  ctx: Context,
+  verified: Verified,
+  created: NewBlob | undefined,
+): Promise<{ result: Result<PutResult>; createdBlob: boolean }> {
+  const mutation = new Mutation(ctx.kv)
+  if (mutation.bucket(msg.bucket) === undefined) {
+    const result = fail<PutResult>('no_such_bucket', `bucket ${msg.bucket} was deleted`)
+    return { result, createdBlob: false }
+  }
+  const createdBlob = mutation.addReference(verified.sha256, created)
+  const record: ObjectRecord = {
+    size: verified.size,
+    etag: verified.etag,
+    lastModifiedMs: ctx.now(),
+    http: msg.http,
+    userMeta: msg.userMeta,
+    checksums: verified.checksums,
+    sha256: verified.sha256,
+  }
+  mutation.putObject(msg.bucket, msg.key, record)
+  await commitMutation(state, ctx, mutation)
+  const { etag, lastModifiedMs, checksums } = record
+  return { result: ok({ etag, lastModifiedMs, checksums }), createdBlob }
+}

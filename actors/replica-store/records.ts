@@ -1,0 +1,142 @@
+/** @module Records of the store's metadata and their encoding: JSON (each record is at most a few
+ * KiB: user metadata is capped at 2 KiB by the HTTP layer), except inline blob bytes and system
+ * records, which are stored raw. Bytes read back from disk come from outside the process, so
+ * decoding validates their shape and fails with `corrupt` rather than asserting. */
+import { ServiceError } from '../../protocol/errors.js'
+import type { BucketInfo, Checksums, HttpMeta, ObjectInfo } from '../../protocol/objects.js'
+
+export interface BucketRecord {
+  createdMs: number
+  /** Objects in the bucket and the sum of their sizes, kept by every mutating batch. */
+  objects: number
+  bytes: number
+}
+
+export interface ObjectRecord {
+  size: number
+  etag: string
+  lastModifiedMs: number
+  http: HttpMeta
+  userMeta: Record<string, string>
+  checksums: Checksums
+  /** Content address: the blob holding the bytes. */
+  sha256: string
+}
+
+export interface BlobRecord {
+  size: number
+  crc32: number
+  /** Object records that point at this blob; the blob is garbage when it reaches 0. */
+  refs: number
+  /** File id of a large blob; absent for an inline blob, whose bytes are under D\0<sha256>. */
+  file?: string
+}
+
+/** Store-wide counters, updated in every mutating batch so that stats never need a scan. */
+export interface Counters {
+  buckets: number
+  objects: number
+  /** Sum of object sizes: logical bytes, every reference counted. */
+  bytes: number
+  /** Distinct blobs stored, and references to them (objects): their ratio is the dedup. */
+  blobs: number
+  refs: number
+}
+
+export const EMPTY_COUNTERS: Readonly<Counters> = { buckets: 0, objects: 0, bytes: 0, blobs: 0, refs: 0 }
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder('utf-8', { fatal: true })
+
+export function encodeRecord(record: object): Uint8Array {
+  return encoder.encode(JSON.stringify(record))
+}
+
+function decodeJson(bytes: Uint8Array, what: string): Record<string, unknown> {
+  let value: unknown
+  try {
+    value = JSON.parse(decoder.decode(bytes))
+  } catch {
+    throw new ServiceError('corrupt', `${what} record is not JSON`)
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ServiceError('corrupt', `${what} record is not an object`)
+  }
+  return value as Record<string, unknown>
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
+}
+
+function requireFields(
+  record: Record<string, unknown>,
+  what: string,
+  counts: readonly string[],
+  strings: readonly string[] = [],
+): void {
+  for (const name of counts) {
+    if (!isCount(record[name])) throw new ServiceError('corrupt', `${what} record: bad ${name}`)
+  }
+  for (const name of strings) {
+    if (typeof record[name] !== 'string') {
+      throw new ServiceError('corrupt', `${what} record: bad ${name}`)
+    }
+  }
+}
+
+export function decodeBucket(bytes: Uint8Array): BucketRecord {
+  const record = decodeJson(bytes, 'bucket')
+  requireFields(record, 'bucket', ['createdMs', 'objects', 'bytes'])
+  return record as unknown as BucketRecord
+}
+
+export function decodeObject(bytes: Uint8Array): ObjectRecord {
+  const record = decodeJson(bytes, 'object')
+  requireFields(record, 'object', ['size', 'lastModifiedMs'], ['etag', 'sha256'])
+  for (const name of ['http', 'userMeta', 'checksums']) {
+    if (typeof record[name] !== 'object' || record[name] === null) {
+      throw new ServiceError('corrupt', `object record: bad ${name}`)
+    }
+  }
+  return record as unknown as ObjectRecord
+}
+
+export function decodeBlob(bytes: Uint8Array): BlobRecord {
+  const record = decodeJson(bytes, 'blob')
+  requireFields(record, 'blob', ['size', 'crc32', 'refs'])
+  if (record['file'] !== undefined && typeof record['file'] !== 'string') {
+    throw new ServiceError('corrupt', 'blob record: bad file')
+  }
+  return record as unknown as BlobRecord
+}
+
+export function decodeCounters(bytes: Uint8Array): Counters {
+  const record = decodeJson(bytes, 'counters')
+  requireFields(record, 'counters', ['buckets', 'objects', 'bytes', 'blobs', 'refs'])
+  return record as unknown as Counters
+}
+
+export function decodeText(bytes: Uint8Array, what: string): string {
+  try {
+    return decoder.decode(bytes)
+  } catch {
+    throw new ServiceError('corrupt', `${what} record is not UTF-8`)
+  }
+}
+
+export function objectInfo(key: string, record: ObjectRecord): ObjectInfo {
+  return {
+    key,
+    size: record.size,
+    etag: record.etag,
+    lastModifiedMs: record.lastModifiedMs,
+    http: record.http,
+    userMeta: record.userMeta,
+    checksums: record.checksums,
+  }
+}
+
+export function bucketInfo(name: string, record: BucketRecord): BucketInfo {
+  return { name, createdMs: record.createdMs }
+}

@@ -1,0 +1,82 @@
+/** @module The replica-store's state and the two effects every mutation shares: committing a
+ * prepared Mutation and collecting the garbage files it released. The state holds only what is in
+ * flight (the metadata itself lives in ctx.kv), so a restart is exactly a new `init`. */
+import assert from 'node:assert/strict'
+import type { Context } from '../../protocol/actor.js'
+import { garbageKey } from './keys.js'
+import type { Mutation } from './mutation.js'
+
+export interface StoreState {
+  /** Work that outlives the request that started it (commits, promotions, garbage removal, GET
+   * streams); `stop` waits for all of it. */
+  readonly tasks: Set<Promise<void>>
+  /** Promotions in flight by file id: garbage removal and readers of that file wait for them. */
+  readonly promoting: Map<string, Promise<void>>
+  /** GET streams sending now (each holds an open file); bounded by GET_STREAMS_MAX. */
+  streams: number
+  /** Set by `stop`: GET streams end early instead of holding the store open. */
+  stopping: boolean
+}
+
+/** GET streams at once. Every other task is bounded by the requests in flight (the runtime's
+ * mailbox), but a stream outlives its request; past this bound a GET of a file blob is answered
+ * `busy`. Each holds a file descriptor and at most a credit window (1 MiB) of chunks in flight. */
+export const GET_STREAMS_MAX = 256
+
+export function createState(): StoreState {
+  return { tasks: new Set(), promoting: new Map(), streams: 0, stopping: false }
+}
+
+/** Runs `work` in the background; failures are logged (each task reports its own failures to
+ * whoever waits on it, this is the last resort). */
+export function track(state: StoreState, ctx: Context, what: string, work: Promise<void>): void {
+  const task = work.then(
+    () => undefined,
+    (error: unknown) => ctx.log.error({ err: error, task: what }, 'replica-store task failed'),
+  )
+  state.tasks.add(task)
+  void task.finally(() => state.tasks.delete(task))
+}
+
+/** Commits a prepared mutation, then removes the files it made garbage in the background. Must be
+ * called right after the mutation is prepared, with no await in between. */
+export async function commitMutation(
+  state: StoreState,
+  ctx: Context,
+  mutation: Mutation,
+): Promise<void> {
+  const committed = ctx.kv.commit(mutation.ops())
+  track(state, ctx, 'commit', committed)
+  await committed
+  if (mutation.garbage.length > 0) {
+    track(state, ctx, 'garbage', removeGarbage(state, ctx, mutation.garbage))
+  }
+}
+
+/** Removes files whose blobs are gone, then their garbage records. A file still being promoted is
+ * removed after the promotion, so a rename cannot bring it back after the removal. */
+export async function removeGarbage(
+  state: StoreState,
+  ctx: Context,
+  fileIds: readonly string[],
+): Promise<void> {
+  for (const id of fileIds) {
+    await state.promoting.get(id)?.catch(() => undefined)
+    await ctx.blobs.remove(id)
+  }
+  await ctx.kv.commit(fileIds.map((id) => ({ type: 'del', key: garbageKey(id) })))
+}
+
+/** Promotes a committed temporary file in the background: the put is already durable (its file
+ * was synced and the metadata says where it is), so the reply does not wait for the rename. */
+export function promoteInBackground(state: StoreState, ctx: Context, fileId: string): void {
+  assert(!state.promoting.has(fileId))
+  const promotion = ctx.blobs.promote(fileId)
+  state.promoting.set(fileId, promotion)
+  track(
+    state,
+    ctx,
+    'promote',
+    promotion.finally(() => state.promoting.delete(fileId)),
+  )
+}

@@ -1,0 +1,55 @@
+/** @module Bench knobs. Three come from the environment so a quick run is one command away:
+ * BENCH_SECONDS (time bound of each load phase), BENCH_BIG_MB (size of the streamed object) and
+ * BENCH_LIST_KEYS (keys in the listing bucket); BENCH_TARGETS (comma-separated) picks targets.
+ * The rest are fixed here, each with its reason. */
+import assert from 'node:assert/strict'
+
+function envNumber(name: string, fallback: number, max: number): number {
+  const text = process.env[name]
+  if (text === undefined || text === '') return fallback
+  const value = Number(text)
+  assert(Number.isFinite(value) && value > 0, `${name} must be a positive number, got ${text}`)
+  assert(value <= max, `${name} must be at most ${max}, got ${text}`)
+  return value
+}
+
+/** Five seconds per phase keeps 8 phases x 3 targets near two minutes. */
+export const PHASE_SECONDS = envNumber('BENCH_SECONDS', 5, 600)
+/** Unrecorded PUTs before a target's first phase, so that a JIT-compiled server (the service,
+ * s3rver) is not measured cold against nginx. */
+export const WARMUP_SECONDS = Math.min(1, PHASE_SECONDS)
+export const WARMUP_OPS_MAX = 5_000
+export const BIG_BYTES = Math.round(envNumber('BENCH_BIG_MB', 1024, 16 * 1024) * 1024 * 1024)
+export const LIST_KEYS = Math.round(envNumber('BENCH_LIST_KEYS', 100_000, 1_000_000))
+
+export const SMALL_BYTES = 4 * 1024
+export const LARGE_BYTES = 1024 * 1024
+export const CONCURRENCIES = [16, 64] as const
+/** Count bound of a 4 KiB phase. Every URL is presigned beforehand (about 20 us each), so this
+ * also bounds the preparation time; and reads cycle over the keys its PUT phase wrote. */
+export const SMALL_OPS_MAX = 100_000
+/** Count bound of a 1 MiB phase: 4 GiB written per PUT phase at most, deleted with the target. */
+export const LARGE_OPS_MAX = 4_000
+/** Chunk of the streamed upload: one buffer, filled once and sent again and again. */
+export const BIG_CHUNK_BYTES = 1024 * 1024
+/** A streamed transfer slower than this is cut off and reported as failed. */
+export const BIG_TIMEOUT_MS = 240_000
+export const LIST_FILL_CONCURRENCY = 64
+/** s3rver fills at a few hundred PUTs per second, so a fill is cut off here (and the listing
+ * covers what it has): otherwise s3rver alone would take most of the bench's six minutes. */
+export const LIST_FILL_SECONDS_MAX = 100
+/** s3rver can take seconds per page over a large bucket: we list for this long at most. */
+export const LIST_SECONDS_MAX = 45
+export const LIST_PAGE_KEYS = 1000
+/** Every request that outlives this is failed, so no phase can hang on a stuck server. */
+export const REQUEST_TIMEOUT_MS = 30_000
+/** The service must answer GET /health within this after its start. */
+export const HEALTH_WAIT_MS = 30_000
+export const RSS_POLL_MS = 50
+export const BUCKET = 'bench'
+
+/** Targets to run, by name; empty means all. Unknown names are reported by run.ts. */
+export const ONLY_TARGETS = (process.env['BENCH_TARGETS'] ?? '')
+  .split(',')
+  .map((name) => name.trim())
+  .filter((name) => name !== '')

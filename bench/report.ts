@@ -1,0 +1,188 @@
+/** @module The closing tables: one per figure, a column per target, the ratios of the service to
+ * nginx and to s3rver, and the service's goal with whether this run met it. It prints and judges
+ * nothing else: the bench never fails on a figure. MB is 10^6 bytes throughout. */
+import { BIG_BYTES, LIST_KEYS } from './config.js'
+import { percentile, type PhaseResult } from './load.js'
+import { PHASE_KINDS, type TargetResults } from './suite.js'
+import { TARGET_NAMES, type TargetName } from './targets.js'
+
+export type AllResults = Map<TargetName, TargetResults>
+
+/** Either a ratio of the service to a reference, or an absolute ceiling on the service's value. */
+type Goal = { against: 'nginx' | 's3rver'; ratioMin: number } | { below: number }
+
+interface Row {
+  label: string
+  values: Record<TargetName, number | null>
+  goal?: Goal
+}
+
+type Figure = (result: PhaseResult) => number
+
+const FIGURES: readonly { title: string; figure: Figure; goals: Record<string, Goal> }[] = [
+  {
+    title: 'ops/s',
+    figure: (r) => r.ops / r.seconds,
+    goals: {
+      'PUT 4 KiB': { against: 's3rver', ratioMin: 3 },
+      'GET 4 KiB': { against: 's3rver', ratioMin: 5 },
+    },
+  },
+  {
+    title: 'MB/s',
+    figure: (r) => r.bytes / 1e6 / r.seconds,
+    goals: {
+      'PUT 1 MiB': { against: 'nginx', ratioMin: 0.5 },
+      'GET 1 MiB': { against: 'nginx', ratioMin: 0.5 },
+    },
+  },
+  { title: 'p50 latency, ms', figure: (r) => percentile(r.latenciesMs, 0.5), goals: {} },
+  { title: 'p99 latency, ms', figure: (r) => percentile(r.latenciesMs, 0.99), goals: {} },
+  { title: 'failed requests', figure: (r) => r.failed, goals: {} },
+]
+
+export function printReport(results: AllResults, skipped: Map<TargetName, string>): void {
+  console.log('\n=== Results (MB = 10^6 bytes; "-" = not measured) ===')
+  for (const [name, reason] of skipped) console.log(`${name}: skipped: ${reason}`)
+  for (const { title, figure, goals } of FIGURES) {
+    const rows = PHASE_KINDS.map((kind) => {
+      const row: Row = {
+        label: kind.label,
+        values: valuesOf(results, (r) => {
+          const phase = r.phases.get(kind.label)
+          return phase === undefined || (phase.ops === 0 && title !== 'failed requests')
+            ? null
+            : figure(phase)
+        }),
+      }
+      const goal = goals[kind.label.slice(0, 'PUT 4 KiB'.length)]
+      if (goal !== undefined) row.goal = goal
+      return row
+    })
+    printTable(title, rows)
+  }
+  printTable(`streamed ${BIG_BYTES / 2 ** 20} MiB object`, bigRows(results))
+  printTable(`ListObjectsV2, ${LIST_KEYS} keys, pages of 1000`, listRows(results))
+  printErrors(results)
+}
+
+function bigRows(results: AllResults): Row[] {
+  const rate = (t: { bytes: number; seconds: number; error: string | null }): number | null =>
+    t.error === null ? t.bytes / 1e6 / t.seconds : null
+  const rss = (t: { rssPeakBytes: number }): number | null =>
+    t.rssPeakBytes > 0 ? t.rssPeakBytes / 1e6 : null
+  const big = (pick: (b: NonNullable<TargetResults['big']>) => number | null) =>
+    valuesOf(results, (r) => (r.big === null ? null : pick(r.big)))
+  return [
+    {
+      label: 'upload MB/s',
+      values: big((b) => rate(b.upload)),
+      goal: { against: 'nginx', ratioMin: 0.5 },
+    },
+    { label: 'download MB/s', values: big((b) => rate(b.download)) },
+    { label: 'peak RSS upload, MB', values: big((b) => rss(b.upload)), goal: { below: 200 } },
+    { label: 'peak RSS download, MB', values: big((b) => rss(b.download)), goal: { below: 200 } },
+  ]
+}
+
+function listRows(results: AllResults): Row[] {
+  const list = (pick: (l: NonNullable<TargetResults['list']>) => number | null) =>
+    valuesOf(results, (r) => (r.list === null ? null : pick(r.list)))
+  const nonEmpty = (values: Float64Array, fraction: number): number | null =>
+    values.length === 0 ? null : percentile(values, fraction)
+  return [
+    { label: 'fill PUT ops/s (c64)', values: list((l) => l.fill.ops / l.fill.seconds) },
+    { label: 'keys filled', values: list((l) => l.fill.ops) },
+    { label: 'pages listed', values: list((l) => l.pages) },
+    { label: 'keys listed', values: list((l) => l.keysListed) },
+    { label: 'listing complete (1 = yes)', values: list((l) => (l.complete ? 1 : 0)) },
+    { label: 'p50 ms per page', values: list((l) => nonEmpty(l.latenciesMs, 0.5)) },
+    {
+      label: 'p99 ms per page',
+      values: list((l) => nonEmpty(l.latenciesMs, 0.99)),
+      goal: { below: 25 },
+    },
+  ]
+}
+
+function valuesOf(
+  results: AllResults,
+  pick: (result: TargetResults) => number | null,
+): Record<TargetName, number | null> {
+  const values: Record<TargetName, number | null> = { service: null, s3rver: null, nginx: null }
+  for (const name of TARGET_NAMES) {
+    const result = results.get(name)
+    const value = result === undefined ? null : pick(result)
+    values[name] = value === null || Number.isNaN(value) ? null : value
+  }
+  return values
+}
+
+function printTable(title: string, rows: readonly Row[]): void {
+  const header = ['', 'service', 's3rver', 'nginx', 'svc/nginx', 'svc/s3rver', 'goal', 'met']
+  const lines = rows.map((row) => {
+    const { service, s3rver, nginx } = row.values
+    return [
+      row.label,
+      number(service),
+      number(s3rver),
+      number(nginx),
+      ratio(service, nginx),
+      ratio(service, s3rver),
+      row.goal === undefined ? '' : goalText(row.goal),
+      row.goal === undefined ? '' : verdict(row.goal, row.values),
+    ]
+  })
+  const widths = header.map((cell, i) =>
+    Math.max(cell.length, ...lines.map((line) => line[i]?.length ?? 0)),
+  )
+  const format = (cells: readonly string[]): string =>
+    cells
+      .map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd()
+  console.log(`\n${title}`)
+  console.log(format(header))
+  for (const line of lines) console.log(format(line))
+}
+
+function number(value: number | null): string {
+  if (value === null) return '-'
+  if (Number.isInteger(value)) return value.toString() // Counts.
+  if (Math.abs(value) >= 100) return Math.round(value).toString()
+  return value.toFixed(Math.abs(value) >= 10 ? 1 : 2)
+}
+
+function ratio(value: number | null, reference: number | null): string {
+  if (value === null || reference === null || reference === 0) return '-'
+  return `${(value / reference).toFixed(2)}x`
+}
+
+function goalText(goal: Goal): string {
+  return 'below' in goal ? `< ${goal.below}` : `>= ${goal.ratioMin}x ${goal.against}`
+}
+
+function verdict(goal: Goal, values: Record<TargetName, number | null>): string {
+  const service = values.service
+  if (service === null) return 'n/a'
+  if ('below' in goal) return service < goal.below ? 'met' : 'NOT MET'
+  const reference = values[goal.against]
+  if (reference === null || reference === 0) return 'n/a'
+  return service / reference >= goal.ratioMin ? 'met' : 'NOT MET'
+}
+
+function printErrors(results: AllResults): void {
+  for (const [name, result] of results) {
+    for (const [label, phase] of result.phases) {
+      if (phase.firstError === null) continue
+      console.log(`${name} ${label}: first error: ${phase.firstError}`)
+    }
+    for (const transfer of result.big === null ? [] : [result.big.upload, result.big.download]) {
+      if (transfer.error !== null) console.log(`${name} streamed: ${transfer.error}`)
+    }
+    if (result.list?.error != null) console.log(`${name} list: ${result.list.error}`)
+    if (result.list?.fill.firstError != null) {
+      console.log(`${name} list fill: first error: ${result.list.fill.firstError}`)
+    }
+  }
+}

@@ -1,0 +1,58 @@
+/** @module `npm run bench`: measures the service, s3rver and nginx (WebDAV) one after the other on
+ * 127.0.0.1, each in its own child process and temp dir, then prints the tables of report.ts. A
+ * target that is missing or does not come up is reported and skipped; figures are printed, never
+ * judged by the exit code, which is 0 unless the bench itself broke. On SIGINT or SIGTERM the
+ * running target is stopped by its PID and its temp dir removed before we exit. */
+import { BIG_BYTES, LIST_KEYS, ONLY_TARGETS, PHASE_SECONDS } from './config.js'
+import { printReport, type AllResults } from './report.js'
+import { runSuite } from './suite.js'
+import { start, TARGET_NAMES, type Target, type TargetName } from './targets.js'
+
+interface Running {
+  target: Target | null
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `bench: phases up to ${PHASE_SECONDS} s, streamed object ${BIG_BYTES / 2 ** 20} MiB, ` +
+      `listing over ${LIST_KEYS} keys`,
+  )
+  const unknown = ONLY_TARGETS.filter((name) => !(TARGET_NAMES as readonly string[]).includes(name))
+  if (unknown.length > 0) console.log(`bench: BENCH_TARGETS names no target: ${unknown.join(', ')}`)
+  const running: Running = { target: null }
+  const interrupt = (signal: NodeJS.Signals): void => {
+    console.log(`\nbench: ${signal}, stopping`)
+    const stopping = running.target?.stop() ?? Promise.resolve()
+    stopping.finally(() => process.exit(130)).catch(() => process.exit(130))
+  }
+  process.once('SIGINT', interrupt)
+  process.once('SIGTERM', interrupt)
+  const results: AllResults = new Map()
+  const skipped = new Map<TargetName, string>()
+  for (const name of TARGET_NAMES) {
+    if (ONLY_TARGETS.length > 0 && !ONLY_TARGETS.includes(name)) continue
+    const startedAt = Date.now()
+    console.log(`\n# ${name}`)
+    const started = await start(name)
+    if (!started.ok) {
+      console.log(`  ${name}: skipped: ${started.reason}`)
+      if (started.log !== undefined) console.log(`  ${name} log (tail):\n${started.log}`)
+      skipped.set(name, started.reason)
+      continue
+    }
+    running.target = started.target
+    try {
+      results.set(name, await runSuite(started.target))
+    } catch (error) {
+      console.log(`  ${name}: the bench broke: ${String(error)}`)
+      skipped.set(name, `the bench broke: ${String(error)}`)
+    } finally {
+      await started.target.stop()
+      running.target = null
+    }
+    console.log(`  ${name}: done in ${((Date.now() - startedAt) / 1000).toFixed(0)} s`)
+  }
+  printReport(results, skipped)
+}
+
+await main()

@@ -1,0 +1,264 @@
+/** @module The three servers under test, each started as a child process on 127.0.0.1 with a
+ * fresh temp dir: the service (dist/runtime/main.js), s3rver (bench/s3rver-main.ts) and nginx with
+ * WebDAV PUT as the limit of HTTP-to-disk. A target that cannot start says why and is skipped.
+ * Stopping is by PID: SIGTERM, then SIGKILL after a grace period, then any descendant left over
+ * (nginx workers) by its own PID; the temp dir goes with the target. */
+import assert from 'node:assert/strict'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync } from 'node:fs'
+import { rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { request } from 'undici'
+import { HEALTH_WAIT_MS } from './config.js'
+import { presigner, type Presign } from './presign.js'
+import { processTree } from './rss.js'
+
+export type TargetName = 'service' | 's3rver' | 'nginx'
+export const TARGET_NAMES: readonly TargetName[] = ['service', 's3rver', 'nginx']
+
+export interface Target {
+  name: TargetName
+  origin: string
+  /** Signs a request; null for nginx, which takes the same paths unsigned. */
+  presign: Presign | null
+  /** The server's processes now (main and descendants): their memory is the server's. */
+  pids(): number[]
+  stop(): Promise<void>
+}
+
+/** `reason` is one line; `log` is the tail of the server's own output, when it has any. */
+export type Started = { ok: true; target: Target } | { ok: false; reason: string; log?: string }
+
+const here = dirname(fileURLToPath(import.meta.url))
+const SERVICE_MAIN = join(here, '..', 'runtime', 'main.js')
+const S3RVER_MAIN = join(here, 's3rver-main.js')
+const NGINX_BINARY = '/usr/sbin/nginx'
+const SERVICE_CREDENTIALS = {
+  accessKeyId: 'benchkey',
+  secretAccessKey: 'benchsecretbenchsecretbenchsecret1234',
+}
+const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }
+const POLL_MS = 100
+const STOP_GRACE_MS = 10_000
+const LOG_TAIL_CHARS = 2000
+
+export function start(name: TargetName): Promise<Started> {
+  switch (name) {
+    case 'service':
+      return startService()
+    case 's3rver':
+      return startS3rver()
+    case 'nginx':
+      return startNginx()
+  }
+}
+
+async function startService(): Promise<Started> {
+  if (!existsSync(SERVICE_MAIN)) return { ok: false, reason: `${SERVICE_MAIN} does not exist` }
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'bench-service-'))
+  const env = {
+    ...process.env,
+    SVC_NODE_HTTP_ADDR: `127.0.0.1:${port}`,
+    SVC_DATA_DIR: join(dir, 'data'),
+    SVC_ACCESS_KEY_ID: SERVICE_CREDENTIALS.accessKeyId,
+    SVC_SECRET_ACCESS_KEY: SERVICE_CREDENTIALS.secretAccessKey,
+  }
+  mkdirSync(env.SVC_DATA_DIR)
+  const server = spawnLogged(process.execPath, [SERVICE_MAIN], env, join(dir, 'service.log'))
+  const presign = presigner(port, SERVICE_CREDENTIALS)
+  return ready('service', server, dir, port, presign, (status) => status === 200, '/health')
+}
+
+async function startS3rver(): Promise<Started> {
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'bench-s3rver-'))
+  mkdirSync(join(dir, 'data'))
+  // s3rver's continuation tokens use DES, which OpenSSL 3 keeps in its legacy provider: without
+  // it every listing longer than a page fails with 500 (ERR_OSSL_EVP_UNSUPPORTED).
+  const args = ['--openssl-legacy-provider', S3RVER_MAIN, String(port), join(dir, 'data')]
+  const server = spawnLogged(process.execPath, args, process.env, join(dir, 's3rver.log'))
+  const presign = presigner(port, S3RVER_CREDENTIALS)
+  // s3rver has no health route: any HTTP answer (403 to an unsigned ListBuckets) means it is up.
+  return ready('s3rver', server, dir, port, presign, () => true, '/')
+}
+
+async function startNginx(): Promise<Started> {
+  if (!existsSync(NGINX_BINARY)) {
+    return { ok: false, reason: `${NGINX_BINARY} not found (bash .ci/bench-deps installs it)` }
+  }
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'))
+  mkdirSync(join(dir, 'root'))
+  mkdirSync(join(dir, 'body-temp'))
+  writeFileSync(join(dir, 'nginx.conf'), nginxConf(dir, port))
+  const args = ['-c', join(dir, 'nginx.conf'), '-p', dir]
+  const server = spawnLogged(NGINX_BINARY, args, process.env, join(dir, 'nginx.log'))
+  return ready('nginx', server, dir, port, null, () => true, '/')
+}
+
+/** Everything inside `dir`, so nothing touches the system's nginx; body temp files sit on the
+ * root's filesystem so a finished PUT is a rename, not a copy. */
+function nginxConf(dir: string, port: number): string {
+  // Workers of a root master run as nobody by default and could not write into our temp dir.
+  const user = process.getuid?.() === 0 ? 'user root;' : ''
+  return `${user}
+daemon off;
+master_process on;
+worker_processes auto;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  client_max_body_size 0;
+  client_body_temp_path ${dir}/body-temp;
+  proxy_temp_path ${dir}/proxy-temp;
+  fastcgi_temp_path ${dir}/fastcgi-temp;
+  uwsgi_temp_path ${dir}/uwsgi-temp;
+  scgi_temp_path ${dir}/scgi-temp;
+  server {
+    listen 127.0.0.1:${port};
+    root ${dir}/root;
+    location / {
+      dav_methods PUT;
+      create_full_put_path on;
+    }
+  }
+}
+`
+}
+
+function spawnLogged(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  logPath: string,
+): ChildProcess {
+  const log = openSync(logPath, 'a')
+  try {
+    return spawn(command, args, { env, stdio: ['ignore', log, log] })
+  } finally {
+    closeSync(log) // The child holds its own copy of the descriptor.
+  }
+}
+
+async function ready(
+  name: TargetName,
+  server: ChildProcess,
+  dir: string,
+  port: number,
+  presign: Presign | null,
+  isUp: (status: number) => boolean,
+  probePath: string,
+): Promise<Started> {
+  const origin = `http://127.0.0.1:${port}`
+  const pid = server.pid
+  const stop = async (): Promise<void> => {
+    await stopProcess(server)
+    rmSync(dir, { recursive: true, force: true })
+  }
+  if (pid === undefined) {
+    await stop()
+    return { ok: false, reason: `${name} did not spawn` }
+  }
+  const failure = await waitUp(server, origin + probePath, isUp)
+  if (failure !== null) {
+    const log = logTail(dir)
+    await stop()
+    return log === '' ? { ok: false, reason: failure } : { ok: false, reason: failure, log }
+  }
+  const target: Target = { name, origin, presign, pids: () => processTree(pid), stop }
+  return { ok: true, target }
+}
+
+async function waitUp(
+  server: ChildProcess,
+  url: string,
+  isUp: (status: number) => boolean,
+): Promise<string | null> {
+  const deadline = Date.now() + HEALTH_WAIT_MS
+  let last = 'no answer'
+  for (let attempt = 0; attempt < HEALTH_WAIT_MS / POLL_MS && Date.now() < deadline; attempt++) {
+    if (server.exitCode !== null || server.signalCode !== null) {
+      return `exited (${server.exitCode ?? server.signalCode}) before it was up`
+    }
+    try {
+      const response = await request(url, { headersTimeout: 2000, bodyTimeout: 2000 })
+      await response.body.dump()
+      if (isUp(response.statusCode)) return null
+      last = `GET ${url} answered ${response.statusCode}`
+    } catch (error) {
+      last = String(error)
+    }
+    await sleep(POLL_MS)
+  }
+  return `not up within ${HEALTH_WAIT_MS} ms (${last})`
+}
+
+function logTail(dir: string): string {
+  const parts: string[] = []
+  for (const file of ['service.log', 's3rver.log', 'nginx.log', 'error.log']) {
+    const path = join(dir, file)
+    if (existsSync(path)) parts.push(readFileSync(path, 'utf8'))
+  }
+  return parts.join('').slice(-LOG_TAIL_CHARS).trim()
+}
+
+/** SIGTERM, SIGKILL if it lingers, then any descendant still there, each by its PID. */
+export async function stopProcess(server: ChildProcess): Promise<void> {
+  const pid = server.pid
+  if (pid === undefined) return
+  const descendants = processTree(pid).slice(1)
+  if (server.exitCode === null && server.signalCode === null) {
+    const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()))
+    server.kill('SIGTERM')
+    if (!(await within(exited, STOP_GRACE_MS))) {
+      server.kill('SIGKILL')
+      await within(exited, STOP_GRACE_MS)
+    }
+  }
+  for (const child of descendants) {
+    try {
+      process.kill(child, 'SIGKILL')
+    } catch {
+      // Already gone, as it should be once its parent stopped it.
+    }
+  }
+}
+
+async function within(promise: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms)
+  })
+  try {
+    return await Promise.race([promise.then(() => true), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  assert(ms >= 0)
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** A port the kernel just handed out; a tiny race with other programs, harmless here. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      assert(address !== null && typeof address === 'object')
+      server.close(() => resolve(address.port))
+    })
+  })
+}

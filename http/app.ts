@@ -1,0 +1,38 @@
+/** @module The HTTP surface of a node as one Hono app: /health, /metrics, the chaos route (only
+ * with SVC_CHAOS=1), and the S3 API for everything else. S3 handlers write to Node's response
+ * directly (bodies stream without a web-stream detour) and return RESPONSE_ALREADY_SENT. The fixed
+ * paths shadow buckets of the same name for those methods only (GET /health, GET /metrics). */
+import type { HttpBindings } from '@hono/node-server'
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
+import { Hono } from 'hono'
+import type { Mesh } from '../protocol/actor.js'
+import { killActor } from './chaos.js'
+import { handleS3 } from './s3/router.js'
+import { SigningKeyCache } from './s3/sigv4.js'
+
+export interface IngressState {
+  /** False while the node starts or shuts down: /health answers 503 then. */
+  serving: boolean
+}
+
+export function createApp(mesh: Mesh, state: IngressState): Hono<{ Bindings: HttpBindings }> {
+  const app = new Hono<{ Bindings: HttpBindings }>()
+  const cache = new SigningKeyCache()
+  app.get('/health', (c) =>
+    state.serving ? c.text('ok', 200) : c.text('unavailable', 503, { 'retry-after': '1' }),
+  )
+  app.get('/metrics', async (c) =>
+    c.text(await mesh.metricsText(), 200, { 'content-type': 'text/plain; version=0.0.4' }),
+  )
+  if (mesh.config['SVC_CHAOS'] === '1') {
+    app.post('/admin/chaos/kill/:actor', async (c) => {
+      await killActor(c.env.incoming, c.env.outgoing, mesh, cache, c.req.param('actor'))
+      return RESPONSE_ALREADY_SENT
+    })
+  }
+  app.all('*', async (c) => {
+    await handleS3(c.env.incoming, c.env.outgoing, mesh, cache)
+    return RESPONSE_ALREADY_SENT
+  })
+  return app
+}

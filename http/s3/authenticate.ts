@@ -1,0 +1,50 @@
+/** @module Authenticates an S3 request: parses SigV4 (header or presigned), asks iam for the
+ * access key's secret and principal, verifies the signature. Anonymous requests are refused. The
+ * payload mode it returns says how the body must be decoded and checked. */
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type { KeyLookup, Principal } from '../../protocol/messages.js'
+import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
+import type { S3Exchange } from './exchange.js'
+import {
+  parseAuth,
+  verifyAuth,
+  type ParsedAuth,
+  type SigningKeyCache,
+  type VerifiedAuth,
+} from './sigv4.js'
+
+export interface Authenticated {
+  principal: Principal
+  parsed: ParsedAuth
+  verified: VerifiedAuth
+}
+
+export async function authenticate(
+  ex: S3Exchange,
+  cache: SigningKeyCache,
+): Promise<Result<Authenticated>> {
+  const request = {
+    method: ex.method,
+    rawPath: ex.rawPath,
+    rawQuery: ex.rawQuery,
+    headers: ex.headers,
+  }
+  const parsed = parseAuth(request, ex.mesh.now())
+  if (!parsed.ok) return parsed
+  const lookup = await ex.mesh.call<KeyLookup>('iam', {
+    kind: 'iam.lookup-key',
+    accessKey: parsed.value.accessKey,
+    requestId: ex.requestId,
+    deadlineMs: ex.mesh.now() + CALL_TIMEOUT_MS,
+  })
+  if (!lookup.ok) return lookup
+  const verified = verifyAuth(parsed.value, request, lookup.value.secretKey, cache)
+  if (!verified.ok) return verified
+  return ok({ principal: lookup.value.principal, parsed: parsed.value, verified: verified.value })
+}
+
+/** What each role may do on the S3 API (SPEC.md section 5): Readers list and download. */
+export function mayAccess(principal: Principal, write: boolean): Result<null> {
+  if (!write || principal.role !== 'Reader') return ok(null)
+  return fail('access_denied', 'Access Denied')
+}

@@ -1,0 +1,123 @@
+/** @module Request bodies: decoding (plain, or aws-chunked with per-chunk signatures and trailers)
+ * and moving the bytes on. Small bodies are read whole (bounded); object bodies are cut into
+ * STREAM_CHUNK_BYTES chunks and written to a stream with backpressure, so memory per request stays
+ * bounded whatever the object size. A client that disconnects mid-body aborts the stream, and the
+ * store then discards everything it received. */
+import { createHash } from 'node:crypto'
+import type { ByteSink } from '../../protocol/actor.js'
+import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
+import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
+import { AwsChunkedDecoder } from './aws-chunked.js'
+import type { Authenticated } from './authenticate.js'
+import type { S3Exchange } from './exchange.js'
+
+interface PayloadDecoder {
+  push(data: Uint8Array): Uint8Array[]
+  finish(): Record<string, string>
+}
+
+function payloadDecoder(auth: Authenticated): PayloadDecoder {
+  const mode = auth.parsed.payload.kind
+  if (mode === 'unsigned' || mode === 'sha256') {
+    return { push: (data) => [data], finish: () => ({}) }
+  }
+  const decoder = new AwsChunkedDecoder({ mode, auth: auth.verified })
+  return { push: (data) => decoder.push(data), finish: () => decoder.finish().trailers }
+}
+
+/** Declared payload size: x-amz-decoded-content-length for aws-chunked, else Content-Length. */
+export function declaredSize(ex: S3Exchange, auth: Authenticated): Result<number> {
+  const streaming = auth.parsed.payload.kind.startsWith('streaming')
+  const header = streaming ? ex.headers['x-amz-decoded-content-length'] : ex.headers['content-length']
+  if (header === undefined) {
+    if (streaming) return fail('missing_content_length', 'x-amz-decoded-content-length is required')
+    return fail('missing_content_length', 'You must provide the Content-Length HTTP header.')
+  }
+  if (!/^\d{1,16}$/.test(header)) return fail('invalid_argument', 'invalid content length')
+  return ok(Number(header))
+}
+
+function errorCodeOf(error: unknown): ErrorCode {
+  return error instanceof ServiceError ? error.code : 'incomplete_body'
+}
+
+/** Reads a small body whole (XML requests, small objects), checking the signed payload hash. */
+export async function readWholeBody(
+  ex: S3Exchange,
+  auth: Authenticated,
+  maxBytes: number,
+  tooLarge: ErrorCode,
+): Promise<Result<{ bytes: Uint8Array; trailers: Record<string, string> }>> {
+  const decoder = payloadDecoder(auth)
+  const pieces: Uint8Array[] = []
+  let length = 0
+  try {
+    for await (const data of ex.incoming as AsyncIterable<Buffer>) {
+      for (const piece of decoder.push(data)) {
+        length += piece.length
+        if (length > maxBytes) return fail(tooLarge, `body larger than ${maxBytes} bytes`)
+        pieces.push(piece)
+      }
+    }
+    const trailers = decoder.finish()
+    ex.bodyConsumed = true
+    const bytes = Buffer.concat(pieces, length)
+    const payload = auth.parsed.payload
+    if (payload.kind === 'sha256') {
+      const actual = createHash('sha256').update(bytes).digest('hex')
+      if (actual !== payload.hex) {
+        return fail('content_sha256_mismatch', 'The provided x-amz-content-sha256 does not match')
+      }
+    }
+    return ok({ bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length), trailers })
+  } catch (error) {
+    return fail(errorCodeOf(error), error instanceof Error ? error.message : 'body read failed')
+  }
+}
+
+/** Cuts decoded pieces into owned chunks of STREAM_CHUNK_BYTES (the last may be shorter). */
+class Chunker {
+  private buffer = new Uint8Array(STREAM_CHUNK_BYTES)
+  private filled = 0
+
+  push(piece: Uint8Array, out: Uint8Array[]): void {
+    let offset = 0
+    while (offset < piece.length) {
+      const take = Math.min(piece.length - offset, STREAM_CHUNK_BYTES - this.filled)
+      this.buffer.set(piece.subarray(offset, offset + take), this.filled)
+      this.filled += take
+      offset += take
+      if (this.filled === STREAM_CHUNK_BYTES) out.push(this.take())
+    }
+  }
+
+  take(): Uint8Array {
+    const chunk = this.filled === STREAM_CHUNK_BYTES ? this.buffer : this.buffer.slice(0, this.filled)
+    this.buffer = new Uint8Array(STREAM_CHUNK_BYTES)
+    this.filled = 0
+    return chunk
+  }
+
+  get pending(): number {
+    return this.filled
+  }
+}
+
+/** Streams the request body to `sink`; ends the stream with the trailers, or aborts it. */
+export async function pumpBody(ex: S3Exchange, auth: Authenticated, sink: ByteSink): Promise<void> {
+  const decoder = payloadDecoder(auth)
+  const chunker = new Chunker()
+  const ready: Uint8Array[] = []
+  try {
+    for await (const data of ex.incoming as AsyncIterable<Buffer>) {
+      for (const piece of decoder.push(data)) chunker.push(piece, ready)
+      for (const chunk of ready.splice(0)) await sink.write(chunk)
+    }
+    const trailers = decoder.finish()
+    ex.bodyConsumed = true
+    if (chunker.pending > 0) await sink.write(chunker.take())
+    sink.end(trailers)
+  } catch (error) {
+    sink.abort(errorCodeOf(error), error instanceof Error ? error.message : 'body read failed')
+  }
+}

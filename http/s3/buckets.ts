@@ -1,0 +1,204 @@
+/** @module S3 bucket operations and listings: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
+ * GetBucketLocation, ListObjectsV2, ListObjects (v1) and DeleteObjects. */
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import { LIST_KEYS_MAX, XML_BODY_BYTES_MAX } from '../../protocol/limits.js'
+import type { DeleteManyResult } from '../../protocol/messages.js'
+import type { BucketInfo, ListPage } from '../../protocol/objects.js'
+import {
+  decodeContinuationToken,
+  deleteResultXml,
+  listBucketsXml,
+  listObjectsV1Xml,
+  listObjectsV2Xml,
+  locationConstraintXml,
+  parseDeleteObjects,
+  parseXmlBody,
+  type S3Owner,
+} from '../../protocol/s3-xml.js'
+import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
+import type { Authenticated } from './authenticate.js'
+import { readWholeBody } from './body.js'
+import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import { isValidBucketName } from './names.js'
+
+export function regionOf(ex: S3Exchange): string {
+  return ex.mesh.config['SVC_REGION'] ?? 'us-east-1'
+}
+
+function ownerOf(ex: S3Exchange): S3Owner {
+  const id = ex.principal?.userId ?? 'anonymous'
+  return { id, displayName: id }
+}
+
+function deadline(ex: S3Exchange): number {
+  return ex.mesh.now() + CALL_TIMEOUT_MS
+}
+
+export async function listBuckets(ex: S3Exchange): Promise<void> {
+  const reply = await ex.mesh.call<BucketInfo[]>('coordinator', {
+    kind: 'bucket.list',
+    requestId: ex.requestId,
+    deadlineMs: deadline(ex),
+  })
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail)
+  sendXml(ex, 200, listBucketsXml(reply.value, ownerOf(ex)))
+}
+
+export async function createBucket(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
+  if (!isValidBucketName(bucket)) {
+    return sendError(ex, 'invalid_bucket_name', 'The specified bucket is not valid.', { BucketName: bucket })
+  }
+  // An optional CreateBucketConfiguration names a region; it must be well-formed.
+  const body = await readWholeBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
+  if (!body.ok) return sendError(ex, body.code, body.detail)
+  if (body.value.bytes.length > 0) {
+    const parsed = parseXmlBody(body.value.bytes, 'CreateBucketConfiguration')
+    if (!parsed.ok) return sendError(ex, parsed.code, parsed.detail)
+  }
+  const reply = await ex.mesh.call('coordinator', {
+    kind: 'bucket.create',
+    bucket,
+    requestId: ex.requestId,
+    deadlineMs: deadline(ex),
+  })
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
+  send(ex, 200, { location: '/' + bucket })
+}
+
+async function bucketExists(ex: S3Exchange, bucket: string): Promise<Result<BucketInfo>> {
+  return ex.mesh.call<BucketInfo>('coordinator', {
+    kind: 'bucket.head',
+    bucket,
+    requestId: ex.requestId,
+    deadlineMs: deadline(ex),
+  })
+}
+
+export async function headBucket(ex: S3Exchange, bucket: string): Promise<void> {
+  const reply = await bucketExists(ex, bucket)
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
+  send(ex, 200, { 'x-amz-bucket-region': regionOf(ex) })
+}
+
+export async function getBucketLocation(ex: S3Exchange, bucket: string): Promise<void> {
+  const reply = await bucketExists(ex, bucket)
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
+  sendXml(ex, 200, locationConstraintXml(regionOf(ex)))
+}
+
+export async function deleteBucket(ex: S3Exchange, bucket: string): Promise<void> {
+  const reply = await ex.mesh.call('coordinator', {
+    kind: 'bucket.delete',
+    bucket,
+    requestId: ex.requestId,
+    deadlineMs: deadline(ex),
+  })
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
+  send(ex, 204, {})
+}
+
+function parseMaxKeys(value: string | null): Result<number> {
+  if (value === null) return ok(LIST_KEYS_MAX)
+  if (!/^\d{1,10}$/.test(value)) return fail('invalid_argument', 'Provided max-keys not an integer or within integer range')
+  return ok(Math.min(Number(value), LIST_KEYS_MAX))
+}
+
+function parseEncoding(value: string | null): Result<'url' | undefined> {
+  if (value === null) return ok(undefined)
+  if (value.toLowerCase() === 'url') return ok('url')
+  return fail('invalid_argument', 'Invalid Encoding Method specified in Request')
+}
+
+async function listPage(
+  ex: S3Exchange,
+  bucket: string,
+  prefix: string,
+  delimiter: string,
+  after: string,
+  maxKeys: number,
+): Promise<Result<ListPage>> {
+  return ex.mesh.call<ListPage>('coordinator', {
+    kind: 'object.list',
+    bucket,
+    prefix,
+    delimiter,
+    after,
+    maxKeys,
+    requestId: ex.requestId,
+    deadlineMs: deadline(ex),
+  })
+}
+
+export async function listObjectsV2(ex: S3Exchange, bucket: string): Promise<void> {
+  const q = ex.query
+  const maxKeys = parseMaxKeys(q.get('max-keys'))
+  if (!maxKeys.ok) return sendError(ex, maxKeys.code, maxKeys.detail)
+  const encodingType = parseEncoding(q.get('encoding-type'))
+  if (!encodingType.ok) return sendError(ex, encodingType.code, encodingType.detail)
+  const token = q.get('continuation-token')
+  const startAfter = q.get('start-after') ?? ''
+  let after = startAfter
+  if (token !== null) {
+    const decoded = decodeContinuationToken(token)
+    if (!decoded.ok) return sendError(ex, decoded.code, decoded.detail)
+    if (decoded.value > after) after = decoded.value
+  }
+  const prefix = q.get('prefix') ?? ''
+  const delimiter = q.get('delimiter') ?? ''
+  const page = await listPage(ex, bucket, prefix, delimiter, after, maxKeys.value)
+  if (!page.ok) return sendError(ex, page.code, page.detail, { BucketName: bucket })
+  const xml = listObjectsV2Xml({
+    bucket,
+    prefix,
+    delimiter,
+    maxKeys: maxKeys.value,
+    page: page.value,
+    encodingType: encodingType.value,
+    continuationToken: token ?? undefined,
+    startAfter: q.get('start-after') ?? undefined,
+    fetchOwner: q.get('fetch-owner') === 'true',
+    owner: ownerOf(ex),
+  })
+  sendXml(ex, 200, xml)
+}
+
+export async function listObjectsV1(ex: S3Exchange, bucket: string): Promise<void> {
+  const q = ex.query
+  const maxKeys = parseMaxKeys(q.get('max-keys'))
+  if (!maxKeys.ok) return sendError(ex, maxKeys.code, maxKeys.detail)
+  const encodingType = parseEncoding(q.get('encoding-type'))
+  if (!encodingType.ok) return sendError(ex, encodingType.code, encodingType.detail)
+  const marker = q.get('marker') ?? ''
+  const prefix = q.get('prefix') ?? ''
+  const delimiter = q.get('delimiter') ?? ''
+  const page = await listPage(ex, bucket, prefix, delimiter, marker, maxKeys.value)
+  if (!page.ok) return sendError(ex, page.code, page.detail, { BucketName: bucket })
+  const xml = listObjectsV1Xml({
+    bucket,
+    prefix,
+    delimiter,
+    maxKeys: maxKeys.value,
+    page: page.value,
+    encodingType: encodingType.value,
+    marker,
+    owner: ownerOf(ex),
+  })
+  sendXml(ex, 200, xml)
+}
+
+export async function deleteObjects(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
+  const body = await readWholeBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
+  if (!body.ok) return sendError(ex, body.code, body.detail)
+  const request = parseDeleteObjects(body.value.bytes)
+  if (!request.ok) return sendError(ex, request.code, request.detail)
+  const reply = await ex.mesh.call<DeleteManyResult>('coordinator', {
+    kind: 'object.delete-many',
+    bucket,
+    keys: request.value.keys.map((entry) => entry.key),
+    requestId: ex.requestId,
+    deadlineMs: deadline(ex),
+  })
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
+  const deleted = reply.value.deleted.map((key) => ({ key }))
+  sendXml(ex, 200, deleteResultXml({ deleted, errors: reply.value.errors, quiet: request.value.quiet }))
+}

@@ -1,0 +1,98 @@
+/** @module One S3 request/response: the parsed request, and the only functions that write S3
+ * responses (success, XML, errors). Responses are written straight to Node's ServerResponse, so an
+ * object body streams from the store to the socket without a web-stream detour. Every response
+ * carries `x-amz-request-id`. */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Mesh } from '../../protocol/actor.js'
+import type { ErrorCode } from '../../protocol/errors.js'
+import type { Principal } from '../../protocol/messages.js'
+import { errorXml } from '../../protocol/s3-xml.js'
+import { s3ErrorFor } from './errors.js'
+import type { Target } from './target.js'
+
+export interface S3Exchange {
+  requestId: string
+  method: string
+  rawPath: string
+  rawQuery: string
+  query: URLSearchParams
+  /** Lower-cased names; repeated headers joined with ','. */
+  headers: Record<string, string>
+  incoming: IncomingMessage
+  outgoing: ServerResponse
+  target: Target
+  mesh: Mesh
+  /** Set once the request is authenticated. */
+  principal: Principal | null
+  /** True once the request body has been read to its end. */
+  bodyConsumed: boolean
+}
+
+export function headerRecord(incoming: IncomingMessage): Record<string, string> {
+  const record: Record<string, string> = {}
+  for (const [name, value] of Object.entries(incoming.headers)) {
+    if (value === undefined) continue
+    record[name] = Array.isArray(value) ? value.join(',') : value
+  }
+  return record
+}
+
+export function send(
+  ex: S3Exchange,
+  status: number,
+  headers: Record<string, string | number>,
+  body?: string | Uint8Array,
+): void {
+  const out = ex.outgoing
+  if (out.headersSent) {
+    out.destroy()
+    return
+  }
+  out.statusCode = status
+  out.setHeader('x-amz-request-id', ex.requestId)
+  for (const [name, value] of Object.entries(headers)) out.setHeader(name, value)
+  // An unread request body would otherwise be drained after the reply: close the connection.
+  if (!ex.bodyConsumed && hasBody(ex.incoming)) out.setHeader('connection', 'close')
+  if (body === undefined || ex.method === 'HEAD') {
+    if (body !== undefined && !out.hasHeader('content-length')) {
+      out.setHeader('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.length)
+    }
+    out.end()
+    return
+  }
+  const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body
+  out.setHeader('content-length', bytes.length)
+  out.end(bytes)
+}
+
+export function sendXml(ex: S3Exchange, status: number, xml: string, headers = {}): void {
+  send(ex, status, { 'content-type': 'application/xml', ...headers }, xml)
+}
+
+export function sendError(
+  ex: S3Exchange,
+  code: ErrorCode,
+  detail: string,
+  extra?: Record<string, string>,
+): void {
+  const mapped = s3ErrorFor(code)
+  if (mapped.status >= 500) {
+    ex.mesh.log.error({ requestId: ex.requestId, code, detail }, 's3 request failed')
+  }
+  // A 4xx carries the precise reason; a 5xx only S3's fixed text (the detail is in the log).
+  const message = mapped.status < 500 && detail !== '' ? detail : mapped.message
+  const headers: Record<string, string> = {}
+  if (code === 'busy' || code === 'unavailable' || code === 'timeout') headers['retry-after'] = '1'
+  if (mapped.status === 304) {
+    send(ex, 304, headers)
+    return
+  }
+  const resource = ex.rawPath
+  const xml = errorXml({ code: mapped.s3Code, message, resource, requestId: ex.requestId, extra })
+  sendXml(ex, mapped.status, xml, headers)
+}
+
+function hasBody(incoming: IncomingMessage): boolean {
+  const length = incoming.headers['content-length']
+  return (length !== undefined && length !== '0') || incoming.headers['transfer-encoding'] !== undefined
+}

@@ -1,0 +1,282 @@
+/** @module S3 object operations: PutObject (streamed), GetObject/HeadObject (ranges, conditions,
+ * response overrides, streamed), DeleteObject and CopyObject. Each turns the HTTP request into one
+ * object message to the coordinator; bodies move on streams, never whole. */
+import type { ServerResponse } from 'node:http'
+import { checksumAlgorithmFromHeader } from '../../protocol/checksums.js'
+import { evaluateConditions } from '../../protocol/conditions.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
+import type { GetResult, PutResult } from '../../protocol/messages.js'
+import type { Conditions, Expectations } from '../../protocol/objects.js'
+import { copyObjectResultXml } from '../../protocol/s3-xml.js'
+import { CALL_TIMEOUT_MS, streamDeadlineMs } from '../../protocol/timing.js'
+import type { Authenticated } from './authenticate.js'
+import { declaredSize, pumpBody, readWholeBody } from './body.js'
+import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import { checksumHeaders, objectHeaders, parseHttpMeta, parseUserMeta } from './object-headers.js'
+import { resolveRange } from './range.js'
+
+interface ObjectTarget {
+  bucket: string
+  key: string
+}
+
+function expectations(ex: S3Exchange, auth: Authenticated, size: number): Result<Expectations> {
+  const expect: Expectations = { size }
+  const md5 = ex.headers['content-md5']
+  if (md5 !== undefined) {
+    if (Buffer.from(md5, 'base64').length !== 16 || !/^[A-Za-z0-9+/]+=*$/.test(md5)) {
+      return fail('invalid_digest', 'The Content-MD5 you specified was invalid.')
+    }
+    expect.md5Base64 = md5
+  }
+  if (auth.parsed.payload.kind === 'sha256') expect.sha256Hex = auth.parsed.payload.hex
+  const checksums: NonNullable<Expectations['checksums']> = {}
+  for (const [name, value] of Object.entries(ex.headers)) {
+    const algorithm = checksumAlgorithmFromHeader(name)
+    if (algorithm !== null) checksums[algorithm] = value
+  }
+  // A checksum announced as a trailer arrives after the body: compute it, check it at the end.
+  for (const name of (ex.headers['x-amz-trailer'] ?? '').split(',')) {
+    const algorithm = checksumAlgorithmFromHeader(name.trim())
+    if (algorithm !== null) checksums[algorithm] = ''
+  }
+  if (Object.keys(checksums).length > 0) expect.checksums = checksums
+  return ok(expect)
+}
+
+export async function putObject(ex: S3Exchange, auth: Authenticated, at: ObjectTarget): Promise<void> {
+  const userMeta = parseUserMeta(ex.headers)
+  if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
+  const size = declaredSize(ex, auth)
+  if (!size.ok) return sendError(ex, size.code, size.detail)
+  if (size.value > SINGLE_PUT_BYTES_MAX) {
+    return sendError(ex, 'entity_too_large', 'Your proposed upload exceeds the maximum allowed size')
+  }
+  const expect = expectations(ex, auth, size.value)
+  if (!expect.ok) return sendError(ex, expect.code, expect.detail)
+  const base = {
+    kind: 'object.put' as const,
+    ...at,
+    http: parseHttpMeta(ex.headers),
+    userMeta: userMeta.value,
+    expect: expect.value,
+    requestId: ex.requestId,
+  }
+  let reply: Result<PutResult>
+  if (size.value <= INLINE_BLOB_BYTES_MAX) {
+    const body = await readWholeBody(ex, auth, size.value, 'incomplete_body')
+    if (!body.ok) return sendError(ex, body.code, body.detail)
+    const deadlineMs = ex.mesh.now() + CALL_TIMEOUT_MS
+    reply = await ex.mesh.call<PutResult>('coordinator', {
+      ...base,
+      body: body.value.bytes,
+      deadlineMs,
+      expect: { ...expect.value, ...withTrailers(expect.value, body.value.trailers) },
+    })
+  } else {
+    const deadlineMs = streamDeadlineMs(ex.mesh.now(), size.value)
+    const [local, remote] = ex.mesh.openStream()
+    const pending = ex.mesh.call<PutResult>('coordinator', { ...base, stream: remote, deadlineMs })
+    await pumpBody(ex, auth, ex.mesh.sink(local, deadlineMs))
+    reply = await pending
+  }
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail)
+  send(ex, 200, { etag: reply.value.etag, ...checksumHeaders(reply.value.checksums) })
+}
+
+/** Trailer checksums of an inline body become plain expectations. */
+function withTrailers(expect: Expectations, trailers: Record<string, string>): Expectations {
+  const checksums = { ...expect.checksums }
+  for (const [name, value] of Object.entries(trailers)) {
+    const algorithm = checksumAlgorithmFromHeader(name)
+    if (algorithm !== null) checksums[algorithm] = value
+  }
+  return Object.keys(checksums).length > 0 ? { checksums } : {}
+}
+
+function httpDateMs(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined
+  const ms = Date.parse(value)
+  return Number.isNaN(ms) ? undefined : ms
+}
+
+function conditionsFrom(headers: Record<string, string>, prefix: string): Conditions {
+  const conditions: Conditions = {}
+  const ifMatch = headers[prefix + 'if-match']
+  const ifNoneMatch = headers[prefix + 'if-none-match']
+  const modifiedSince = httpDateMs(headers[prefix + 'if-modified-since'])
+  const unmodifiedSince = httpDateMs(headers[prefix + 'if-unmodified-since'])
+  if (ifMatch !== undefined) conditions.ifMatch = ifMatch
+  if (ifNoneMatch !== undefined) conditions.ifNoneMatch = ifNoneMatch
+  if (modifiedSince !== undefined) conditions.ifModifiedSinceMs = modifiedSince
+  if (unmodifiedSince !== undefined) conditions.ifUnmodifiedSinceMs = unmodifiedSince
+  return conditions
+}
+
+export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void> {
+  const versionId = ex.query.get('versionId')
+  if (versionId !== null && versionId !== 'null') {
+    return sendError(ex, 'invalid_argument', 'Invalid version id specified')
+  }
+  const head = ex.method === 'HEAD'
+  const [local, remote] = head ? [null, undefined] : ex.mesh.openStream()
+  const deadlineMs = ex.mesh.now() + CALL_TIMEOUT_MS
+  const reply = await ex.mesh.call<GetResult>('coordinator', {
+    kind: 'object.get',
+    ...at,
+    ...(remote === undefined ? {} : { stream: remote }),
+    requestId: ex.requestId,
+    deadlineMs,
+  })
+  const source = local === null ? null : ex.mesh.source(local, deadlineMs)
+  if (!reply.ok) {
+    source?.cancel('internal', 'request failed')
+    return sendError(ex, reply.code, reply.detail)
+  }
+  const { info, body } = reply.value
+  const failed = evaluateConditions(info, conditionsFrom(ex.headers, ''), 'read')
+  const headers = objectHeaders(info, ex.query)
+  if (ex.headers['x-amz-checksum-mode']?.toUpperCase() === 'ENABLED') {
+    Object.assign(headers, checksumHeaders(info.checksums))
+  }
+  if (failed !== null) {
+    source?.cancel('precondition_failed', 'condition failed')
+    if (failed === 'not_modified') {
+      return send(ex, 304, { etag: info.etag, 'last-modified': headers['last-modified'] ?? '' })
+    }
+    return sendError(ex, failed, 'At least one of the pre-conditions you specified did not hold')
+  }
+  const range = resolveRange(ex.headers['range'], info.size)
+  if (range.kind === 'unsatisfiable') {
+    source?.cancel('invalid_range', 'unsatisfiable')
+    ex.outgoing.setHeader('content-range', `bytes */${info.size}`)
+    return sendError(ex, 'invalid_range', 'The requested range is not satisfiable')
+  }
+  const start = range.kind === 'partial' ? range.start : 0
+  const end = range.kind === 'partial' ? range.end : info.size - 1
+  const status = range.kind === 'partial' ? 206 : 200
+  if (range.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${info.size}`
+  const length = end - start + 1
+  if (source === null || body !== undefined || length === 0) {
+    source?.cancel('internal', 'body sent inline')
+    const bytes = body?.subarray(start, end + 1) ?? new Uint8Array(0)
+    if (head) return send(ex, status, { ...headers, 'content-length': info.size })
+    return send(ex, status, headers, bytes)
+  }
+  source.request(start, end)
+  await streamOut(ex, status, { ...headers, 'content-length': length }, source)
+}
+
+async function streamOut(
+  ex: S3Exchange,
+  status: number,
+  headers: Record<string, string | number>,
+  source: ReturnType<S3Exchange['mesh']['source']>,
+): Promise<void> {
+  const out = ex.outgoing
+  let first: Uint8Array | null
+  try {
+    first = await source.next()
+  } catch (error) {
+    const code = (error as { code?: string }).code
+    return sendError(ex, code === 'corrupt' ? 'corrupt' : 'internal', String(error))
+  }
+  out.statusCode = status
+  out.setHeader('x-amz-request-id', ex.requestId)
+  for (const [name, value] of Object.entries(headers)) out.setHeader(name, value)
+  let closed = false
+  out.once('close', () => {
+    closed = true
+    if (!out.writableFinished) source.cancel('incomplete_body', 'client went away')
+  })
+  try {
+    for (let chunk = first; chunk !== null && !closed; chunk = await source.next()) {
+      if (!out.write(chunk)) await drained(out)
+    }
+    out.end()
+  } catch (error) {
+    // Headers are out: the only honest signal left is to cut the connection short.
+    ex.mesh.log.warn({ requestId: ex.requestId, err: String(error) }, 'download aborted')
+    out.destroy()
+  }
+}
+
+function drained(out: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      out.off('drain', done)
+      out.off('close', done)
+      resolve()
+    }
+    out.on('drain', done)
+    out.on('close', done)
+  })
+}
+
+export async function deleteObject(ex: S3Exchange, at: ObjectTarget): Promise<void> {
+  const reply = await ex.mesh.call('coordinator', {
+    kind: 'object.delete',
+    ...at,
+    requestId: ex.requestId,
+    deadlineMs: ex.mesh.now() + CALL_TIMEOUT_MS,
+  })
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail)
+  send(ex, 204, {})
+}
+
+function parseCopySource(header: string): Result<ObjectTarget> {
+  const [path = '', query] = header.split('?', 2)
+  if (query !== undefined) {
+    const versionId = new URLSearchParams(query).get('versionId')
+    if (versionId !== null && versionId !== 'null') {
+      return fail('invalid_argument', 'Invalid version id specified')
+    }
+  }
+  let decoded: string
+  try {
+    decoded = decodeURIComponent(path.startsWith('/') ? path.slice(1) : path)
+  } catch {
+    return fail('invalid_argument', 'Copy Source must mention the source bucket and key')
+  }
+  const slash = decoded.indexOf('/')
+  if (slash <= 0 || slash === decoded.length - 1) {
+    return fail('invalid_argument', 'Copy Source must mention the source bucket and key')
+  }
+  return ok({ bucket: decoded.slice(0, slash), key: decoded.slice(slash + 1) })
+}
+
+export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: string): Promise<void> {
+  const source = parseCopySource(header)
+  if (!source.ok) return sendError(ex, source.code, source.detail)
+  const directive = (ex.headers['x-amz-metadata-directive'] ?? 'COPY').toUpperCase()
+  if (directive !== 'COPY' && directive !== 'REPLACE') {
+    return sendError(ex, 'invalid_argument', 'Unknown metadata directive.')
+  }
+  const same = source.value.bucket === at.bucket && source.value.key === at.key
+  if (same && directive === 'COPY') {
+    return sendError(
+      ex,
+      'invalid_request',
+      "This copy request is illegal because it is trying to copy an object to itself without " +
+        'changing the object\'s metadata, storage class, website redirect location or encryption attributes.',
+    )
+  }
+  let replace
+  if (directive === 'REPLACE') {
+    const userMeta = parseUserMeta(ex.headers)
+    if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
+    replace = { http: parseHttpMeta(ex.headers), userMeta: userMeta.value }
+  }
+  const reply = await ex.mesh.call<PutResult>('coordinator', {
+    kind: 'object.copy',
+    source: source.value,
+    target: at,
+    ...(replace === undefined ? {} : { replace }),
+    conditions: conditionsFrom(ex.headers, 'x-amz-copy-source-'),
+    requestId: ex.requestId,
+    deadlineMs: ex.mesh.now() + CALL_TIMEOUT_MS,
+  })
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail)
+  sendXml(ex, 200, copyObjectResultXml(reply.value))
+}

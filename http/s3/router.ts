@@ -1,0 +1,132 @@
+/** @module S3 dispatch: one request → one operation, chosen by method, bucket/key and subresource
+ * query parameters exactly as Amazon S3 does. A subresource the service does not implement answers
+ * 501 NotImplemented, never another operation (a GET ?acl must not list the bucket). */
+import { randomBytes } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Mesh } from '../../protocol/actor.js'
+import { authenticate, mayAccess, type Authenticated } from './authenticate.js'
+import {
+  createBucket,
+  deleteBucket,
+  deleteObjects,
+  getBucketLocation,
+  headBucket,
+  listBuckets,
+  listObjectsV1,
+  listObjectsV2,
+} from './buckets.js'
+import { headerRecord, sendError, type S3Exchange } from './exchange.js'
+import { isKeyTooLong } from './names.js'
+import { copyObject, deleteObject, getObject, putObject } from './objects.js'
+import type { SigningKeyCache } from './sigv4.js'
+import { parseTarget } from './target.js'
+
+/** Subresources of Amazon S3 this service does not implement (yet): answered 501. */
+const UNIMPLEMENTED = [
+  'accelerate', 'acl', 'analytics', 'attributes', 'cors', 'encryption', 'intelligent-tiering',
+  'inventory', 'legal-hold', 'lifecycle', 'logging', 'metadataTable', 'metrics', 'notification',
+  'object-lock', 'ownershipControls', 'partNumber', 'policy', 'policyStatus', 'publicAccessBlock',
+  'replication', 'requestPayment', 'restore', 'retention', 'select', 'tagging', 'torrent',
+  'uploadId', 'uploads', 'versioning', 'versions', 'website',
+]
+
+const WRITE_METHODS = new Set(['PUT', 'POST', 'DELETE'])
+
+export function newRequestId(): string {
+  return randomBytes(8).toString('hex').toUpperCase()
+}
+
+export function newExchange(
+  incoming: IncomingMessage,
+  outgoing: ServerResponse,
+  mesh: Mesh,
+): S3Exchange {
+  const url = incoming.url ?? '/'
+  const queryAt = url.indexOf('?')
+  const rawQuery = queryAt === -1 ? '' : url.slice(queryAt + 1)
+  return {
+    requestId: newRequestId(),
+    method: incoming.method ?? 'GET',
+    rawPath: queryAt === -1 ? url : url.slice(0, queryAt),
+    rawQuery,
+    query: new URLSearchParams(rawQuery),
+    headers: headerRecord(incoming),
+    incoming,
+    outgoing,
+    target: { bucket: null, key: null },
+    mesh,
+    principal: null,
+    bodyConsumed: false,
+  }
+}
+
+export async function handleS3(
+  incoming: IncomingMessage,
+  outgoing: ServerResponse,
+  mesh: Mesh,
+  cache: SigningKeyCache,
+): Promise<void> {
+  const ex = newExchange(incoming, outgoing, mesh)
+  const headers = ex.headers
+  const target = parseTarget(ex.rawPath, headers['host'] ?? '', mesh.config['SVC_DOMAIN'])
+  if (!target.ok) return sendError(ex, target.code, target.detail)
+  ex.target = target.value
+  const auth = await authenticate(ex, cache)
+  if (!auth.ok) return sendError(ex, auth.code, auth.detail)
+  ex.principal = auth.value.principal
+  const allowed = mayAccess(auth.value.principal, WRITE_METHODS.has(ex.method))
+  if (!allowed.ok) return sendError(ex, allowed.code, allowed.detail)
+  const unimplemented = UNIMPLEMENTED.find((name) => ex.query.has(name))
+  if (unimplemented !== undefined) {
+    return sendError(ex, 'not_implemented', `The ${unimplemented} subresource is not implemented`)
+  }
+  await dispatch(ex, auth.value)
+}
+
+async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
+  const { bucket, key } = ex.target
+  if (bucket === null) {
+    if (ex.method === 'GET') return listBuckets(ex)
+    return sendError(ex, 'method_not_allowed', 'The specified method is not allowed against this resource.')
+  }
+  if (key === null) return bucketOperation(ex, auth, bucket)
+  if (isKeyTooLong(key)) return sendError(ex, 'key_too_long', 'Your key is too long')
+  const at = { bucket, key }
+  switch (ex.method) {
+    case 'GET':
+    case 'HEAD':
+      return getObject(ex, at)
+    case 'PUT': {
+      const copySource = ex.headers['x-amz-copy-source']
+      if (copySource !== undefined) return copyObject(ex, at, copySource)
+      return putObject(ex, auth, at)
+    }
+    case 'DELETE':
+      return deleteObject(ex, at)
+    default:
+      return sendError(ex, 'method_not_allowed', 'The specified method is not allowed against this resource.')
+  }
+}
+
+async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
+  switch (ex.method) {
+    case 'GET':
+      if (ex.query.has('location')) return getBucketLocation(ex, bucket)
+      if (ex.query.get('list-type') === '2') return listObjectsV2(ex, bucket)
+      if (ex.query.has('list-type')) {
+        return sendError(ex, 'invalid_argument', 'Invalid list type specified')
+      }
+      return listObjectsV1(ex, bucket)
+    case 'HEAD':
+      return headBucket(ex, bucket)
+    case 'PUT':
+      return createBucket(ex, auth, bucket)
+    case 'DELETE':
+      return deleteBucket(ex, bucket)
+    case 'POST':
+      if (ex.query.has('delete')) return deleteObjects(ex, auth, bucket)
+      return sendError(ex, 'method_not_allowed', 'The specified method is not allowed against this resource.')
+    default:
+      return sendError(ex, 'method_not_allowed', 'The specified method is not allowed against this resource.')
+  }
+}

@@ -1,0 +1,20 @@
+/** @module Timing shared by the ingress and the actors: request deadlines and the stream window.
+ * The ingress derives each request's deadline from these; actors and links enforce it. */
+
+/** Default deadline of a request without a body stream. */
+export const CALL_TIMEOUT_MS = 30_000
+/** A body stream that makes no progress for this long is aborted with `timeout`. */
+export const STREAM_IDLE_TIMEOUT_MS = 60_000
+/** Chunks a stream sender may run ahead of its receiver (credit window). With 256 KiB chunks this
+ * bounds a stream's in-flight bytes to 1 MiB. */
+export const STREAM_WINDOW_CHUNKS = 4
+/** Slowest transfer rate a streamed request's deadline allows for, in bytes per second. */
+export const STREAM_RATE_BYTES_MIN = 256 * 1024
+/** A streamed request never gets more than this, whatever its size. */
+export const STREAM_DEADLINE_MS_MAX = 6 * 3600 * 1000
+
+/** Deadline of a request that moves `bytes` on a stream, starting now. */
+export function streamDeadlineMs(nowMs: number, bytes: number): number {
+  const transferMs = Math.ceil((bytes / STREAM_RATE_BYTES_MIN) * 1000)
+  return nowMs + Math.min(STREAM_DEADLINE_MS_MAX, CALL_TIMEOUT_MS + transferMs)
+}

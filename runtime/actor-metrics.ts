@@ -1,0 +1,51 @@
+/** @module Per-actor metrics: each actor thread keeps its own prom-client registry (mailbox depth,
+ * messages handled, handling time, rejections); the ingress gathers them over the supervisor. */
+import { Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client'
+
+export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[]
+
+export class ActorMetrics {
+  readonly registry = new Registry()
+  readonly depth: Gauge
+  readonly handled: Counter<'kind'>
+  readonly rejected: Counter
+  readonly expired: Counter
+  readonly duration: Histogram<'kind'>
+
+  constructor(actor: string) {
+    this.registry.setDefaultLabels({ actor })
+    const registers = [this.registry]
+    this.depth = new Gauge({
+      name: 'svc_actor_mailbox_depth',
+      help: 'Requests the actor is handling now',
+      registers,
+    })
+    this.handled = new Counter({
+      name: 'svc_actor_messages_total',
+      help: 'Requests handled by the actor',
+      labelNames: ['kind'],
+      registers,
+    })
+    this.rejected = new Counter({
+      name: 'svc_actor_mailbox_rejections_total',
+      help: 'Requests answered busy because the mailbox was full',
+      registers,
+    })
+    this.expired = new Counter({
+      name: 'svc_actor_expired_total',
+      help: 'Requests dropped because they arrived after their deadline',
+      registers,
+    })
+    this.duration = new Histogram({
+      name: 'svc_actor_message_duration_seconds',
+      help: 'Time to handle one request',
+      labelNames: ['kind'],
+      buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+      registers,
+    })
+  }
+
+  json(): Promise<MetricsJson> {
+    return this.registry.getMetricsAsJSON() as Promise<MetricsJson>
+  }
+}

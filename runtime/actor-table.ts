@@ -1,0 +1,35 @@
+/** @module The actors of a node, the links between them and the order they start in. Start order
+ * follows dependencies (a store before the actors that read it); stop order is the reverse. */
+import type { Actor, ActorName } from '../protocol/actor.js'
+
+/** Loads an actor's module inside its own worker thread. */
+export async function loadActor(name: ActorName): Promise<Actor<unknown, never>> {
+  switch (name) {
+    case 'replica-store':
+      return (await import('../actors/replica-store/replica-store.js'))
+        .replicaStore as unknown as Actor<unknown, never>
+    case 'coordinator':
+      return (await import('../actors/coordinator/coordinator.js'))
+        .coordinator as unknown as Actor<unknown, never>
+    case 'iam':
+      return (await import('../actors/iam/iam.js')).iam as unknown as Actor<unknown, never>
+    case 'http-ingress':
+      return (await import('./ingress-host.js')).httpIngress as unknown as Actor<unknown, never>
+  }
+}
+
+/** Single mode: every actor once, in start order. */
+export const SINGLE_NODE_ACTORS: readonly ActorName[] = [
+  'replica-store',
+  'coordinator',
+  'iam',
+  'http-ingress',
+]
+
+/** Directed links [caller, callee]: who may send requests to whom. */
+export const SINGLE_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = [
+  ['coordinator', 'replica-store'],
+  ['iam', 'replica-store'],
+  ['http-ingress', 'coordinator'],
+  ['http-ingress', 'iam'],
+]

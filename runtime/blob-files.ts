@@ -1,0 +1,237 @@
+/** @module BlobFiles on the local file system (node:fs/promises).
+ *
+ * Layout under the data directory: temporary files in `tmp/<id>`, permanent ones in
+ * `blobs/<first two characters of id>/<id>` (a fan-out of 256 directories keeps each directory
+ * small). Ids are chosen by the store and must be lower-case hex: anything else is refused before
+ * it can become part of a path, so no object key or client input ever names a file.
+ *
+ * Durability: a writer's `commit` fsyncs the file and then the `tmp/` directory, because the store
+ * commits metadata that references the temporary file before promoting it, and a crash in between
+ * must find the file where the metadata says. `promote` renames into `blobs/` and fsyncs the
+ * fan-out directory (and `blobs/` when it had to create the fan-out directory). `open` falls back
+ * to `tmp/` for a file whose metadata committed but whose promotion did not happen. */
+import assert from 'node:assert/strict'
+import { mkdir, open, readdir, rename, statfs, unlink, type FileHandle } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { BlobFiles, BlobReader, BlobWriter } from '../protocol/actor.js'
+
+/** Store-chosen ids: hex, long enough to be unique, short enough to be a file name. */
+const BLOB_ID_PATTERN = /^[0-9a-f]{16,128}$/
+
+export interface LocalBlobFiles extends BlobFiles {
+  /** Closes every file handle still open (writers and readers left by a crashed flow). */
+  close(): Promise<void>
+}
+
+export async function openBlobFiles(dir: string): Promise<LocalBlobFiles> {
+  const files = new LocalFiles(dir)
+  await mkdir(files.temporaryDir, { recursive: true })
+  await mkdir(files.permanentDir, { recursive: true })
+  return files
+}
+
+function checkId(id: string): void {
+  if (!BLOB_ID_PATTERN.test(id)) throw new Error(`blob-files: refused id ${JSON.stringify(id)}`)
+}
+
+function isMissing(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | null)?.code === 'ENOENT'
+}
+
+/** fsync of a directory, so that an entry created or renamed in it survives a crash. */
+async function syncDirectory(path: string): Promise<void> {
+  const handle = await open(path, 'r')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+class LocalFiles implements LocalBlobFiles {
+  readonly temporaryDir: string
+  readonly permanentDir: string
+  /** Handles open now, closed by `close` if their owner never did. */
+  private readonly handles = new Set<FileHandle>()
+
+  constructor(private readonly dir: string) {
+    this.temporaryDir = join(dir, 'tmp')
+    this.permanentDir = join(dir, 'blobs')
+  }
+
+  private temporaryPath(id: string): string {
+    checkId(id)
+    return join(this.temporaryDir, id)
+  }
+
+  private fanOutDir(id: string): string {
+    checkId(id)
+    return join(this.permanentDir, id.slice(0, 2))
+  }
+
+  private permanentPath(id: string): string {
+    return join(this.fanOutDir(id), id)
+  }
+
+  async create(id: string): Promise<BlobWriter> {
+    const path = this.temporaryPath(id)
+    // 'wx': an id is used once; an existing file means a bug in how ids are chosen.
+    const handle = await open(path, 'wx')
+    this.handles.add(handle)
+    return new FileWriter(handle, path, this.temporaryDir, () => this.handles.delete(handle))
+  }
+
+  async promote(id: string): Promise<void> {
+    const source = this.temporaryPath(id)
+    const fanOut = this.fanOutDir(id)
+    const created = await mkdir(fanOut, { recursive: true })
+    try {
+      await rename(source, this.permanentPath(id))
+    } catch (error) {
+      if (!isMissing(error)) throw error
+      // Already promoted (a repeated call, or recovery after a crash that followed the rename).
+      const existing = await this.openPath(this.permanentPath(id))
+      if (existing === undefined) throw error
+      await existing.close()
+      return
+    }
+    if (created !== undefined) await syncDirectory(this.permanentDir)
+    await syncDirectory(fanOut)
+  }
+
+  async open(id: string): Promise<BlobReader | undefined> {
+    const permanent = await this.openPath(this.permanentPath(id))
+    if (permanent !== undefined) return permanent
+    return this.openPath(this.temporaryPath(id))
+  }
+
+  private async openPath(path: string): Promise<FileReader | undefined> {
+    let handle: FileHandle
+    try {
+      handle = await open(path, 'r')
+    } catch (error) {
+      if (isMissing(error)) return undefined
+      throw error
+    }
+    this.handles.add(handle)
+    try {
+      const { size } = await handle.stat()
+      return new FileReader(handle, size, () => this.handles.delete(handle))
+    } catch (error) {
+      this.handles.delete(handle)
+      await handle.close()
+      throw error
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    await unlinkIfPresent(this.permanentPath(id))
+    // A blob dereferenced before it was promoted still sits in tmp/.
+    await unlinkIfPresent(this.temporaryPath(id))
+  }
+
+  async listTemporary(): Promise<string[]> {
+    const names = await readdir(this.temporaryDir)
+    // Anything that is not one of our ids was not put there by us: leave it alone.
+    return names.filter((name) => BLOB_ID_PATTERN.test(name)).sort()
+  }
+
+  async removeTemporary(id: string): Promise<void> {
+    await unlinkIfPresent(this.temporaryPath(id))
+  }
+
+  async freeBytes(): Promise<number> {
+    const stats = await statfs(this.dir)
+    return stats.bavail * stats.bsize
+  }
+
+  async close(): Promise<void> {
+    const open = [...this.handles]
+    this.handles.clear()
+    await Promise.allSettled(open.map((handle) => handle.close()))
+  }
+}
+
+async function unlinkIfPresent(path: string): Promise<void> {
+  try {
+    await unlink(path)
+  } catch (error) {
+    if (!isMissing(error)) throw error
+  }
+}
+
+class FileWriter implements BlobWriter {
+  private position = 0
+  private finished = false
+
+  constructor(
+    private readonly handle: FileHandle,
+    private readonly path: string,
+    private readonly directory: string,
+    private readonly release: () => void,
+  ) {}
+
+  async write(chunk: Uint8Array): Promise<void> {
+    assert(!this.finished, 'blob writer used after commit or discard')
+    let written = 0
+    // A regular file takes the whole chunk in one call in practice; the loop makes it a rule.
+    while (written < chunk.byteLength) {
+      const result = await this.handle.write(chunk, written, chunk.byteLength - written, this.position)
+      assert(result.bytesWritten > 0)
+      written += result.bytesWritten
+      this.position += result.bytesWritten
+    }
+  }
+
+  async commit(): Promise<void> {
+    assert(!this.finished, 'blob writer committed twice')
+    this.finished = true
+    try {
+      await this.handle.sync()
+    } finally {
+      this.release()
+      await this.handle.close()
+    }
+    await syncDirectory(this.directory)
+  }
+
+  async discard(): Promise<void> {
+    if (this.finished) return
+    this.finished = true
+    this.release()
+    await this.handle.close()
+    await unlinkIfPresent(this.path)
+  }
+}
+
+class FileReader implements BlobReader {
+  private closed = false
+
+  constructor(
+    private readonly handle: FileHandle,
+    readonly size: number,
+    private readonly release: () => void,
+  ) {}
+
+  async read(offset: number, length: number): Promise<Uint8Array> {
+    assert(!this.closed, 'blob reader used after close')
+    assert(Number.isInteger(offset) && offset >= 0)
+    assert(Number.isInteger(length) && length >= 0)
+    // Never from Buffer's shared pool: callers transfer the chunk's buffer to another thread.
+    const bytes = new Uint8Array(length)
+    let filled = 0
+    while (filled < length) {
+      const result = await this.handle.read(bytes, filled, length - filled, offset + filled)
+      if (result.bytesRead === 0) break
+      filled += result.bytesRead
+    }
+    return filled === length ? bytes : bytes.subarray(0, filled)
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.release()
+    await this.handle.close()
+  }
+}

@@ -1,0 +1,72 @@
+/** @module Node configuration from the environment, validated once at start. Actors receive the
+ * resulting flat record; nothing else reads process.env. */
+import { resolve } from 'node:path'
+
+export interface NodeConfig {
+  mode: 'single' | 'cluster' | 'gateway'
+  dataDir: string
+  httpHost: string
+  httpPort: number
+  chaos: boolean
+  /** The flat record handed to every actor. */
+  actorConfig: Record<string, string>
+}
+
+const PASSED_THROUGH = [
+  'SVC_ACCESS_KEY_ID',
+  'SVC_SECRET_ACCESS_KEY',
+  'SVC_TLS_CERT',
+  'SVC_TLS_KEY',
+  'SVC_DOMAIN',
+  'SVC_REGION',
+  'SVC_LOG_LEVEL',
+] as const
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+export function parseHostPort(value: string, what: string): { host: string; port: number } {
+  const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(value)
+  const port = Number(match?.[2])
+  if (match === null || !Number.isInteger(port) || port > 65535) {
+    throw new ConfigError(`${what} must be host:port, got ${JSON.stringify(value)}`)
+  }
+  return { host: (match[1] ?? '').replace(/^\[|\]$/g, ''), port }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
+  const mode = env['SVC_MODE'] ?? 'single'
+  if (mode !== 'single' && mode !== 'cluster' && mode !== 'gateway') {
+    throw new ConfigError(`SVC_MODE must be single, cluster or gateway, got ${JSON.stringify(mode)}`)
+  }
+  const dataDir = resolve(env['SVC_DATA_DIR'] ?? './data')
+  const http = parseHostPort(env['SVC_NODE_HTTP_ADDR'] ?? '0.0.0.0:9000', 'SVC_NODE_HTTP_ADDR')
+  const keyId = env['SVC_ACCESS_KEY_ID']
+  const secret = env['SVC_SECRET_ACCESS_KEY']
+  if ((keyId === undefined) !== (secret === undefined)) {
+    throw new ConfigError('set both SVC_ACCESS_KEY_ID and SVC_SECRET_ACCESS_KEY, or neither')
+  }
+  if ((env['SVC_TLS_CERT'] === undefined) !== (env['SVC_TLS_KEY'] === undefined)) {
+    throw new ConfigError('set both SVC_TLS_CERT and SVC_TLS_KEY, or neither')
+  }
+  const actorConfig: Record<string, string> = {
+    SVC_MODE: mode,
+    SVC_DATA_DIR: dataDir,
+    SVC_HTTP_HOST: http.host,
+    SVC_HTTP_PORT: String(http.port),
+    SVC_CHAOS: env['SVC_CHAOS'] === '1' ? '1' : '0',
+  }
+  for (const name of PASSED_THROUGH) {
+    const value = env[name]
+    if (value !== undefined && value !== '') actorConfig[name] = value
+  }
+  return {
+    mode,
+    dataDir,
+    httpHost: http.host,
+    httpPort: http.port,
+    chaos: actorConfig['SVC_CHAOS'] === '1',
+    actorConfig,
+  }
+}

@@ -1,0 +1,102 @@
+/** @module The http-ingress actor: hosts the Hono app of http/ on @hono/node-server (HTTPS when
+ * SVC_TLS_CERT and SVC_TLS_KEY name PEM files) inside its worker thread, and gives it the Mesh:
+ * calls to other actors, streams, and the supervisor's services (chaos kills, metrics of every
+ * actor merged into one Prometheus text). Stop: refuse new connections, let in-flight requests
+ * finish within SHUTDOWN_DRAIN_MS, then cut what is left. */
+import { readFileSync } from 'node:fs'
+import { createServer as createHttpsServer } from 'node:https'
+import type { Server } from 'node:http'
+import type { MessagePort } from 'node:worker_threads'
+import { serve } from '@hono/node-server'
+import * as Comlink from 'comlink'
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
+import { AggregatorRegistry, Gauge, Registry } from 'prom-client'
+import { createApp, type IngressState } from '../http/app.js'
+import type { Actor, Context, Mesh } from '../protocol/actor.js'
+import { fail, unreachable } from '../protocol/errors.js'
+import { SHUTDOWN_DRAIN_MS } from './knobs.js'
+import type { SupervisorApi } from './supervisor.js'
+import { withTimeout } from './timeout.js'
+
+/** Bounds how long a client may take to send its headers; bodies are bounded by stream timeouts. */
+const HEADERS_TIMEOUT_MS = 60_000
+/** A socket with no traffic for this long is closed. */
+const SOCKET_IDLE_TIMEOUT_MS = 120_000
+
+interface IngressActorState extends IngressState {
+  server: Server
+}
+
+export const httpIngress: Actor<IngressActorState, { kind: 'ingress.none' }> = {
+  name: 'http-ingress',
+  async init(ctx) {
+    const supervisorPort = (ctx as Context & { supervisor: MessagePort }).supervisor
+    const supervisor = Comlink.wrap<SupervisorApi>(nodeEndpoint(supervisorPort as never))
+    const mesh: Mesh = {
+      call: ctx.call,
+      openStream: ctx.openStream,
+      source: ctx.source,
+      sink: ctx.sink,
+      now: ctx.now,
+      randomBytes: ctx.randomBytes,
+      log: ctx.log,
+      config: ctx.config,
+      kill: (actor) => supervisor.kill(actor),
+      metricsText: () => metricsText(supervisor),
+    }
+    const state = { serving: false } as IngressActorState
+    const app = createApp(mesh, state)
+    state.server = await listen(ctx, app.fetch)
+    state.serving = true
+    return state
+  },
+  handle(_state, msg) {
+    return msg.kind === 'ingress.none' ? fail('not_implemented', 'no requests') : unreachable(msg.kind)
+  },
+  async stop(state) {
+    state.serving = false
+    const closed = new Promise<void>((resolve) => state.server.close(() => resolve()))
+    state.server.closeIdleConnections()
+    try {
+      await withTimeout(closed, SHUTDOWN_DRAIN_MS, 'draining in-flight requests')
+    } catch {
+      state.server.closeAllConnections()
+    }
+  },
+}
+
+function listen(ctx: Context, fetch: Parameters<typeof serve>[0]['fetch']): Promise<Server> {
+  const port = Number(ctx.config['SVC_HTTP_PORT'])
+  const hostname = ctx.config['SVC_HTTP_HOST'] ?? '0.0.0.0'
+  const cert = ctx.config['SVC_TLS_CERT']
+  const key = ctx.config['SVC_TLS_KEY']
+  const tls =
+    cert !== undefined && key !== undefined
+      ? { createServer: createHttpsServer, serverOptions: { cert: readFileSync(cert), key: readFileSync(key) } }
+      : {}
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch, port, hostname, autoCleanupIncoming: false, ...tls }) as Server
+    server.headersTimeout = HEADERS_TIMEOUT_MS
+    server.requestTimeout = 0 // Bodies are bounded by the stream idle timeout instead.
+    server.setTimeout(SOCKET_IDLE_TIMEOUT_MS)
+    server.once('error', reject)
+    server.once('listening', () => {
+      server.off('error', reject)
+      ctx.log.info({ hostname, port, tls: cert !== undefined }, 'listening')
+      resolve(server)
+    })
+  })
+}
+
+async function metricsText(supervisor: Comlink.Remote<SupervisorApi>): Promise<string> {
+  const gathered = await supervisor.gatherMetrics()
+  const node = new Registry()
+  const up = new Gauge({ name: 'svc_actor_up', help: 'Whether the actor is running', labelNames: ['actor'], registers: [node] })
+  const restarts = new Gauge({
+    name: 'svc_actor_restarts_total', help: 'Restarts of the actor by its supervisor', labelNames: ['actor'], registers: [node],
+  })
+  for (const [actor, isUp] of Object.entries(gathered.up)) up.set({ actor }, isUp ? 1 : 0)
+  for (const [actor, count] of Object.entries(gathered.restarts)) restarts.set({ actor }, count)
+  const merged = AggregatorRegistry.aggregate(gathered.actors as never)
+  return (await node.metrics()) + (await merged.metrics())
+}

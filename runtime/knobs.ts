@@ -1,0 +1,29 @@
+/** @module Tunables of the runtime, with the relations between them asserted at load. Contract
+ * limits (S3's own numbers) live in protocol/limits.ts instead. */
+import assert from 'node:assert/strict'
+import { CALL_TIMEOUT_MS, STREAM_IDLE_TIMEOUT_MS } from '../protocol/timing.js'
+
+/** Requests an actor handles at once; one more is answered `busy` (503 SlowDown) at once. */
+export const MAILBOX_DEPTH_MAX = 512
+/** Requests a caller may have outstanding on one link; one more fails `busy` without sending. */
+export const PENDING_CALLS_MAX = 1024
+/** Restart intensity: more than this many restarts of one actor within the period is a crash loop
+ * and stops the node (OTP's intensity/period). Killing every actor once does not reach it. */
+export const RESTART_INTENSITY = 5
+export const RESTART_PERIOD_MS = 30_000
+/** Exponential restart backoff: first delay, doubling per recent restart, capped. */
+export const RESTART_BACKOFF_MS_MIN = 50
+export const RESTART_BACKOFF_MS_MAX = 2_000
+/** How long an actor may take to start (open RocksDB, recover) before it counts as crashed. */
+export const ACTOR_START_TIMEOUT_MS = 60_000
+/** Graceful shutdown: in-flight requests get this long (SPEC.md section 3). */
+export const SHUTDOWN_DRAIN_MS = 30_000
+/** A stopping actor gets this long to release its resources before it is terminated. */
+export const ACTOR_STOP_TIMEOUT_MS = 10_000
+/** Metrics gathered from actors for one scrape must answer within this. */
+export const METRICS_GATHER_TIMEOUT_MS = 2_000
+
+assert(RESTART_BACKOFF_MS_MIN < RESTART_BACKOFF_MS_MAX)
+assert(RESTART_BACKOFF_MS_MAX * RESTART_INTENSITY < RESTART_PERIOD_MS)
+assert(CALL_TIMEOUT_MS < STREAM_IDLE_TIMEOUT_MS)
+assert(MAILBOX_DEPTH_MAX <= PENDING_CALLS_MAX)

@@ -1,0 +1,49 @@
+/** @module Composition root of a node: reads the configuration, prepares the master key, starts
+ * the supervised actor mesh and handles signals. SIGTERM/SIGINT stop it gracefully: the ingress
+ * stops accepting and drains in-flight requests (SHUTDOWN_DRAIN_MS), then the other actors stop in
+ * reverse start order and the store closes cleanly; exit 0. A crash loop exits 1. */
+import { loadConfig, ConfigError } from './config.js'
+import { SINGLE_NODE_ACTORS, SINGLE_NODE_LINKS } from './actor-table.js'
+import { SHUTDOWN_DRAIN_MS } from './knobs.js'
+import { createLogger } from './log.js'
+import { loadMasterKey } from './master-key.js'
+import { Supervisor } from './supervisor.js'
+
+const log = createLogger('supervisor')
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env)
+  if (config.mode !== 'single') {
+    throw new ConfigError(`SVC_MODE=${config.mode} is not available yet: this build runs single`)
+  }
+  const masterKey = await loadMasterKey(config.dataDir, process.env['SVC_MASTER_KEY'])
+  let stopping: Promise<void> | null = null
+  const supervisor: Supervisor = new Supervisor({
+    actors: SINGLE_NODE_ACTORS,
+    links: SINGLE_NODE_LINKS,
+    config: { ...config.actorConfig, SVC_MASTER_KEY: masterKey },
+    chaos: config.chaos,
+    log,
+    onEscalate: (exitCode, reason) => {
+      if (exitCode !== 0) log.error({ reason }, 'escalating: stopping the node')
+      stopping ??= supervisor.stop(SHUTDOWN_DRAIN_MS).finally(() => process.exit(exitCode))
+    },
+  })
+  const onSignal = (signal: string): void => {
+    log.info({ signal }, 'graceful shutdown')
+    stopping ??= supervisor.stop(SHUTDOWN_DRAIN_MS).finally(() => process.exit(0))
+  }
+  process.on('SIGTERM', () => onSignal('SIGTERM'))
+  process.on('SIGINT', () => onSignal('SIGINT'))
+  await supervisor.start()
+  log.info({ host: config.httpHost, port: config.httpPort, dataDir: config.dataDir }, 'node ready')
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    console.error(`configuration error: ${error.message}`)
+    process.exit(2)
+  }
+  log.error({ err: error }, 'node failed to start')
+  process.exit(1)
+})

@@ -1,0 +1,369 @@
+/** @module RocksKv: the KvStore contract on @nxtedition/rocksdb, with group commit.
+ *
+ * Reads are synchronous (MultiGet and a native iterator driven with its synchronous `nextv`) and
+ * merge an in-memory overlay of every op handed to `commit` whose batch is not yet durable, so a
+ * caller sees its own writes at once and can prepare the next batch from them.
+ *
+ * The binding's batch write is synchronous: a `sync: true` write would block this thread for an
+ * fsync (the store's whole event loop, GET streams included). So synced writes run on a small
+ * writer thread that shares the open database through the binding's native handle (RocksDB is
+ * thread-safe). While one write is in flight, further commits queue; when it lands, the queue goes
+ * out as ONE synced batch (group commit), bounded by BATCH_OPS_MAX and BATCH_BYTES_MAX: commits past
+ * the bound wait for the next write. Each commit resolves once its ops are durable. The queue itself
+ * is bounded by the callers: the store awaits every commit it starts and handles at most
+ * MAILBOX_DEPTH_MAX (512) requests at once, each with one commit outstanding.
+ *
+ * A failed write poisons the store: its commits and all queued ones reject, the overlay is dropped
+ * (reads show what is durable) and every later commit rejects, until the owner reopens it. */
+import assert from 'node:assert/strict'
+import { createRequire } from 'node:module'
+import { Worker } from 'node:worker_threads'
+import type { KvOp, KvRange, KvStore } from '../protocol/actor.js'
+
+/** Ops in one synced batch. 512 concurrent puts of about 8 ops each fit in one write. */
+export const BATCH_OPS_MAX = 4096
+/** Key and value bytes in one synced batch: 256 inline bodies of 64 KiB. A single commit larger
+ * than either bound is written alone. */
+export const BATCH_BYTES_MAX = 16 * 1024 * 1024
+/** Rows fetched per native call while scanning. */
+const SCAN_ROWS_PER_CALL = 256
+
+export interface RocksKv extends KvStore {
+  /** Commits made and synced batches written so far: their ratio is the group-commit factor. */
+  readonly counts: { commits: number; batches: number }
+  /** Waits for queued commits to land, stops the writer thread and closes the database. */
+  close(): Promise<void>
+}
+
+/** The part of the binding's iterator we drive (abstract-level's public API is callback-only). */
+interface NativeIterator {
+  _nextvSync(size: number, options: object): { rows: Buffer[]; finished: boolean }
+  close(callback: () => void): void
+}
+interface IteratorOptions {
+  gte?: Buffer
+  gt?: Buffer
+  lt: Buffer
+  limit: number
+  keyEncoding: 'buffer'
+  valueEncoding: 'buffer'
+}
+interface RocksLevelDb {
+  open(options: { createIfMissing: boolean }): Promise<void>
+  close(): Promise<void>
+  readonly handle: bigint
+  _getManySync(keys: Buffer[], options?: object): (Buffer | null | undefined)[]
+  iterator(options: IteratorOptions): NativeIterator
+}
+type RocksLevelClass = new (location: string, options: object) => RocksLevelDb
+
+const require = createRequire(import.meta.url)
+
+/** The writer thread, evaluated as a CommonJS script: it attaches to the database by handle (the
+ * binding neither closes nor owns a database attached that way) and writes each batch it is given
+ * with sync, answering with the batch's number. */
+const WRITER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const binding = require(workerData.bindingPath)
+const database = binding.db_init(workerData.handle)
+parentPort.on('message', (message) => {
+  const batch = binding.batch_init()
+  try {
+    for (const op of message.ops) {
+      if (op.value === undefined) binding.batch_del(batch, op.key, {})
+      else binding.batch_put(batch, op.key, op.value, {})
+    }
+    binding.batch_write(database, batch, { sync: true })
+    parentPort.postMessage({ batch: message.batch, error: null })
+  } catch (error) {
+    parentPort.postMessage({ batch: message.batch, error: String(error && error.stack || error) })
+  } finally {
+    binding.batch_clear(batch)
+  }
+})
+`
+
+interface WireOp {
+  key: Uint8Array
+  value?: Uint8Array
+}
+interface WriterReply {
+  batch: number
+  error: string | null
+}
+interface OverlayEntry {
+  encoded: Buffer
+  /** null: deleted. */
+  value: Uint8Array | null
+  /** Number of the commit that wrote it; a landed batch drops entries no later commit replaced. */
+  commit: number
+}
+interface PendingCommit {
+  number: number
+  keys: string[]
+  ops: WireOp[]
+  bytes: number
+  resolve: () => void
+  reject: (error: Error) => void
+}
+
+export async function openRocksKv(dir: string): Promise<RocksKv> {
+  const { RocksLevel } = require('@nxtedition/rocksdb') as { RocksLevel: RocksLevelClass }
+  const db = new RocksLevel(dir, {})
+  await db.open({ createIfMissing: true })
+  const writer = new Worker(WRITER_SOURCE, {
+    eval: true,
+    workerData: {
+      handle: db.handle,
+      bindingPath: require.resolve('@nxtedition/rocksdb/binding.js'),
+    },
+  })
+  writer.unref()
+  return new RocksKvStore(db, writer)
+}
+
+class RocksKvStore implements RocksKv {
+  private readonly overlay = new Map<string, OverlayEntry>()
+  private readonly queue: PendingCommit[] = []
+  private inFlight: { number: number; commits: PendingCommit[] } | null = null
+  private commitsStarted = 0
+  private batchesStarted = 0
+  private failure: Error | null = null
+  private closed = false
+  private drained: (() => void) | null = null
+
+  constructor(
+    private readonly db: RocksLevelDb,
+    private readonly writer: Worker,
+  ) {
+    writer.on('message', (reply: WriterReply) => this.landed(reply))
+    writer.on('error', (error) => this.poison(error))
+    writer.on('exit', (code) => {
+      if (!this.closed) this.poison(new Error(`rocks-kv writer thread exited with ${code}`))
+    })
+  }
+
+  get counts(): { commits: number; batches: number } {
+    return { commits: this.commitsStarted, batches: this.batchesStarted }
+  }
+
+  get(key: string): Uint8Array | undefined {
+    return this.getMany([key])[0]
+  }
+
+  getMany(keys: readonly string[]): (Uint8Array | undefined)[] {
+    assert(!this.closed, 'rocks-kv is closed')
+    const result: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(keys.length)
+    const missing: Buffer[] = []
+    const missingAt: number[] = []
+    keys.forEach((key, index) => {
+      const entry = this.overlay.get(key)
+      if (entry !== undefined) {
+        result[index] = entry.value ?? undefined
+      } else {
+        missing.push(Buffer.from(key, 'utf8'))
+        missingAt.push(index)
+      }
+    })
+    if (missing.length > 0) {
+      const values = this.db._getManySync(missing)
+      assert.equal(values.length, missing.length)
+      values.forEach((value, position) => {
+        // null means RocksDB aborted or timed out the read: never mistake that for "absent".
+        if (value === null) throw new Error('rocks-kv: read aborted')
+        const index = missingAt[position]
+        assert(index !== undefined)
+        result[index] = value
+      })
+    }
+    return result
+  }
+
+  scan(range: KvRange): [string, Uint8Array][] {
+    assert(!this.closed, 'rocks-kv is closed')
+    assert(range.gte === undefined || range.gt === undefined, 'scan takes gte or gt, not both')
+    assert(Number.isInteger(range.limit) && range.limit >= 0)
+    if (range.limit === 0) return []
+    const bounds = encodeRange(range)
+    const pending = this.overlayIn(bounds)
+    // Each overlay entry can hide or replace at most one stored row, so this many stored rows
+    // always cover the first `limit` entries of the merged view.
+    const stored = this.scanStored(bounds, range.limit + pending.length)
+    return mergeRows(stored, pending, range.limit)
+  }
+
+  commit(ops: readonly KvOp[]): Promise<void> {
+    assert(!this.closed, 'rocks-kv is closed')
+    if (this.failure !== null) return Promise.reject(this.failure)
+    const number = ++this.commitsStarted
+    const keys: string[] = []
+    const wire: WireOp[] = []
+    let bytes = 0
+    for (const op of ops) {
+      const encoded = Buffer.from(op.key, 'utf8')
+      const value = op.type === 'put' ? op.value : null
+      bytes += encoded.length + (value?.byteLength ?? 0)
+      this.overlay.set(op.key, { encoded, value, commit: number })
+      keys.push(op.key)
+      wire.push(value === null ? { key: encoded } : { key: encoded, value })
+    }
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ number, keys, ops: wire, bytes, resolve, reject })
+      this.flush()
+    })
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    if (this.inFlight !== null || this.queue.length > 0) {
+      await new Promise<void>((resolve) => {
+        this.drained = resolve
+      })
+    }
+    this.closed = true
+    await this.writer.terminate()
+    this.overlay.clear()
+    await this.db.close()
+  }
+
+  /** Starts the next synced write with as many queued commits as the bounds allow. */
+  private flush(): void {
+    if (this.inFlight !== null || this.failure !== null) return
+    if (this.queue.length === 0) {
+      this.drained?.()
+      this.drained = null
+      return
+    }
+    const commits: PendingCommit[] = []
+    let opsCount = 0
+    let bytes = 0
+    for (const next of this.queue) {
+      const fits = opsCount + next.ops.length <= BATCH_OPS_MAX && bytes + next.bytes <= BATCH_BYTES_MAX
+      if (commits.length > 0 && !fits) break
+      commits.push(next)
+      opsCount += next.ops.length
+      bytes += next.bytes
+    }
+    this.queue.splice(0, commits.length)
+    const number = ++this.batchesStarted
+    this.inFlight = { number, commits }
+    const ops = commits.flatMap((commit) => commit.ops)
+    this.writer.ref()
+    this.writer.postMessage({ batch: number, ops })
+  }
+
+  private landed(reply: WriterReply): void {
+    const batch = this.inFlight
+    if (batch === null || this.failure !== null) return
+    assert.equal(reply.batch, batch.number)
+    this.inFlight = null
+    this.writer.unref()
+    if (reply.error !== null) {
+      this.poison(new Error(`rocks-kv: synced write failed: ${reply.error}`), batch.commits)
+      return
+    }
+    const last = batch.commits[batch.commits.length - 1]?.number ?? 0
+    for (const commit of batch.commits) {
+      for (const key of commit.keys) {
+        const entry = this.overlay.get(key)
+        // A later commit still in the queue owns the entry; it leaves when that one lands.
+        if (entry !== undefined && entry.commit <= last) this.overlay.delete(key)
+      }
+    }
+    for (const commit of batch.commits) commit.resolve()
+    this.flush()
+  }
+
+  private poison(error: Error, inFlight: PendingCommit[] = this.inFlight?.commits ?? []): void {
+    if (this.failure !== null) return
+    this.failure = error
+    this.inFlight = null
+    this.overlay.clear()
+    for (const commit of [...inFlight, ...this.queue.splice(0)]) commit.reject(error)
+    this.drained?.()
+    this.drained = null
+  }
+
+  /** Overlay entries inside the range, in key order. The overlay holds only ops not yet durable,
+   * a few thousand at most, so a pass over it costs less than the scan it joins. */
+  private overlayIn(bounds: EncodedRange): OverlayEntry[] {
+    const hits: OverlayEntry[] = []
+    for (const entry of this.overlay.values()) {
+      if (inRange(entry.encoded, bounds)) hits.push(entry)
+    }
+    return hits.sort((left, right) => Buffer.compare(left.encoded, right.encoded))
+  }
+
+  private scanStored(bounds: EncodedRange, limit: number): [Buffer, Buffer][] {
+    const options: IteratorOptions = {
+      lt: bounds.lt,
+      limit,
+      keyEncoding: 'buffer',
+      valueEncoding: 'buffer',
+    }
+    if (bounds.gte !== undefined) options.gte = bounds.gte
+    if (bounds.gt !== undefined) options.gt = bounds.gt
+    const iterator = this.db.iterator(options)
+    const rows: [Buffer, Buffer][] = []
+    try {
+      for (;;) {
+        const size = Math.min(SCAN_ROWS_PER_CALL, limit - rows.length)
+        const batch = iterator._nextvSync(size, {})
+        for (let index = 0; index + 1 < batch.rows.length; index += 2) {
+          rows.push([batch.rows[index] as Buffer, batch.rows[index + 1] as Buffer])
+        }
+        if (batch.finished || rows.length >= limit) break
+      }
+    } finally {
+      iterator.close(() => undefined)
+    }
+    return rows
+  }
+}
+
+interface EncodedRange {
+  gte?: Buffer
+  gt?: Buffer
+  lt: Buffer
+}
+
+function encodeRange(range: KvRange): EncodedRange {
+  const bounds: EncodedRange = { lt: Buffer.from(range.lt, 'utf8') }
+  if (range.gte !== undefined) bounds.gte = Buffer.from(range.gte, 'utf8')
+  if (range.gt !== undefined) bounds.gt = Buffer.from(range.gt, 'utf8')
+  return bounds
+}
+
+function inRange(key: Buffer, bounds: EncodedRange): boolean {
+  if (Buffer.compare(key, bounds.lt) >= 0) return false
+  if (bounds.gte !== undefined && Buffer.compare(key, bounds.gte) < 0) return false
+  if (bounds.gt !== undefined && Buffer.compare(key, bounds.gt) <= 0) return false
+  return true
+}
+
+/** Merges stored rows with overlay entries (which win on equal keys; deletions hide rows). */
+function mergeRows(
+  stored: [Buffer, Buffer][],
+  pending: OverlayEntry[],
+  limit: number,
+): [string, Uint8Array][] {
+  const result: [string, Uint8Array][] = []
+  let storedAt = 0
+  let pendingAt = 0
+  while (result.length < limit) {
+    const row = stored[storedAt]
+    const entry = pending[pendingAt]
+    if (row === undefined && entry === undefined) break
+    const order =
+      row === undefined ? 1 : entry === undefined ? -1 : Buffer.compare(row[0], entry.encoded)
+    if (order < 0 && row !== undefined) {
+      result.push([row[0].toString('utf8'), row[1]])
+      storedAt++
+      continue
+    }
+    if (order === 0) storedAt++
+    pendingAt++
+    if (entry?.value != null) result.push([entry.encoded.toString('utf8'), entry.value])
+  }
+  return result
+}

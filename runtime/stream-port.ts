@@ -1,0 +1,206 @@
+/** @module Byte streams over a MessagePort with credit-based backpressure. The receiver grants
+ * credit (one chunk per credit, STREAM_WINDOW_CHUNKS up front) and the sender never posts a chunk
+ * without one, so a stream holds at most a window of chunks in flight whatever the speeds. Chunks
+ * are transferred, not copied. A peer that dies closes the port, which fails the other end at once;
+ * a stream without progress for STREAM_IDLE_TIMEOUT_MS fails with `timeout`. */
+import { MessageChannel, MessagePort } from 'node:worker_threads'
+import type { ByteSink, ByteSource, StreamHandle } from '../protocol/actor.js'
+import { ServiceError, type ErrorCode } from '../protocol/errors.js'
+import { STREAM_IDLE_TIMEOUT_MS, STREAM_WINDOW_CHUNKS } from '../protocol/timing.js'
+import { owningCopy } from './transfer.js'
+
+type ToSource =
+  | { t: 'data'; chunk: Uint8Array }
+  | { t: 'end'; trailers: Record<string, string> }
+  | { t: 'abort'; code: ErrorCode; detail: string }
+type ToSink =
+  | { t: 'credit'; n: number }
+  | { t: 'demand'; start: number; end: number }
+  | { t: 'cancel'; code: ErrorCode; detail: string }
+
+export function openStream(): [StreamHandle, StreamHandle] {
+  const channel = new MessageChannel()
+  return [channel.port1, channel.port2]
+}
+
+function asPort(handle: StreamHandle): MessagePort {
+  if (!(handle instanceof MessagePort)) throw new TypeError('stream handle is not a MessagePort')
+  return handle
+}
+
+/** One waiter at a time, failed by a timer when nothing arrives in time. */
+class Waiter<T> {
+  private pending: { resolve: (v: T) => void; reject: (e: unknown) => void } | null = null
+  private timer: NodeJS.Timeout | null = null
+
+  wait(what: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.pending = { resolve, reject }
+      this.timer = setTimeout(() => {
+        this.fail(new ServiceError('timeout', `stream idle too long waiting for ${what}`))
+      }, STREAM_IDLE_TIMEOUT_MS)
+    })
+  }
+  get waiting(): boolean {
+    return this.pending !== null
+  }
+  wake(value: T): void {
+    const pending = this.take()
+    pending?.resolve(value)
+  }
+  fail(error: unknown): void {
+    const pending = this.take()
+    pending?.reject(error)
+  }
+  private take(): { resolve: (v: T) => void; reject: (e: unknown) => void } | null {
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.timer = null
+    const pending = this.pending
+    this.pending = null
+    return pending
+  }
+}
+
+export class PortSource implements ByteSource {
+  private readonly port: MessagePort
+  private readonly queue: Uint8Array[] = []
+  private done: { trailers: Record<string, string> } | null = null
+  private failure: ServiceError | null = null
+  private readonly waiter = new Waiter<void>()
+
+  constructor(handle: StreamHandle) {
+    this.port = asPort(handle)
+    this.port.on('message', (frame: ToSource) => this.onFrame(frame))
+    this.port.on('close', () => {
+      if (this.done === null) this.onFailure(new ServiceError('unavailable', 'stream peer gone'))
+    })
+    this.post({ t: 'credit', n: STREAM_WINDOW_CHUNKS })
+  }
+
+  private post(frame: ToSink): void {
+    try {
+      this.port.postMessage(frame)
+    } catch {
+      // The port is closed; the close handler reports it.
+    }
+  }
+
+  private onFrame(frame: ToSource): void {
+    if (frame.t === 'data') this.queue.push(frame.chunk)
+    else if (frame.t === 'end') this.done = { trailers: frame.trailers }
+    else this.onFailure(new ServiceError(frame.code, frame.detail))
+    this.waiter.wake()
+  }
+
+  private onFailure(error: ServiceError): void {
+    if (this.failure !== null) return
+    this.failure = error
+    this.waiter.fail(error)
+  }
+
+  async next(): Promise<Uint8Array | null> {
+    for (;;) {
+      const chunk = this.queue.shift()
+      if (chunk !== undefined) {
+        this.post({ t: 'credit', n: 1 })
+        return chunk
+      }
+      if (this.done !== null) {
+        this.port.close()
+        return null
+      }
+      if (this.failure !== null) throw this.failure
+      await this.waiter.wait('data')
+    }
+  }
+
+  trailers(): Record<string, string> {
+    return this.done?.trailers ?? {}
+  }
+
+  request(start: number, end: number): void {
+    this.post({ t: 'demand', start, end })
+  }
+
+  cancel(code: ErrorCode, detail: string): void {
+    this.post({ t: 'cancel', code, detail })
+    this.failure ??= new ServiceError(code, detail)
+    this.port.close()
+  }
+}
+
+export class PortSink implements ByteSink {
+  private readonly port: MessagePort
+  private credit = 0
+  private cancelled: ServiceError | null = null
+  private finished = false
+  private demanded: { start: number; end: number } | null = null
+  private readonly creditWaiter = new Waiter<void>()
+  private readonly demandWaiter = new Waiter<{ start: number; end: number } | null>()
+
+  constructor(handle: StreamHandle) {
+    this.port = asPort(handle)
+    this.port.on('message', (frame: ToSink) => this.onFrame(frame))
+    this.port.on('close', () => {
+      if (!this.finished) this.onCancel(new ServiceError('unavailable', 'stream peer gone'))
+    })
+  }
+
+  private onFrame(frame: ToSink): void {
+    if (frame.t === 'credit') {
+      this.credit += frame.n
+      this.creditWaiter.wake()
+    } else if (frame.t === 'demand') {
+      this.demanded = { start: frame.start, end: frame.end }
+      this.demandWaiter.wake(this.demanded)
+    } else {
+      this.onCancel(new ServiceError(frame.code, frame.detail))
+    }
+  }
+
+  private onCancel(error: ServiceError): void {
+    if (this.cancelled !== null) return
+    this.cancelled = error
+    this.creditWaiter.fail(error)
+    this.demandWaiter.wake(null)
+  }
+
+  async write(chunk: Uint8Array): Promise<void> {
+    while (this.credit === 0) {
+      if (this.cancelled !== null) throw this.cancelled
+      await this.creditWaiter.wait('credit')
+    }
+    if (this.cancelled !== null) throw this.cancelled
+    this.credit--
+    const owned = owningCopy(chunk)
+    const frame: ToSource = { t: 'data', chunk: owned }
+    this.port.postMessage(frame, [owned.buffer as ArrayBuffer])
+  }
+
+  end(trailers: Record<string, string> = {}): void {
+    if (this.finished || this.cancelled !== null) return
+    this.finished = true
+    this.port.postMessage({ t: 'end', trailers } satisfies ToSource)
+  }
+
+  abort(code: ErrorCode, detail: string): void {
+    if (this.finished) return
+    this.finished = true
+    try {
+      this.port.postMessage({ t: 'abort', code, detail } satisfies ToSource)
+    } catch {
+      // Already closed: the receiver has gone and knows.
+    }
+    this.port.close()
+  }
+
+  async demand(): Promise<{ start: number; end: number } | null> {
+    if (this.demanded !== null) return this.demanded
+    if (this.cancelled !== null) return null
+    try {
+      return await this.demandWaiter.wait('a read request')
+    } catch {
+      return null
+    }
+  }
+}

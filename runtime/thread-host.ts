@@ -1,0 +1,155 @@
+/** @module Thread host: the entry of every actor's worker thread. It loads the actor, builds its
+ * Context (links to peers, streams, timers, and for replica-store the RocksDB and blob adapters),
+ * runs `init`, then serves requests through a bounded mailbox: past MAILBOX_DEPTH_MAX requests in
+ * progress a request is answered `busy` at once, and a request already past its deadline is dropped
+ * as `timeout`. The supervisor drives it over a comlink control channel (connect, disconnect,
+ * stop). An assertion failure inside a handler crashes the thread: the supervisor restarts it. */
+import { AssertionError } from 'node:assert'
+import { randomBytes } from 'node:crypto'
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
+import * as Comlink from 'comlink'
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
+import type { ActorName, AnyMsg, BlobFiles, Context, KvStore } from '../protocol/actor.js'
+import { fail, ServiceError, type Result } from '../protocol/errors.js'
+import { loadActor } from './actor-table.js'
+import { MAILBOX_DEPTH_MAX } from './knobs.js'
+import { CallerLink, serveLink, type Dispatch } from './link.js'
+import { createLogger } from './log.js'
+import { openStorage } from './storage.js'
+import { openStream, PortSink, PortSource } from './stream-port.js'
+import { ActorMetrics, type MetricsJson } from './actor-metrics.js'
+
+export interface HostData {
+  actor: ActorName
+  config: Record<string, string>
+  /** Port on which the supervisor serves requests from actors (chaos, metrics of the node). */
+  supervisor: MessagePort
+}
+
+export interface HostApi {
+  connect(peer: string, role: 'caller' | 'server', port: MessagePort): void
+  disconnect(peer: string): void
+  ready(): Promise<void>
+  stop(): Promise<void>
+  metrics(): Promise<MetricsJson>
+}
+
+const data = workerData as HostData
+const log = createLogger(data.actor)
+const metrics = new ActorMetrics(data.actor)
+const callers = new Map<string, CallerLink>()
+const servedPorts: MessagePort[] = []
+let inFlight = 0
+let dispatcher: Dispatch | null = null
+let stopActor: () => Promise<void> = () => Promise.resolve()
+
+function notOwned(what: string): never {
+  throw new AssertionError({ message: `${data.actor} does not own the ${what}` })
+}
+
+async function main(): Promise<void> {
+  const actor = await loadActor(data.actor)
+  const storage = data.actor === 'replica-store' ? await openStorage(data.config) : null
+  const kv: KvStore = storage?.kv ?? new Proxy({} as KvStore, { get: () => notOwned('kv store') })
+  const blobs: BlobFiles =
+    storage?.blobs ?? new Proxy({} as BlobFiles, { get: () => notOwned('blob files') })
+  const ctx: Context & { supervisor: MessagePort } = {
+    self: data.actor,
+    now: () => Date.now(),
+    randomBytes: (length) => new Uint8Array(randomBytes(length)),
+    call: <T>(to: ActorName, msg: AnyMsg) => {
+      const link = callers.get(to)
+      if (link === undefined) return Promise.resolve(fail<T>('unavailable', `${to} is down`))
+      return link.call<T>(msg)
+    },
+    after: (ms, task) => {
+      const timer = setTimeout(task, ms)
+      return () => clearTimeout(timer)
+    },
+    kv,
+    blobs,
+    openStream,
+    source: (handle) => new PortSource(handle),
+    sink: (handle) => new PortSink(handle),
+    log,
+    config: data.config,
+    supervisor: data.supervisor,
+  }
+  const state = await actor.init(ctx)
+  const dispatch = async (msg: { kind: string; deadlineMs: number }): Promise<Result<unknown>> => {
+    if (inFlight >= MAILBOX_DEPTH_MAX) {
+      metrics.rejected.inc()
+      return fail('busy', `${data.actor} mailbox full`)
+    }
+    if (msg.deadlineMs <= Date.now()) {
+      metrics.expired.inc()
+      return fail('timeout', `${msg.kind} arrived after its deadline`)
+    }
+    inFlight++
+    metrics.depth.set(inFlight)
+    const end = metrics.duration.startTimer({ kind: msg.kind })
+    try {
+      return await actor.handle(state, msg as never, ctx)
+    } catch (error) {
+      if (error instanceof ServiceError) return fail(error.code, error.message)
+      if (error instanceof AssertionError) crash(error)
+      log.error({ err: error, kind: msg.kind }, 'handler failed')
+      return fail('internal', `${data.actor} failed on ${msg.kind}`)
+    } finally {
+      inFlight--
+      metrics.depth.set(inFlight)
+      metrics.handled.inc({ kind: msg.kind })
+      end()
+    }
+  }
+  dispatcher = dispatch
+  stopActor = async () => {
+    await actor.stop?.(state, ctx)
+    await storage?.close()
+  }
+  for (const port of servedPorts.splice(0)) serveLink(port, dispatch)
+}
+
+/** A programmer error: let the thread die so the supervisor restarts it with fresh state. */
+function crash(error: unknown): void {
+  log.error({ err: error }, 'assertion failed: crashing the actor')
+  setImmediate(() => {
+    throw error
+  })
+}
+
+let markReady: () => void = () => undefined
+const readyPromise = new Promise<void>((resolve) => {
+  markReady = resolve
+})
+
+// The control channel exists before init, because the supervisor connects links while init runs
+// (iam reads from replica-store during init); requests to this actor wait in their ports until
+// init is done, and `ready` resolves then.
+const api: HostApi = {
+  connect(peer, role, port) {
+    if (role === 'caller') {
+      callers.get(peer)?.close('rewired')
+      callers.set(peer, new CallerLink(port, peer))
+    } else if (dispatcher !== null) {
+      serveLink(port, dispatcher)
+    } else {
+      servedPorts.push(port)
+    }
+  },
+  disconnect(peer) {
+    callers.get(peer)?.close('restarting')
+    callers.delete(peer)
+  },
+  ready: () => readyPromise,
+  stop: () => stopActor(),
+  metrics: () => metrics.json(),
+}
+Comlink.expose(api, nodeEndpoint(parentPort as never))
+
+main().then(markReady, (error: unknown) => {
+  log.error({ err: error }, 'actor failed to start')
+  setImmediate(() => {
+    throw error
+  })
+})

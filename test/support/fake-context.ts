@@ -1,0 +1,531 @@
+/** @module A Context for unit tests: actors run in the test's own thread against in-memory twins of
+ * every effect, so a test proves that actor code needs no threads, sockets or sleeps.
+ *
+ * - MemoryKv: a sorted KvStore (keys ordered as UTF-8 bytes, like RocksDB) with the same
+ *   read-your-pending-writes semantics as the real adapter: a commit is visible at once and lands
+ *   (becomes durable) later, in groups, on the next macrotask; `pause()` holds landings so a test
+ *   can look at the in-between. `durableCopy()` is what a crash would leave.
+ * - MemoryBlobs: BlobFiles in maps, with a view of temporary and permanent files, a counter of open
+ *   readers, and `corrupt()` to flip a byte.
+ * - memoryStream(): one byte stream whose test side feeds a put (push/end/abort) or reads a get
+ *   (request/cancel/received), while the actor side is ctx.source / ctx.sink on its handle.
+ * - A clock that moves only when told (timers from ctx.after fire in `advance`), seeded
+ *   deterministic randomBytes, `call` answering 'unavailable' unless a handler is set, and a log
+ *   that records entries. */
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import type {
+  ActorName,
+  BlobFiles,
+  BlobReader,
+  BlobWriter,
+  ByteSink,
+  ByteSource,
+  Context,
+  KvOp,
+  KvRange,
+  KvStore,
+  Logger,
+  Request,
+  StreamHandle,
+} from '../../protocol/actor.js'
+import { fail, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
+
+// ---------------------------------------------------------------------------------------------
+// Sorted in-memory kv
+
+interface Entry {
+  key: string
+  encoded: Buffer
+  value: Uint8Array
+}
+
+/** A map kept sorted by the UTF-8 bytes of its keys. Inserts cost O(n): fine for tests. */
+class SortedMap {
+  private readonly entries: Entry[] = []
+
+  /** Index of the first entry whose key is >= `encoded` (or > it, if `after`). */
+  private lowerBound(encoded: Buffer, after = false): number {
+    let low = 0
+    let high = this.entries.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      const order = Buffer.compare((this.entries[middle] as Entry).encoded, encoded)
+      if (order < 0 || (after && order === 0)) low = middle + 1
+      else high = middle
+    }
+    return low
+  }
+
+  get(key: string): Uint8Array | undefined {
+    const encoded = Buffer.from(key, 'utf8')
+    const entry = this.entries[this.lowerBound(encoded)]
+    return entry !== undefined && entry.key === key ? entry.value : undefined
+  }
+
+  apply(op: KvOp): void {
+    const encoded = Buffer.from(op.key, 'utf8')
+    const index = this.lowerBound(encoded)
+    const present = this.entries[index]?.key === op.key
+    if (op.type === 'del') {
+      if (present) this.entries.splice(index, 1)
+      return
+    }
+    const entry = { key: op.key, encoded, value: op.value }
+    if (present) this.entries[index] = entry
+    else this.entries.splice(index, 0, entry)
+  }
+
+  scan(range: KvRange): [string, Uint8Array][] {
+    const lt = Buffer.from(range.lt, 'utf8')
+    let index = 0
+    if (range.gte !== undefined) index = this.lowerBound(Buffer.from(range.gte, 'utf8'))
+    if (range.gt !== undefined) index = this.lowerBound(Buffer.from(range.gt, 'utf8'), true)
+    const rows: [string, Uint8Array][] = []
+    for (; index < this.entries.length && rows.length < range.limit; index++) {
+      const entry = this.entries[index] as Entry
+      if (Buffer.compare(entry.encoded, lt) >= 0) break
+      rows.push([entry.key, entry.value])
+    }
+    return rows
+  }
+
+  copy(): SortedMap {
+    const twin = new SortedMap()
+    twin.entries.push(...this.entries)
+    return twin
+  }
+
+  get size(): number {
+    return this.entries.length
+  }
+}
+
+export class MemoryKv implements KvStore {
+  private readonly visible: SortedMap
+  private durable: SortedMap
+  private queue: { ops: KvOp[]; resolve: () => void }[] = []
+  private landing = false
+  private paused = false
+  /** Batches landed so far, and how many commits each grouped (for group-commit tests). */
+  readonly landed: number[] = []
+
+  constructor(initial: SortedMap = new SortedMap()) {
+    this.visible = initial.copy()
+    this.durable = initial.copy()
+  }
+
+  get(key: string): Uint8Array | undefined {
+    return this.visible.get(key)
+  }
+
+  getMany(keys: readonly string[]): (Uint8Array | undefined)[] {
+    return keys.map((key) => this.visible.get(key))
+  }
+
+  scan(range: KvRange): [string, Uint8Array][] {
+    assert(range.gte === undefined || range.gt === undefined, 'scan takes gte or gt, not both')
+    assert(Number.isInteger(range.limit) && range.limit >= 0)
+    return this.visible.scan(range)
+  }
+
+  commit(ops: readonly KvOp[]): Promise<void> {
+    // Values are copied as the real adapter's are (it clones them to its writer thread).
+    const owned = ops.map((op): KvOp => (op.type === 'put' ? { ...op, value: new Uint8Array(op.value) } : op))
+    for (const op of owned) this.visible.apply(op)
+    return new Promise((resolve) => {
+      this.queue.push({ ops: owned, resolve })
+      this.schedule()
+    })
+  }
+
+  /** Holds landings: commits stay visible but not durable until `resume`. */
+  pause(): void {
+    this.paused = true
+  }
+
+  resume(): void {
+    this.paused = false
+    this.schedule()
+  }
+
+  get pendingCommits(): number {
+    return this.queue.length
+  }
+
+  /** What a crash now would leave: only landed batches. */
+  durableCopy(): MemoryKv {
+    return new MemoryKv(this.durable)
+  }
+
+  get durableSize(): number {
+    return this.durable.size
+  }
+
+  private schedule(): void {
+    if (this.landing || this.paused || this.queue.length === 0) return
+    this.landing = true
+    // One macrotask later, every commit queued by then lands as one group.
+    setImmediate(() => {
+      this.landing = false
+      if (this.paused) return
+      const group = this.queue
+      this.queue = []
+      for (const commit of group) for (const op of commit.ops) this.durable.apply(op)
+      this.landed.push(group.length)
+      for (const commit of group) commit.resolve()
+      this.schedule()
+    })
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// In-memory blob files
+
+const BLOB_ID_PATTERN = /^[0-9a-f]{16,128}$/
+
+function missing(what: string): Error {
+  return Object.assign(new Error(`ENOENT: ${what}`), { code: 'ENOENT' })
+}
+
+interface TemporaryFile {
+  chunks: Uint8Array[]
+  synced: boolean
+}
+
+export class MemoryBlobs implements BlobFiles {
+  readonly temporary = new Map<string, TemporaryFile>()
+  readonly permanent = new Map<string, Uint8Array>()
+  /** Readers opened and not yet closed. */
+  openReaders = 0
+
+  create(id: string): Promise<BlobWriter> {
+    assert(BLOB_ID_PATTERN.test(id), 'bad blob id')
+    assert(!this.temporary.has(id) && !this.permanent.has(id), 'blob id reused')
+    const file: TemporaryFile = { chunks: [], synced: false }
+    this.temporary.set(id, file)
+    let finished = false
+    return Promise.resolve({
+      write: (chunk) => {
+        assert(!finished, 'write after commit or discard')
+        file.chunks.push(new Uint8Array(chunk))
+        return Promise.resolve()
+      },
+      commit: () => {
+        assert(!finished, 'commit twice')
+        finished = true
+        file.synced = true
+        return Promise.resolve()
+      },
+      discard: () => {
+        finished = true
+        if (this.temporary.get(id) === file) this.temporary.delete(id)
+        return Promise.resolve()
+      },
+    })
+  }
+
+  promote(id: string): Promise<void> {
+    const file = this.temporary.get(id)
+    if (file === undefined) {
+      return this.permanent.has(id) ? Promise.resolve() : Promise.reject(missing(`tmp/${id}`))
+    }
+    this.temporary.delete(id)
+    this.permanent.set(id, Buffer.concat(file.chunks))
+    return Promise.resolve()
+  }
+
+  open(id: string): Promise<BlobReader | undefined> {
+    const temporary = this.temporary.get(id)
+    const bytes = this.permanent.get(id) ?? (temporary && Buffer.concat(temporary.chunks))
+    if (bytes === undefined) return Promise.resolve(undefined)
+    this.openReaders++
+    let closed = false
+    return Promise.resolve({
+      size: bytes.byteLength,
+      read: (offset, length) => {
+        assert(!closed, 'read after close')
+        return Promise.resolve(new Uint8Array(bytes.subarray(offset, offset + length)))
+      },
+      close: () => {
+        if (!closed) this.openReaders--
+        closed = true
+        return Promise.resolve()
+      },
+    })
+  }
+
+  remove(id: string): Promise<void> {
+    this.permanent.delete(id)
+    this.temporary.delete(id)
+    return Promise.resolve()
+  }
+
+  listTemporary(): Promise<string[]> {
+    return Promise.resolve([...this.temporary.keys()].sort())
+  }
+
+  removeTemporary(id: string): Promise<void> {
+    this.temporary.delete(id)
+    return Promise.resolve()
+  }
+
+  freeBytes(): Promise<number> {
+    return Promise.resolve(2 ** 40)
+  }
+
+  /** Flips one bit of a permanent file (a disk fault the scrubber and GET must catch). */
+  corrupt(id: string, offset = 0): void {
+    const bytes = this.permanent.get(id)
+    assert(bytes !== undefined && offset < bytes.byteLength)
+    bytes[offset] = (bytes[offset] ?? 0) ^ 1
+  }
+
+  /** What a crash now would leave: every file as it is (unsynced bytes may survive too). */
+  afterCrash(): MemoryBlobs {
+    const twin = new MemoryBlobs()
+    for (const [id, file] of this.temporary) {
+      twin.temporary.set(id, { chunks: [...file.chunks], synced: file.synced })
+    }
+    for (const [id, bytes] of this.permanent) twin.permanent.set(id, bytes)
+    return twin
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Byte streams
+
+export type StreamOutcome =
+  | { ended: true; bytes: Uint8Array; trailers: Record<string, string> }
+  | { ended: false; bytes: Uint8Array; code: ErrorCode; detail: string }
+
+interface Waiters {
+  wake(): void
+  wait(): Promise<void>
+}
+
+function waiters(): Waiters {
+  let pending: (() => void)[] = []
+  return {
+    wake() {
+      const woken = pending
+      pending = []
+      for (const resolve of woken) resolve()
+    },
+    wait() {
+      return new Promise((resolve) => pending.push(resolve))
+    },
+  }
+}
+
+/** One in-memory stream; the test holds this object, the actor gets `handle` (the stream itself,
+ * so any fake context can wrap it). */
+export class MemoryStream {
+  get handle(): StreamHandle {
+    return this
+  }
+  private readonly queue: Uint8Array[] = []
+  private readonly sent: Uint8Array[] = []
+  private trailerValues: Record<string, string> | null = null
+  private abortedWith: { code: ErrorCode; detail: string } | null = null
+  private demanded: { start: number; end: number } | null | undefined = undefined
+  /** Set when the receiving side cancelled (the actor's source, or the test reading a get). */
+  cancelled: { code: ErrorCode; detail: string } | null = null
+  private readonly changed = waiters()
+
+  // Test side, feeding a put.
+  push(chunk: Uint8Array): void {
+    assert(this.trailerValues === null && this.abortedWith === null, 'push after end')
+    this.queue.push(new Uint8Array(chunk))
+    this.changed.wake()
+  }
+
+  end(trailers: Record<string, string> = {}): void {
+    this.trailerValues = trailers
+    this.changed.wake()
+  }
+
+  abort(code: ErrorCode, detail: string): void {
+    this.abortedWith = { code, detail }
+    this.changed.wake()
+  }
+
+  // Test side, reading a get.
+  request(start: number, end: number): void {
+    this.demanded = { start, end }
+    this.changed.wake()
+  }
+
+  cancel(code: ErrorCode = 'internal', detail = 'receiver cancelled'): void {
+    this.cancelled = { code, detail }
+    if (this.demanded === undefined) this.demanded = null
+    this.changed.wake()
+  }
+
+  /** Resolves once the sender ended or aborted, with every byte it sent. */
+  async received(): Promise<StreamOutcome> {
+    while (this.trailerValues === null && this.abortedWith === null) await this.changed.wait()
+    const bytes = Buffer.concat(this.sent)
+    if (this.abortedWith !== null) return { ended: false, bytes, ...this.abortedWith }
+    return { ended: true, bytes, trailers: this.trailerValues ?? {} }
+  }
+
+  // Actor side.
+  asSource(): ByteSource {
+    return {
+      next: async () => {
+        for (;;) {
+          const chunk = this.queue.shift()
+          if (chunk !== undefined) return chunk
+          if (this.abortedWith !== null) {
+            throw new ServiceError(this.abortedWith.code, this.abortedWith.detail)
+          }
+          if (this.cancelled !== null) throw new ServiceError(this.cancelled.code, 'cancelled')
+          if (this.trailerValues !== null) return null
+          await this.changed.wait()
+        }
+      },
+      trailers: () => this.trailerValues ?? {},
+      request: (start, end) => this.request(start, end),
+      cancel: (code, detail) => this.cancel(code, detail),
+    }
+  }
+
+  asSink(): ByteSink {
+    return {
+      write: (chunk) => {
+        if (this.cancelled !== null) {
+          return Promise.reject(new ServiceError(this.cancelled.code, this.cancelled.detail))
+        }
+        this.sent.push(new Uint8Array(chunk))
+        return Promise.resolve()
+      },
+      end: (trailers = {}) => {
+        if (this.trailerValues === null && this.abortedWith === null) this.end(trailers)
+      },
+      abort: (code, detail) => {
+        if (this.trailerValues === null && this.abortedWith === null) this.abort(code, detail)
+      },
+      demand: async () => {
+        while (this.demanded === undefined) await this.changed.wait()
+        return this.demanded
+      },
+    }
+  }
+}
+
+export function memoryStream(): MemoryStream {
+  return new MemoryStream()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The context
+
+export interface LogEntry {
+  level: 'info' | 'warn' | 'error'
+  fields: Record<string, unknown>
+  message: string
+}
+
+export type CallHandler = (
+  to: ActorName,
+  msg: { kind: string } & Request,
+) => Promise<Result<unknown>> | Result<unknown>
+
+export interface FakeContext extends Context {
+  readonly kv: MemoryKv
+  readonly blobs: MemoryBlobs
+  readonly logs: LogEntry[]
+  /** Moves the clock and fires the timers that fall due, in order. */
+  advance(ms: number): void
+  setNow(ms: number): void
+  onCall(handler: CallHandler | null): void
+}
+
+export interface FakeContextOptions {
+  self?: ActorName
+  kv?: MemoryKv
+  blobs?: MemoryBlobs
+  nowMs?: number
+  seed?: number
+  config?: Record<string, string>
+}
+
+/** 2023-11-14T22:13:20Z: a fixed, realistic start for the clock. */
+const DEFAULT_NOW_MS = 1_700_000_000_000
+
+export function fakeContext(options: FakeContextOptions = {}): FakeContext {
+  const timers: { dueMs: number; order: number; task: () => void }[] = []
+  const logs: LogEntry[] = []
+  let nowMs = options.nowMs ?? DEFAULT_NOW_MS
+  let timerOrder = 0
+  let randomCounter = 0
+  let handler: CallHandler | null = null
+  const seed = options.seed ?? 1
+  const stream = (handle: StreamHandle): MemoryStream => {
+    assert(handle instanceof MemoryStream, 'stream handle not made by memoryStream()')
+    return handle
+  }
+  const logAt =
+    (level: LogEntry['level']) =>
+    (fields: Record<string, unknown>, message: string): void => {
+      logs.push({ level, fields, message })
+    }
+  const log: Logger = { info: logAt('info'), warn: logAt('warn'), error: logAt('error') }
+  const ctx: FakeContext = {
+    self: options.self ?? 'replica-store',
+    now: () => nowMs,
+    randomBytes(length) {
+      // SHA-256 in counter mode over the seed: deterministic, and distinct on every call.
+      const out = new Uint8Array(length)
+      for (let filled = 0; filled < length; filled += 32) {
+        const block = createHash('sha256').update(`${seed}:${randomCounter++}`).digest()
+        out.set(block.subarray(0, Math.min(32, length - filled)), filled)
+      }
+      return out
+    },
+    call<T>(to: ActorName, msg: { kind: string } & Request): Promise<Result<T>> {
+      if (handler === null) return Promise.resolve(fail<T>('unavailable', `${to} is not wired`))
+      return Promise.resolve(handler(to, msg) as Result<T>)
+    },
+    after(ms, task) {
+      const timer = { dueMs: nowMs + ms, order: timerOrder++, task }
+      timers.push(timer)
+      return () => {
+        const at = timers.indexOf(timer)
+        if (at >= 0) timers.splice(at, 1)
+      }
+    },
+    kv: options.kv ?? new MemoryKv(),
+    blobs: options.blobs ?? new MemoryBlobs(),
+    openStream() {
+      const created = memoryStream()
+      return [created.handle, created.handle]
+    },
+    source: (handle) => stream(handle).asSource(),
+    sink: (handle) => stream(handle).asSink(),
+    log,
+    config: options.config ?? {},
+    logs,
+    advance(ms) {
+      assert(ms >= 0)
+      const until = nowMs + ms
+      for (;;) {
+        timers.sort((left, right) => left.dueMs - right.dueMs || left.order - right.order)
+        const next = timers[0]
+        if (next === undefined || next.dueMs > until) break
+        timers.shift()
+        nowMs = next.dueMs
+        next.task()
+      }
+      nowMs = until
+    },
+    setNow(ms) {
+      nowMs = ms
+    },
+    onCall(next) {
+      handler = next
+    },
+  }
+  return ctx
+}

@@ -1,0 +1,144 @@
+/** @module Starts the real server as a child process for integration tests: a free loopback port,
+ * a temp data directory, bootstrap keys, and waits (bounded) for /health. Every child is stopped by
+ * its PID: `stop` sends SIGTERM and waits, `kill` sends SIGKILL; both are bounded in time. */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { S3Client } from '@aws-sdk/client-s3'
+
+const here = dirname(fileURLToPath(import.meta.url))
+export const MAIN_JS = join(here, '..', '..', 'runtime', 'main.js')
+export const ACCESS_KEY = 'TESTACCESSKEY000001'
+export const SECRET_KEY = 'testsecretkeytestsecretkeytestsecret0001'
+const HEALTH_WAIT_MS = 30_000
+const EXIT_WAIT_MS = 40_000
+
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, host, () => {
+      const address = probe.address()
+      const port = typeof address === 'object' && address !== null ? address.port : 0
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+export interface TestServer {
+  url: string
+  port: number
+  dataDir: string
+  child: ChildProcess
+  output: () => string
+  client(options?: { accessKeyId?: string; secretAccessKey?: string }): S3Client
+  /** SIGTERM and wait for exit; resolves with the exit code. */
+  stop(): Promise<number | null>
+  /** SIGKILL and wait for exit. */
+  kill(): Promise<void>
+  /** Removes the data directory (after stop/kill). */
+  cleanup(): void
+}
+
+export interface StartOptions {
+  env?: Record<string, string>
+  dataDir?: string
+  host?: string
+  protocol?: 'http' | 'https'
+  /** Wait for /health; false for tests of start-up failures. */
+  waitHealthy?: boolean
+}
+
+export async function startServer(options: StartOptions = {}): Promise<TestServer> {
+  const host = options.host ?? '127.0.0.1'
+  const port = await freePort(host)
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-'))
+  const child = spawn(process.execPath, [MAIN_JS], {
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      SVC_NODE_HTTP_ADDR: `${host}:${port}`,
+      SVC_DATA_DIR: dataDir,
+      SVC_ACCESS_KEY_ID: ACCESS_KEY,
+      SVC_SECRET_ACCESS_KEY: SECRET_KEY,
+      SVC_LOG_LEVEL: 'warn',
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout?.on('data', (data: Buffer) => (output += data.toString()))
+  child.stderr?.on('data', (data: Buffer) => (output += data.toString()))
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const url = `${options.protocol ?? 'http'}://${host}:${port}`
+  const server: TestServer = {
+    url,
+    port,
+    dataDir,
+    child,
+    output: () => output,
+    client: (keys = {}) =>
+      new S3Client({
+        endpoint: url,
+        region: 'us-east-1',
+        forcePathStyle: true,
+        credentials: {
+          accessKeyId: keys.accessKeyId ?? ACCESS_KEY,
+          secretAccessKey: keys.secretAccessKey ?? SECRET_KEY,
+        },
+        maxAttempts: 1,
+      }),
+    async stop() {
+      if (child.exitCode !== null) return child.exitCode
+      child.kill('SIGTERM')
+      return waitExit(child, exited)
+    },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      child.kill('SIGKILL')
+      await waitExit(child, exited)
+    },
+    cleanup: () => rmSync(dataDir, { recursive: true, force: true }),
+  }
+  if (options.waitHealthy !== false) {
+    try {
+      await waitHealthy(url, exited)
+    } catch (error) {
+      await server.kill()
+      throw new Error(`${String(error)}\n--- server output ---\n${output}`)
+    }
+  }
+  return server
+}
+
+async function waitExit(child: ChildProcess, exited: Promise<number | null>): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined
+  const limit = new Promise<null>((resolve) => {
+    timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      resolve(null)
+    }, EXIT_WAIT_MS)
+  })
+  const code = await Promise.race([exited, limit])
+  clearTimeout(timer)
+  return code
+}
+
+export async function waitHealthy(url: string, exited?: Promise<unknown>): Promise<void> {
+  let gone = false
+  void exited?.then(() => (gone = true))
+  const deadline = Date.now() + HEALTH_WAIT_MS
+  while (Date.now() < deadline) {
+    if (gone) throw new Error('server exited before it became healthy')
+    try {
+      const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1_000) })
+      if (response.status === 200) return
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(`server at ${url} not healthy within ${HEALTH_WAIT_MS} ms`)
+}

@@ -1,0 +1,150 @@
+// Goal: the file-system BlobFiles adapter keeps its contract: temporary files become permanent by
+// an idempotent promotion, reads fall back to tmp/ for a file a crash left unpromoted, ids that are
+// not store-chosen hex never reach a path, and read chunks own their buffers (they get transferred).
+// Method: drive openBlobFiles in a fresh temp dir per test and look at the directory tree directly.
+import { existsSync } from 'node:fs'
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { openBlobFiles } from '../../runtime/blob-files.js'
+
+const ID = '0123456789abcdef0123456789abcdef'
+const OTHER = 'fedcba9876543210fedcba9876543210'
+
+async function withFiles(
+  run: (files: Awaited<ReturnType<typeof openBlobFiles>>, dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'blob-files-test-'))
+  const files = await openBlobFiles(dir)
+  try {
+    await run(files, dir)
+  } finally {
+    await files.close()
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+async function readAll(files: Awaited<ReturnType<typeof openBlobFiles>>, id: string): Promise<string> {
+  const reader = await files.open(id)
+  assert.ok(reader !== undefined)
+  const bytes = await reader.read(0, reader.size)
+  await reader.close()
+  return Buffer.from(bytes).toString()
+}
+
+test('a temporary file is readable, then promoted into its fan-out directory', () =>
+  withFiles(async (files, dir) => {
+    const writer = await files.create(ID)
+    await writer.write(Buffer.from('hello '))
+    await writer.write(Buffer.from('world'))
+    await writer.commit()
+    assert.ok(existsSync(join(dir, 'tmp', ID)))
+    assert.equal(await files.listTemporary(), [ID])
+    // Committed but not promoted (a crash in between): still readable, from tmp/.
+    assert.is(await readAll(files, ID), 'hello world')
+    await files.promote(ID)
+    assert.ok(existsSync(join(dir, 'blobs', '01', ID)))
+    assert.not.ok(existsSync(join(dir, 'tmp', ID)))
+    assert.equal(await files.listTemporary(), [])
+    assert.is(await readAll(files, ID), 'hello world')
+    await files.promote(ID) // idempotent
+    assert.is(await readAll(files, ID), 'hello world')
+  }))
+
+test('remove deletes a permanent or a still-temporary file; missing files are fine', () =>
+  withFiles(async (files) => {
+    for (const id of [ID, OTHER]) {
+      const writer = await files.create(id)
+      await writer.write(Buffer.from(id))
+      await writer.commit()
+    }
+    await files.promote(ID)
+    await files.remove(ID)
+    await files.remove(OTHER)
+    assert.is(await files.open(ID), undefined)
+    assert.is(await files.open(OTHER), undefined)
+    await files.remove(ID)
+    await files.removeTemporary(OTHER)
+    await assertRejects(() => files.promote(ID))
+  }))
+
+test('discard deletes the temporary file; a reused id is refused', () =>
+  withFiles(async (files) => {
+    const writer = await files.create(ID)
+    await writer.write(Buffer.from('partial'))
+    await assertRejects(() => files.create(ID))
+    await writer.discard()
+    assert.equal(await files.listTemporary(), [])
+    assert.is(await files.open(ID), undefined)
+  }))
+
+test('ids that are not store-chosen hex never become paths', () =>
+  withFiles(async (files, dir) => {
+    for (const bad of ['../escape', 'ABCDEF0123456789', '', 'abc', `${ID}/x`, `${ID}\0`, '..']) {
+      await assertRejects(() => files.create(bad))
+      await assertRejects(() => files.open(bad))
+      await assertRejects(() => files.promote(bad))
+      await assertRejects(() => files.remove(bad))
+    }
+    assert.equal((await readdir(dir)).sort(), ['blobs', 'tmp'])
+  }))
+
+test('listTemporary ignores foreign names; removeTemporary leaves permanent files', () =>
+  withFiles(async (files, dir) => {
+    await writeFile(join(dir, 'tmp', 'README'), 'not ours')
+    const writer = await files.create(ID)
+    await writer.commit()
+    assert.equal(await files.listTemporary(), [ID])
+    await files.promote(ID)
+    await files.removeTemporary(ID)
+    assert.ok(await files.open(ID).then((reader) => reader?.close().then(() => true)))
+  }))
+
+test('reads: ranges, short reads at the end, chunks that own their buffers', () =>
+  withFiles(async (files) => {
+    const writer = await files.create(ID)
+    const body = Buffer.alloc(10_000, 'x')
+    body.write('start', 0)
+    body.write('end', 9_997)
+    await writer.write(body)
+    await writer.commit()
+    await files.promote(ID)
+    const reader = await files.open(ID)
+    assert.ok(reader !== undefined)
+    assert.is(reader.size, 10_000)
+    assert.is(Buffer.from(await reader.read(0, 5)).toString(), 'start')
+    const tail = await reader.read(9_997, 100)
+    assert.is(Buffer.from(tail).toString(), 'end')
+    const small = await reader.read(5, 3)
+    // A pooled Buffer would share an 8 KiB ArrayBuffer; transferring it would break other code.
+    assert.is(small.buffer.byteLength, 3)
+    await reader.close()
+    assert.ok((await files.freeBytes()) > 0)
+  }))
+
+test('an unlinked file stays readable through a reader opened before', () =>
+  withFiles(async (files) => {
+    const writer = await files.create(ID)
+    await writer.write(Buffer.from('still here'))
+    await writer.commit()
+    await files.promote(ID)
+    const reader = await files.open(ID)
+    assert.ok(reader !== undefined)
+    await files.remove(ID)
+    assert.is(Buffer.from(await reader.read(0, reader.size)).toString(), 'still here')
+    await reader.close()
+  }))
+
+async function assertRejects(run: () => Promise<unknown>): Promise<void> {
+  let failed = false
+  try {
+    await run()
+  } catch {
+    failed = true
+  }
+  assert.ok(failed, 'expected a rejection')
+}
+
+test.run()

@@ -1,0 +1,744 @@
+// Goal: the replica-store actor implements the object protocol (buckets, put/get/delete/copy/list,
+// system records, stats) with content-addressed, reference-counted blobs, verifies every digest
+// before commit, serialises concurrent mutations without losing updates, and recovers after a
+// crash. It runs without threads: every effect goes through the fake context.
+// Method: drive replicaStore.init/handle/stop against test/support/fake-context.ts (in-memory kv
+// with pending-commit semantics, in-memory blob files, memory streams), then look at replies, the
+// records and the files. Not covered here: the 5 GiB single-PUT limit (feeding 5 GiB through the
+// hashes takes tens of seconds; the check is one comparison in put.ts's `accept`).
+import { createHash } from 'node:crypto'
+import { crc32 } from 'node:zlib'
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { replicaStore, type StoreState } from '../../actors/replica-store/replica-store.js'
+import { compareUtf8 } from '../../actors/replica-store/list.js'
+import { successor } from '../../actors/replica-store/keys.js'
+import { checksumBase64 } from '../../protocol/checksums.js'
+import { evaluateConditions } from '../../protocol/conditions.js'
+import type { Result } from '../../protocol/errors.js'
+import { INLINE_BLOB_BYTES_MAX, STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
+import type {
+  DeleteManyResult,
+  GetResult,
+  PutResult,
+  StoreMsg,
+  StoreStats,
+} from '../../protocol/messages.js'
+import type { BucketInfo, Expectations, ListPage } from '../../protocol/objects.js'
+import {
+  fakeContext,
+  memoryStream,
+  MemoryStream,
+  type FakeContext,
+} from '../support/fake-context.js'
+
+type Distribute<T> = T extends unknown ? Omit<T, 'requestId' | 'deadlineMs'> : never
+type Body = Distribute<StoreMsg>
+
+interface Store {
+  ctx: FakeContext
+  state: StoreState
+  send<T>(body: Body): Promise<Result<T>>
+}
+
+async function startStore(ctx: FakeContext = fakeContext()): Promise<Store> {
+  const state = await replicaStore.init(ctx)
+  return {
+    ctx,
+    state,
+    async send<T>(body: Body): Promise<Result<T>> {
+      const msg = { ...body, requestId: 'test', deadlineMs: ctx.now() + 60_000 } as StoreMsg
+      return (await replicaStore.handle(state, msg, ctx)) as Result<T>
+    },
+  }
+}
+
+function value<T>(result: Result<T>): T {
+  if (!result.ok) assert.unreachable(`expected ok, got ${result.code}: ${result.detail}`)
+  return (result as { ok: true; value: T }).value
+}
+
+function code(result: Result<unknown>): string {
+  return result.ok ? 'ok' : result.code
+}
+
+/** Waits for background work (promotions, garbage removal, GET streams) to finish. */
+async function idle(state: StoreState): Promise<void> {
+  while (state.tasks.size > 0) await Promise.allSettled([...state.tasks])
+}
+
+function pattern(size: number, seed = 0): Uint8Array {
+  const bytes = new Uint8Array(size)
+  for (let index = 0; index < size; index++) bytes[index] = (index * 31 + seed * 7 + (index >> 8)) & 0xff
+  return bytes
+}
+
+function md5Base64(bytes: Uint8Array): string {
+  return createHash('md5').update(bytes).digest('base64')
+}
+
+function etagOf(bytes: Uint8Array): string {
+  return `"${createHash('md5').update(bytes).digest('hex')}"`
+}
+
+const HTTP = { contentType: 'application/octet-stream' }
+
+function putBody(bucket: string, key: string, body: Uint8Array, expect: Expectations = {}): Body {
+  return { kind: 'object.put', bucket, key, http: HTTP, userMeta: {}, expect, body }
+}
+
+/** A streamed put whose bytes are already queued on its stream, in STREAM_CHUNK_BYTES chunks. */
+function putStream(
+  bucket: string,
+  key: string,
+  body: Uint8Array,
+  expect: Expectations = {},
+  trailers: Record<string, string> = {},
+): { msg: Body; stream: MemoryStream } {
+  const stream = memoryStream()
+  for (let offset = 0; offset < body.byteLength; offset += STREAM_CHUNK_BYTES) {
+    stream.push(body.subarray(offset, offset + STREAM_CHUNK_BYTES))
+  }
+  stream.end(trailers)
+  const msg: Body = { kind: 'object.put', bucket, key, http: HTTP, userMeta: {}, expect, stream: stream.handle }
+  return { msg, stream }
+}
+
+/** GET with a stream, then ask for `range` (default: all) and collect what arrives. */
+async function getBytes(
+  store: Store,
+  bucket: string,
+  key: string,
+  range?: { start: number; end: number },
+): Promise<{ info: GetResult['info']; bytes: Uint8Array; outcome: string }> {
+  const stream = memoryStream()
+  const result = await store.send<GetResult>({ kind: 'object.get', bucket, key, stream: stream.handle })
+  const reply = value(result)
+  if (reply.body !== undefined) {
+    const { start, end } = range ?? { start: 0, end: reply.body.byteLength - 1 }
+    return { info: reply.info, bytes: reply.body.subarray(start, end + 1), outcome: 'inline' }
+  }
+  stream.request(range?.start ?? 0, range?.end ?? reply.info.size - 1)
+  const received = await stream.received()
+  return {
+    info: reply.info,
+    bytes: received.bytes,
+    outcome: received.ended ? 'ended' : received.code,
+  }
+}
+
+async function stats(store: Store): Promise<StoreStats> {
+  return value(await store.send<StoreStats>({ kind: 'system.stats' }))
+}
+
+// ---------------------------------------------------------------------------------------------
+
+test('buckets: create, conflict, head, list in name order, delete', async () => {
+  const store = await startStore()
+  store.ctx.setNow(1_000_000)
+  assert.equal(value(await store.send<BucketInfo>({ kind: 'bucket.create', bucket: 'zeta' })), {
+    name: 'zeta',
+    createdMs: 1_000_000,
+  })
+  store.ctx.advance(5)
+  value(await store.send({ kind: 'bucket.create', bucket: 'alpha' }))
+  assert.is(code(await store.send({ kind: 'bucket.create', bucket: 'alpha' })), 'bucket_exists')
+  assert.equal(value(await store.send({ kind: 'bucket.head', bucket: 'alpha' })), {
+    name: 'alpha',
+    createdMs: 1_000_005,
+  })
+  assert.is(code(await store.send({ kind: 'bucket.head', bucket: 'nope' })), 'no_such_bucket')
+  const listed = value(await store.send<BucketInfo[]>({ kind: 'bucket.list' }))
+  assert.equal(listed.map((bucket) => bucket.name), ['alpha', 'zeta'])
+  value(await store.send(putBody('alpha', 'k', pattern(10))))
+  assert.is(code(await store.send({ kind: 'bucket.delete', bucket: 'alpha' })), 'bucket_not_empty')
+  assert.is(code(await store.send({ kind: 'bucket.delete', bucket: 'nope' })), 'no_such_bucket')
+  value(await store.send({ kind: 'object.delete', bucket: 'alpha', key: 'k' }))
+  value(await store.send({ kind: 'bucket.delete', bucket: 'alpha' }))
+  assert.is(code(await store.send({ kind: 'bucket.head', bucket: 'alpha' })), 'no_such_bucket')
+  assert.is((await stats(store)).bucketsCount, 1)
+})
+
+test('small put and get: inline body, ETag, metadata; HEAD has no body; nothing in files', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const body = pattern(1000)
+  const msg: Body = {
+    kind: 'object.put',
+    bucket: 'b',
+    key: 'dir/../odd//key\u0001',
+    http: { contentType: 'text/plain', cacheControl: 'no-cache' },
+    userMeta: { color: 'blue' },
+    expect: { md5Base64: md5Base64(body), size: 1000, checksums: { crc32: checksumBase64('crc32', body) } },
+    body,
+  }
+  const put = value(await store.send<PutResult>(msg))
+  assert.is(put.etag, etagOf(body))
+  assert.is(put.lastModifiedMs, store.ctx.now())
+  assert.equal(put.checksums, { crc32: checksumBase64('crc32', body) })
+  const got = await getBytes(store, 'b', 'dir/../odd//key\u0001')
+  assert.is(got.outcome, 'inline')
+  assert.equal([...got.bytes], [...body])
+  assert.equal(got.info, {
+    key: 'dir/../odd//key\u0001',
+    size: 1000,
+    etag: etagOf(body),
+    lastModifiedMs: put.lastModifiedMs,
+    http: { contentType: 'text/plain', cacheControl: 'no-cache' },
+    userMeta: { color: 'blue' },
+    checksums: { crc32: checksumBase64('crc32', body) },
+  })
+  const head = value(await store.send<GetResult>({ kind: 'object.get', bucket: 'b', key: 'dir/../odd//key\u0001' }))
+  assert.is(head.body, undefined)
+  assert.is(head.info.size, 1000)
+  assert.is(store.ctx.blobs.permanent.size + store.ctx.blobs.temporary.size, 0)
+  assert.is(code(await store.send({ kind: 'object.get', bucket: 'b', key: 'missing' })), 'no_such_key')
+  assert.is(code(await store.send({ kind: 'object.get', bucket: 'x', key: 'k' })), 'no_such_bucket')
+  // An empty object is an inline blob of zero bytes.
+  value(await store.send(putBody('b', 'empty', new Uint8Array(0))))
+  const empty = await getBytes(store, 'b', 'empty')
+  assert.is(empty.bytes.byteLength, 0)
+  assert.is(empty.info.etag, '"d41d8cd98f00b204e9800998ecf8427e"')
+})
+
+test('large streamed put: spills to a file, promoted; GET streams whole and ranged reads', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const body = pattern(3 * STREAM_CHUNK_BYTES + 12_345, 1)
+  const { msg } = putStream('b', 'big', body, { size: body.byteLength, md5Base64: md5Base64(body) })
+  const put = value(await store.send<PutResult>(msg))
+  assert.is(put.etag, etagOf(body))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.temporary.size, 0)
+  assert.is(store.ctx.blobs.permanent.size, 1)
+  const whole = await getBytes(store, 'b', 'big')
+  assert.is(whole.outcome, 'ended')
+  assert.ok(Buffer.from(whole.bytes).equals(Buffer.from(body)))
+  const range = { start: STREAM_CHUNK_BYTES - 10, end: 2 * STREAM_CHUNK_BYTES + 10 }
+  const ranged = await getBytes(store, 'b', 'big', range)
+  assert.is(ranged.outcome, 'ended')
+  assert.ok(Buffer.from(ranged.bytes).equals(Buffer.from(body.subarray(range.start, range.end + 1))))
+  const past = await getBytes(store, 'b', 'big', { start: 0, end: body.byteLength })
+  assert.is(past.outcome, 'invalid_range')
+  await idle(store.state)
+  assert.is(store.ctx.blobs.openReaders, 0)
+})
+
+test('a body just over the inline bound goes to a file; at the bound it stays inline', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  value(await store.send(putBody('b', 'at', pattern(INLINE_BLOB_BYTES_MAX, 2))))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 0)
+  value(await store.send(putStream('b', 'over', pattern(INLINE_BLOB_BYTES_MAX + 1, 2)).msg))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 1)
+  const over = await getBytes(store, 'b', 'over')
+  assert.ok(Buffer.from(over.bytes).equals(Buffer.from(pattern(INLINE_BLOB_BYTES_MAX + 1, 2))))
+})
+
+test('failed verification: the right code, nothing visible, no file left', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const body = pattern(200_000, 3)
+  const sha256 = createHash('sha256').update(body).digest('hex')
+  const cases: [Expectations, Record<string, string>, string][] = [
+    [{ size: body.byteLength + 1 }, {}, 'incomplete_body'],
+    [{ size: body.byteLength - 1 }, {}, 'incomplete_body'],
+    [{ md5Base64: md5Base64(pattern(5)) }, {}, 'bad_digest'],
+    [{ sha256Hex: sha256.replace(/^./, sha256[0] === '0' ? '1' : '0') }, {}, 'content_sha256_mismatch'],
+    [{ checksums: { crc32: 'AAAAAA==' } }, {}, 'checksum_mismatch'],
+    [{ checksums: { crc32c: '' } }, { 'x-amz-checksum-crc32c': 'AAAAAA==' }, 'checksum_mismatch'],
+    [{ checksums: { sha1: '' } }, {}, 'incomplete_body'],
+    [{}, { 'x-amz-checksum-crc32': 'AAAAAA==' }, 'checksum_mismatch'],
+  ]
+  for (const [expect, trailers, expected] of cases) {
+    const { msg } = putStream('b', 'k', body, expect, trailers)
+    assert.is(code(await store.send(msg)), expected, JSON.stringify(expect))
+  }
+  const small = pattern(10)
+  assert.is(code(await store.send(putBody('b', 's', small, { md5Base64: md5Base64(body) }))), 'bad_digest')
+  assert.is(code(await store.send(putBody('b', 's', small, { size: 11 }))), 'incomplete_body')
+  await idle(store.state)
+  assert.is(code(await store.send({ kind: 'object.get', bucket: 'b', key: 'k' })), 'no_such_key')
+  assert.is(store.ctx.blobs.temporary.size + store.ctx.blobs.permanent.size, 0)
+  assert.equal(await stats(store), {
+    bucketsCount: 1,
+    objectsCount: 0,
+    storageUsedBytes: 0,
+    uniqueBlobs: 0,
+    totalReferences: 0,
+  })
+})
+
+test('checksums: header and trailer values verified and stored, every algorithm', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const body = pattern(300_000, 4)
+  const expected = {
+    crc32: checksumBase64('crc32', body),
+    crc32c: checksumBase64('crc32c', body),
+    sha1: checksumBase64('sha1', body),
+    sha256: checksumBase64('sha256', body),
+  }
+  const trailers = { 'X-Amz-Checksum-Crc32c': expected.crc32c, 'x-amz-checksum-sha1': expected.sha1 }
+  const expect: Expectations = {
+    sha256Hex: createHash('sha256').update(body).digest('hex'),
+    checksums: { crc32: expected.crc32, crc32c: '', sha1: '', sha256: expected.sha256 },
+  }
+  const put = value(await store.send<PutResult>(putStream('b', 'k', body, expect, trailers).msg))
+  assert.equal(put.checksums, expected)
+  const head = value(await store.send<GetResult>({ kind: 'object.get', bucket: 'b', key: 'k' }))
+  assert.equal(head.info.checksums, expected)
+})
+
+test('a sender abort fails the put with its code and discards the temporary file', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const stream = memoryStream()
+  stream.push(pattern(STREAM_CHUNK_BYTES))
+  const msg: Body = { kind: 'object.put', bucket: 'b', key: 'k', http: HTTP, userMeta: {}, expect: {}, stream: stream.handle }
+  const pending = store.send(msg)
+  await new Promise((resolve) => setImmediate(resolve))
+  assert.is(store.ctx.blobs.temporary.size, 1)
+  stream.abort('timeout', 'client went quiet')
+  assert.is(code(await pending), 'timeout')
+  assert.is(store.ctx.blobs.temporary.size, 0)
+  // A put to a missing bucket cancels its stream.
+  const orphan = putStream('nope', 'k', pattern(10))
+  assert.is(code(await store.send(orphan.msg)), 'no_such_bucket')
+  assert.is(orphan.stream.cancelled?.code, 'no_such_bucket')
+})
+
+test('dedup: same bytes stored twice take one file; the file goes with the last reference', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const body = pattern(500_000, 5)
+  value(await store.send(putStream('b', 'one', body).msg))
+  value(await store.send(putStream('b', 'two', body).msg))
+  value(await store.send(putBody('b', 'small-1', pattern(100, 6))))
+  value(await store.send(putBody('b', 'small-2', pattern(100, 6))))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 1)
+  assert.is(store.ctx.blobs.temporary.size, 0)
+  assert.equal(await stats(store), {
+    bucketsCount: 1,
+    objectsCount: 4,
+    storageUsedBytes: 2 * 500_000 + 200,
+    uniqueBlobs: 2,
+    totalReferences: 4,
+  })
+  value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'one' }))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 1)
+  assert.ok(Buffer.from((await getBytes(store, 'b', 'two')).bytes).equals(Buffer.from(body)))
+  value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'two' }))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 0)
+  assert.equal(store.ctx.kv.scan({ gte: 'G\0', lt: 'G\x01', limit: 10 }), [])
+  assert.equal(store.ctx.kv.scan({ gte: 'F\0', lt: 'F\x01', limit: 10 }), [])
+  const after = await stats(store)
+  assert.equal([after.objectsCount, after.uniqueBlobs, after.totalReferences], [2, 1, 2])
+})
+
+test('overwrite: the old blob is released, counters follow the new size', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  value(await store.send(putStream('b', 'k', pattern(400_000, 7)).msg))
+  value(await store.send(putStream('b', 'k', pattern(300_000, 8)).msg))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 1)
+  value(await store.send(putBody('b', 'k', pattern(10, 9))))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 0)
+  // Overwriting an object with its own bytes keeps the blob alive.
+  value(await store.send(putBody('b', 'k', pattern(10, 9))))
+  assert.equal((await getBytes(store, 'b', 'k')).bytes, pattern(10, 9))
+  assert.equal(await stats(store), {
+    bucketsCount: 1,
+    objectsCount: 1,
+    storageUsedBytes: 10,
+    uniqueBlobs: 1,
+    totalReferences: 1,
+  })
+})
+
+test('concurrent puts of one key: the later commit wins, no reference is lost', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const bodies = [pattern(200_000, 10), pattern(200_000, 11), pattern(20, 12), pattern(200_000, 10)]
+  const streams = bodies.map(() => memoryStream())
+  const replies = streams.map((stream) =>
+    store.send<PutResult>({ kind: 'object.put', bucket: 'b', key: 'k', http: HTTP, userMeta: {}, expect: {}, stream: stream.handle }),
+  )
+  // Interleave the uploads, and finish them in reverse order.
+  for (let offset = 0; offset < 200_000; offset += 50_000) {
+    streams.forEach((stream, index) => {
+      const slice = (bodies[index] as Uint8Array).subarray(offset, offset + 50_000)
+      if (slice.byteLength > 0) stream.push(slice)
+    })
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  for (const stream of [...streams].reverse()) {
+    stream.end()
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  const results = await Promise.all(replies)
+  results.forEach((result) => value(result))
+  await idle(store.state)
+  const winner = (await getBytes(store, 'b', 'k')).bytes
+  assert.ok(Buffer.from(winner).equals(Buffer.from(bodies[0] as Uint8Array)), 'first stream ended last')
+  assert.equal(await stats(store), {
+    bucketsCount: 1,
+    objectsCount: 1,
+    storageUsedBytes: 200_000,
+    uniqueBlobs: 1,
+    totalReferences: 1,
+  })
+  assert.is(store.ctx.blobs.permanent.size, 1)
+  assert.is(store.ctx.blobs.temporary.size, 0)
+})
+
+test('a put is acknowledged only once its batch is durable', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  store.ctx.kv.pause()
+  let acknowledged = false
+  const pending = store.send(putBody('b', 'k', pattern(10))).then((result) => {
+    acknowledged = true
+    return result
+  })
+  await new Promise((resolve) => setImmediate(resolve))
+  assert.not.ok(acknowledged)
+  // Visible to readers already (the contract: reads see commits in flight).
+  assert.is(value(await store.send<GetResult>({ kind: 'object.get', bucket: 'b', key: 'k' })).info.size, 10)
+  store.ctx.kv.resume()
+  value(await pending)
+  assert.ok(acknowledged)
+})
+
+test('corruption: a flipped bit fails a whole read with corrupt; ranged reads still serve', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const body = pattern(600_000, 13)
+  value(await store.send(putStream('b', 'k', body).msg))
+  await idle(store.state)
+  const [fileId] = [...store.ctx.blobs.permanent.keys()]
+  assert.ok(fileId !== undefined)
+  store.ctx.blobs.corrupt(fileId, 599_999)
+  const whole = await getBytes(store, 'b', 'k')
+  assert.is(whole.outcome, 'corrupt')
+  assert.ok(whole.bytes.byteLength < body.byteLength, 'the last chunk is held back')
+  const ranged = await getBytes(store, 'b', 'k', { start: 0, end: 1000 })
+  assert.is(ranged.outcome, 'ended')
+  // Inline blobs are checked on every read.
+  value(await store.send(putBody('b', 'small', pattern(50))))
+  const sha = createHash('sha256').update(pattern(50)).digest('hex')
+  const stored = store.ctx.kv.get(`D\0${sha}`)
+  assert.ok(stored !== undefined)
+  stored[0] = (stored[0] ?? 0) ^ 1
+  const small = memoryStream()
+  assert.is(code(await store.send({ kind: 'object.get', bucket: 'b', key: 'small', stream: small.handle })), 'corrupt')
+  await idle(store.state)
+  assert.is(store.ctx.blobs.openReaders, 0)
+})
+
+test('a GET whose receiver cancels closes its reader', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  value(await store.send(putStream('b', 'k', pattern(300_000)).msg))
+  const stream = memoryStream()
+  value(await store.send({ kind: 'object.get', bucket: 'b', key: 'k', stream: stream.handle }))
+  assert.is(store.ctx.blobs.openReaders, 1)
+  stream.cancel()
+  await idle(store.state)
+  assert.is(store.ctx.blobs.openReaders, 0)
+})
+
+test('a GET keeps reading a blob that an overwrite released meanwhile', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const body = pattern(300_000, 14)
+  value(await store.send(putStream('b', 'k', body).msg))
+  await idle(store.state)
+  const stream = memoryStream()
+  value(await store.send({ kind: 'object.get', bucket: 'b', key: 'k', stream: stream.handle }))
+  value(await store.send(putBody('b', 'k', pattern(5))))
+  stream.request(0, body.byteLength - 1)
+  const received = await stream.received()
+  assert.ok(received.ended)
+  assert.ok(Buffer.from(received.bytes).equals(Buffer.from(body)))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 0)
+})
+
+test('copy: adds a reference, keeps or replaces metadata, honours conditions', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'src' }))
+  value(await store.send({ kind: 'bucket.create', bucket: 'dst' }))
+  const body = pattern(250_000, 15)
+  const put = value(
+    await store.send<PutResult>({ ...putStream('src', 'k', body).msg, userMeta: { a: '1' } } as Body),
+  )
+  await idle(store.state)
+  store.ctx.advance(5_000)
+  const copy = (conditions = {}, replace?: { http: typeof HTTP; userMeta: Record<string, string> }): Body => ({
+    kind: 'object.copy',
+    source: { bucket: 'src', key: 'k' },
+    target: { bucket: 'dst', key: 'copied' },
+    conditions,
+    ...(replace === undefined ? {} : { replace }),
+  })
+  const copied = value(await store.send<PutResult>(copy({ ifMatch: put.etag })))
+  assert.is(copied.etag, put.etag)
+  assert.is(copied.lastModifiedMs, store.ctx.now())
+  assert.is(store.ctx.blobs.permanent.size, 1)
+  const info = (await getBytes(store, 'dst', 'copied')).info
+  assert.equal(info.userMeta, { a: '1' })
+  value(await store.send(copy({}, { http: { contentType: 'text/csv' }, userMeta: { b: '2' } })))
+  const replaced = await getBytes(store, 'dst', 'copied')
+  assert.equal([replaced.info.http.contentType, replaced.info.userMeta], ['text/csv', { b: '2' }])
+  assert.ok(Buffer.from(replaced.bytes).equals(Buffer.from(body)))
+  for (const conditions of [
+    { ifMatch: '"nope"' },
+    { ifNoneMatch: put.etag },
+    { ifNoneMatch: '*' },
+    { ifModifiedSinceMs: put.lastModifiedMs + 1000 },
+    { ifUnmodifiedSinceMs: put.lastModifiedMs - 1000 },
+  ]) {
+    assert.is(code(await store.send(copy(conditions))), 'precondition_failed', JSON.stringify(conditions))
+  }
+  assert.is(code(await store.send({ ...copy(), source: { bucket: 'src', key: 'none' } } as Body)), 'no_such_key')
+  assert.is(code(await store.send({ ...copy(), target: { bucket: 'x', key: 'y' } } as Body)), 'no_such_bucket')
+  assert.is(code(await store.send({ ...copy(), target: { bucket: 'src', key: 'k' } } as Body)), 'invalid_request')
+  const counts = await stats(store)
+  assert.equal([counts.objectsCount, counts.uniqueBlobs, counts.totalReferences], [2, 1, 2])
+  value(await store.send({ kind: 'object.delete', bucket: 'src', key: 'k' }))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 1)
+})
+
+test('delete is idempotent; delete-many reports every key', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  for (const key of ['a', 'b', 'c']) value(await store.send(putBody('b', key, pattern(10, key.charCodeAt(0)))))
+  assert.equal(value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'zz' })), null)
+  assert.is(code(await store.send({ kind: 'object.delete', bucket: 'x', key: 'a' })), 'no_such_bucket')
+  const many = value(
+    await store.send<DeleteManyResult>({ kind: 'object.delete-many', bucket: 'b', keys: ['a', 'b', 'missing', 'a'] }),
+  )
+  assert.equal(many, { deleted: ['a', 'b', 'missing', 'a'], errors: [] })
+  const left = await stats(store)
+  assert.equal([left.objectsCount, left.storageUsedBytes, left.uniqueBlobs], [1, 10, 1])
+})
+
+test('system records: absent, put, get', async () => {
+  const store = await startStore()
+  assert.is(value(await store.send({ kind: 'system.get', name: 'iam/bootstrap' })), null)
+  value(await store.send({ kind: 'system.put', name: 'iam/bootstrap', value: new Uint8Array([1, 2, 3]) }))
+  assert.equal([...(value(await store.send<Uint8Array>({ kind: 'system.get', name: 'iam/bootstrap' })))], [1, 2, 3])
+})
+
+// ---------------------------------------------------------------------------------------------
+// Listing
+
+test('list: prefix, delimiter, after, maxKeys and truncation', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const keys = ['a', 'a/1', 'a/2', 'a/b/1', 'b', 'b/1', 'c/1', 'c/2', 'd']
+  for (const key of keys) value(await store.send(putBody('b', key, pattern(3))))
+  const list = async (prefix: string, delimiter: string, after: string, maxKeys: number): Promise<ListPage> =>
+    value(await store.send<ListPage>({ kind: 'object.list', bucket: 'b', prefix, delimiter, after, maxKeys }))
+  const names = (page: ListPage): [string[], string[], boolean, string] => [
+    page.objects.map((object) => object.key),
+    page.commonPrefixes,
+    page.truncated,
+    page.lastReturned,
+  ]
+  assert.equal(names(await list('', '/', '', 1000)), [['a', 'b', 'd'], ['a/', 'b/', 'c/'], false, 'd'])
+  assert.equal(names(await list('', '/', '', 3)), [['a', 'b'], ['a/'], true, 'b'])
+  assert.equal(names(await list('', '/', 'b', 3)), [['d'], ['b/', 'c/'], false, 'd'])
+  assert.equal(names(await list('', '/', 'a/2', 10)), [['b', 'd'], ['b/', 'c/'], false, 'd'])
+  assert.equal(names(await list('a/', '/', '', 10)), [['a/1', 'a/2'], ['a/b/'], false, 'a/b/'])
+  assert.equal(names(await list('a', '', '', 2)), [['a', 'a/1'], [], true, 'a/1'])
+  assert.equal(names(await list('a', '', 'a/1', 10)), [['a/2', 'a/b/1'], [], false, 'a/b/1'])
+  assert.equal(names(await list('', '', '', 0)), [[], [], false, ''])
+  assert.equal(names(await list('zzz', '', '', 10)), [[], [], false, ''])
+  assert.equal(names(await list('', '', 'd', 10)), [[], [], false, ''])
+  assert.equal(names(await list('', '/', '', 4)), [['a', 'b'], ['a/', 'b/'], true, 'b/'])
+  const page = await list('', '', '', 1)
+  assert.equal(page.objects[0], { key: 'a', size: 3, etag: etagOf(pattern(3)), lastModifiedMs: store.ctx.now() })
+  assert.is(code(await store.send({ kind: 'object.list', bucket: 'x', prefix: '', delimiter: '', after: '', maxKeys: 5 })), 'no_such_bucket')
+})
+
+/** A seeded generator of awkward keys: shared prefixes, delimiters, multi-byte characters. */
+function randomKeys(count: number, seed: number): string[] {
+  let state = seed
+  const next = (): number => {
+    state = (state * 1103515245 + 12345) & 0x7fffffff
+    return state
+  }
+  const alphabet = ['a', 'b', '/', '-', '\u00e9', '\uffff', '\u{1F600}', '0', '//', '.']
+  const keys = new Set<string>()
+  while (keys.size < count) {
+    let key = ''
+    const length = 1 + (next() % 6)
+    for (let index = 0; index < length; index++) key += alphabet[next() % alphabet.length]
+    keys.add(key)
+  }
+  return [...keys]
+}
+
+/** What S3 would list, computed the slow and obvious way. */
+function modelList(keys: string[], prefix: string, delimiter: string, after: string, maxKeys: number): string[] {
+  const entries = new Set<string>()
+  for (const key of keys) {
+    if (!key.startsWith(prefix)) continue
+    const at = delimiter === '' ? -1 : key.indexOf(delimiter, prefix.length)
+    entries.add(at >= 0 ? key.slice(0, at + delimiter.length) : key)
+  }
+  return [...entries].filter((entry) => compareUtf8(entry, after) > 0).sort(compareUtf8).slice(0, maxKeys)
+}
+
+test('list agrees with a model on random keys, and paging visits each entry once', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  value(await store.send({ kind: 'bucket.create', bucket: 'b2' }))
+  const keys = randomKeys(300, 42)
+  for (const key of keys) value(await store.send(putBody('b', key, pattern(1))))
+  value(await store.send(putBody('b2', 'a', pattern(1))))
+  for (const [prefix, delimiter] of [['', ''], ['', '/'], ['a', '/'], ['\u00e9', '//'], ['b/', '-'], ['', '\uffff']]) {
+    for (const maxKeys of [1, 7, 1000]) {
+      const expected = modelList(keys, prefix as string, delimiter as string, '', 100_000)
+      const seen: string[] = []
+      let after = ''
+      for (let pages = 0; pages < 1000; pages++) {
+        const page = value(
+          await store.send<ListPage>({ kind: 'object.list', bucket: 'b', prefix: prefix as string, delimiter: delimiter as string, after, maxKeys }),
+        )
+        const entries = [...page.objects.map((object) => object.key), ...page.commonPrefixes].sort(compareUtf8)
+        assert.equal(entries, modelList(keys, prefix as string, delimiter as string, after, maxKeys))
+        seen.push(...entries)
+        if (!page.truncated) break
+        assert.is(page.lastReturned, entries[entries.length - 1])
+        after = page.lastReturned
+      }
+      assert.equal(seen, expected, `prefix ${JSON.stringify(prefix)} delimiter ${JSON.stringify(delimiter)}`)
+    }
+  }
+})
+
+test('successor bounds every string with the prefix and nothing else', () => {
+  assert.is(successor('abc'), 'abd')
+  assert.is(successor('a\u{10FFFF}'), 'b')
+  assert.is(successor('\u{10FFFF}'), null)
+  assert.is(successor('a\ud7ff'), 'a\ue000')
+  assert.is(successor('a\uffff'), 'a\u{10000}')
+  for (const prefix of ['a', 'a/', '\u00e9', 'x\uffff', '\u{1F600}']) {
+    const bound = successor(prefix)
+    assert.ok(bound !== null)
+    for (const tail of ['', '\0', '\uffff', '\u{10FFFF}\u{10FFFF}', 'zzz']) {
+      assert.ok(compareUtf8(prefix + tail, bound) < 0)
+    }
+    assert.ok(compareUtf8(prefix, bound) < 0)
+  }
+})
+
+// ---------------------------------------------------------------------------------------------
+// Conditions (protocol/conditions.ts)
+
+test('evaluateConditions: GET and copy semantics', () => {
+  const info = { etag: '"abc"', lastModifiedMs: 1_700_000_000_500 }
+  const second = 1_700_000_000_000
+  const read = (conditions: object): string | null => evaluateConditions(info, conditions, 'read')
+  assert.is(read({}), null)
+  assert.is(read({ ifMatch: '"abc"' }), null)
+  assert.is(read({ ifMatch: 'abc' }), null)
+  assert.is(read({ ifMatch: '"x", "abc"' }), null)
+  assert.is(read({ ifMatch: '*' }), null)
+  assert.is(read({ ifMatch: '"x"' }), 'precondition_failed')
+  assert.is(read({ ifNoneMatch: '"abc"' }), 'not_modified')
+  assert.is(read({ ifNoneMatch: 'W/"abc"' }), 'not_modified')
+  assert.is(read({ ifNoneMatch: '"x"' }), null)
+  // Second precision: modified at .500 of the same second is not "after" that second.
+  assert.is(read({ ifModifiedSinceMs: second }), 'not_modified')
+  assert.is(read({ ifModifiedSinceMs: second - 1000 }), null)
+  assert.is(read({ ifUnmodifiedSinceMs: second }), null)
+  assert.is(read({ ifUnmodifiedSinceMs: second - 1000 }), 'precondition_failed')
+  // If-Match true makes If-Unmodified-Since irrelevant; If-None-Match false does so for IMS.
+  assert.is(read({ ifMatch: '"abc"', ifUnmodifiedSinceMs: second - 1000 }), null)
+  assert.is(read({ ifNoneMatch: '"x"', ifModifiedSinceMs: second }), null)
+  assert.is(read({ ifMatch: '"x"', ifNoneMatch: '"abc"' }), 'precondition_failed')
+  const copy = (conditions: object): string | null => evaluateConditions(info, conditions, 'copy')
+  assert.is(copy({ ifNoneMatch: '"abc"' }), 'precondition_failed')
+  assert.is(copy({ ifModifiedSinceMs: second }), 'precondition_failed')
+  assert.is(copy({ ifMatch: '"abc"', ifUnmodifiedSinceMs: second - 1000 }), null)
+})
+
+// ---------------------------------------------------------------------------------------------
+// Crash and recovery
+
+test('recovery after a crash: uncommitted temporary files go, committed ones are promoted', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const body = pattern(300_000, 16)
+  // Committed but not promoted: hold the promotion by making the kv's copy the crash image
+  // right after the commit landed, before the background rename.
+  const blobs = store.ctx.blobs
+  const promote = blobs.promote.bind(blobs)
+  blobs.promote = () => Promise.resolve() // the rename never happens: the process died first
+  value(await store.send(putStream('b', 'committed', body).msg))
+  blobs.promote = promote
+  // An upload in progress when the process died.
+  const stream = memoryStream()
+  stream.push(pattern(STREAM_CHUNK_BYTES, 17))
+  const msg: Body = { kind: 'object.put', bucket: 'b', key: 'partial', http: HTTP, userMeta: {}, expect: {}, stream: stream.handle }
+  void store.send(msg)
+  await new Promise((resolve) => setImmediate(resolve))
+  assert.is(blobs.temporary.size, 2)
+  const crashed = fakeContext({ kv: store.ctx.kv.durableCopy(), blobs: blobs.afterCrash() })
+  const restarted = await startStore(crashed)
+  assert.is(crashed.blobs.temporary.size, 0)
+  assert.is(crashed.blobs.permanent.size, 1)
+  const got = await getBytes(restarted, 'b', 'committed')
+  assert.ok(Buffer.from(got.bytes).equals(Buffer.from(body)))
+  assert.is(code(await restarted.send({ kind: 'object.get', bucket: 'b', key: 'partial' })), 'no_such_key')
+  stream.abort('timeout', 'test over')
+})
+
+test('recovery removes files of garbage records a crash left behind', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  value(await store.send(putStream('b', 'k', pattern(300_000, 18)).msg))
+  await idle(store.state)
+  const blobs = store.ctx.blobs
+  blobs.remove = () => new Promise(() => undefined) // the process dies before the unlink
+  value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'k' }))
+  await new Promise((resolve) => setImmediate(resolve))
+  const image = store.ctx.kv.durableCopy()
+  assert.is(image.scan({ gte: 'G\0', lt: 'G\x01', limit: 10 }).length, 1)
+  const crashed = fakeContext({ kv: image, blobs: blobs.afterCrash() })
+  await startStore(crashed)
+  assert.is(crashed.blobs.permanent.size, 0)
+  assert.equal(crashed.kv.scan({ gte: 'G\0', lt: 'G\x01', limit: 10 }), [])
+})
+
+test('stop waits for background work; counters survive a restart', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  value(await store.send(putStream('b', 'k', pattern(300_000, 19)).msg))
+  await replicaStore.stop?.(store.state, store.ctx)
+  assert.is(store.state.tasks.size, 0)
+  assert.is(store.ctx.blobs.temporary.size, 0)
+  const restarted = await startStore(fakeContext({ kv: store.ctx.kv.durableCopy(), blobs: store.ctx.blobs }))
+  assert.equal(await stats(restarted), {
+    bucketsCount: 1,
+    objectsCount: 1,
+    storageUsedBytes: 300_000,
+    uniqueBlobs: 1,
+    totalReferences: 1,
+  })
+  assert.is(crc32(Buffer.from((await getBytes(restarted, 'b', 'k')).bytes)), crc32(pattern(300_000, 19)))
+})
+
+test.run()
