@@ -25,8 +25,8 @@ export const LIST_KEYS = Math.round(envNumber('BENCH_LIST_KEYS', 100_000, 1_000_
 export const SMALL_BYTES = 4 * 1024
 export const LARGE_BYTES = 1024 * 1024
 export const CONCURRENCIES = [16, 64] as const
-/** Count bound of a 4 KiB phase. Every URL is presigned beforehand (about 20 us each), so this
- * also bounds the preparation time; and reads cycle over the keys its PUT phase wrote. */
+/** Count bound of a 4 KiB phase. Every URL is presigned beforehand (about 65 us each), so this
+ * also bounds the preparation time; reads cycle over the keys their PUT phase wrote. */
 export const SMALL_OPS_MAX = 100_000
 /** Count bound of a 1 MiB phase: 4 GiB written per PUT phase at most, deleted with the target. */
 export const LARGE_OPS_MAX = 4_000

@@ -8,7 +8,7 @@ import type { Pool } from 'undici'
 import { LIST_FILL_CONCURRENCY, LIST_FILL_SECONDS_MAX, LIST_PAGE_KEYS } from './config.js'
 import { LIST_SECONDS_MAX } from './config.js'
 import { newPool, runPhase, type PhaseResult } from './load.js'
-import type { Presign } from './presign.js'
+import { yieldToEventLoop, type Presign } from './presign.js'
 
 export interface ListResult {
   fill: PhaseResult
@@ -34,6 +34,7 @@ export async function runList(spec: ListSpec): Promise<ListResult> {
   const paths: string[] = []
   for (let i = 0; i < spec.keys; i++) {
     paths.push(await spec.presign('PUT', `/${spec.bucket}/${keyName(i)}`))
+    if (i % 1000 === 0) await yieldToEventLoop() // Let a SIGINT in while we sign.
   }
   const fill = await runPhase({
     origin: spec.origin,

@@ -91,6 +91,11 @@ function queryString(query: Record<string, string | string[] | null>): string {
   return parts.join('&')
 }
 
+/** Presigning many URLs is a chain of microtasks; awaiting this lets timers and signals run. */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
+}
+
 /** encodeURIComponent leaves !'()* alone; SigV4 canonical queries escape them. */
 function encodeRfc3986(text: string): string {
   return encodeURIComponent(text).replace(

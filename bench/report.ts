@@ -44,6 +44,10 @@ const FIGURES: readonly { title: string; figure: Figure; goals: Record<string, G
 export function printReport(results: AllResults, skipped: Map<TargetName, string>): void {
   console.log('\n=== Results (MB = 10^6 bytes; "-" = not measured) ===')
   for (const [name, reason] of skipped) console.log(`${name}: skipped: ${reason}`)
+  if (results.size === 0) {
+    console.log('nothing was measured')
+    return
+  }
   for (const { title, figure, goals } of FIGURES) {
     const rows = PHASE_KINDS.map((kind) => {
       const row: Row = {

@@ -15,9 +15,26 @@ export interface IngressState {
   serving: boolean
 }
 
-export function createApp(mesh: Mesh, state: IngressState): Hono<{ Bindings: HttpBindings }> {
-  const app = new Hono<{ Bindings: HttpBindings }>()
+export type Fetch = (request: Request, env: HttpBindings) => Response | Promise<Response>
+
+/** The request handler of a node. HEAD goes straight to the S3 handler: Hono answers HEAD by
+ * running the GET route and wrapping its Response, which would lose RESPONSE_ALREADY_SENT. */
+export function createFetch(mesh: Mesh, state: IngressState): Fetch {
   const cache = new SigningKeyCache()
+  const app = createApp(mesh, state, cache)
+  return async (request, env) => {
+    if (request.method !== 'HEAD') return app.fetch(request, env)
+    await handleS3(env.incoming, env.outgoing, mesh, cache)
+    return RESPONSE_ALREADY_SENT
+  }
+}
+
+function createApp(
+  mesh: Mesh,
+  state: IngressState,
+  cache: SigningKeyCache,
+): Hono<{ Bindings: HttpBindings }> {
+  const app = new Hono<{ Bindings: HttpBindings }>()
   app.get('/health', (c) =>
     state.serving ? c.text('ok', 200) : c.text('unavailable', 503, { 'retry-after': '1' }),
   )

@@ -1,15 +1,20 @@
 /** @module Checksums: incremental hashers for the additional checksums S3 accepts (x-amz-checksum-*
  * headers and aws-chunked trailers). Pure functions of the bytes fed to them, so the HTTP layer and
- * the storage actor compute the same value. Digests are base64 as they appear on the wire: CRC32 and
- * CRC32C as 4 big-endian bytes, SHA-1 and SHA-256 as the raw digest. CRC32C is computed here with
- * slicing-by-8 tables: @aws-crypto/crc32c walks bytes through an iterator at about 46 MB/s, ten
- * times slower than this, and the tests use it as the independent reference. */
+ * the storage actor compute the same value. Digests are base64 as they appear on the wire: CRC32
+ * and CRC32C as 4 big-endian bytes, SHA-1 and SHA-256 as the raw digest. CRC32C is computed here
+ * with slicing-by-8 tables: @aws-crypto/crc32c walks bytes through an iterator at about 46 MB/s,
+ * ten times slower than this, and the tests use it as the independent reference. */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { crc32 } from 'node:zlib'
 import type { ChecksumAlgorithm } from './objects.js'
 
-export const CHECKSUM_ALGORITHMS: readonly ChecksumAlgorithm[] = ['crc32', 'crc32c', 'sha1', 'sha256']
+export const CHECKSUM_ALGORITHMS: readonly ChecksumAlgorithm[] = [
+  'crc32',
+  'crc32c',
+  'sha1',
+  'sha256',
+]
 
 /** Header (and trailer) name prefix; the algorithm name follows in lower case. */
 export const CHECKSUM_HEADER_PREFIX = 'x-amz-checksum-'
@@ -41,7 +46,8 @@ export function checksumBase64(algorithm: ChecksumAlgorithm, data: Uint8Array): 
 }
 
 /** Maps `x-amz-checksum-crc32` (any case) to 'crc32' and so on; null for anything else, including
- * `x-amz-checksum-algorithm` and `x-amz-checksum-type`, which name a checksum rather than carry one. */
+ * `x-amz-checksum-algorithm` and `x-amz-checksum-type`, which name a checksum rather than carry
+ * one. */
 export function checksumAlgorithmFromHeader(name: string): ChecksumAlgorithm | null {
   const lower = name.toLowerCase()
   if (!lower.startsWith(CHECKSUM_HEADER_PREFIX)) return null

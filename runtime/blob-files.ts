@@ -7,11 +7,12 @@
  *
  * Durability: a writer's `commit` fsyncs the file and then the `tmp/` directory, because the store
  * commits metadata that references the temporary file before promoting it, and a crash in between
- * must find the file where the metadata says. `promote` renames into `blobs/` and fsyncs the
- * fan-out directory (and `blobs/` when it had to create the fan-out directory). `open` falls back
- * to `tmp/` for a file whose metadata committed but whose promotion did not happen. */
+ * must find the file where the metadata says. `promote` links the file into `blobs/`, fsyncs the
+ * fan-out directory (and `blobs/` when it had to create the fan-out directory), then unlinks the
+ * temporary name; it never replaces a different file with the same id. `open` falls back to `tmp/`
+ * for a file whose metadata committed but whose promotion did not happen. */
 import assert from 'node:assert/strict'
-import { mkdir, open, readdir, rename, statfs, unlink, type FileHandle } from 'node:fs/promises'
+import { link, mkdir, open, readdir, stat, statfs, unlink, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { BlobFiles, BlobReader, BlobWriter } from '../protocol/actor.js'
 
@@ -83,20 +84,28 @@ class LocalFiles implements LocalBlobFiles {
 
   async promote(id: string): Promise<void> {
     const source = this.temporaryPath(id)
+    const target = this.permanentPath(id)
     const fanOut = this.fanOutDir(id)
     const created = await mkdir(fanOut, { recursive: true })
+    // link + unlink rather than rename: a rename would silently replace a permanent file that
+    // has the same id, and a clash of ids must fail, not lose a blob.
     try {
-      await rename(source, this.permanentPath(id))
+      await link(source, target)
     } catch (error) {
-      if (!isMissing(error)) throw error
-      // Already promoted (a repeated call, or recovery after a crash that followed the rename).
-      const existing = await this.openPath(this.permanentPath(id))
-      if (existing === undefined) throw error
-      await existing.close()
-      return
+      const code = (error as NodeJS.ErrnoException).code
+      if (code === 'ENOENT' && (await statOrNull(target)) !== null) return // already promoted
+      if (code !== 'EEXIST') throw error
+      // Both names exist: a crash between link and unlink (same file), or a clash (another).
+      const [before, after] = await Promise.all([statOrNull(source), statOrNull(target)])
+      if (before !== null && (before.ino !== after?.ino || before.dev !== after.dev)) {
+        throw new Error(`blob-files: id ${id} is already taken by another file`)
+      }
     }
     if (created !== undefined) await syncDirectory(this.permanentDir)
     await syncDirectory(fanOut)
+    // A crash before this unlink leaves a second name in tmp/; recovery promotes it again, which
+    // lands here through EEXIST with the same file and removes it.
+    await unlinkIfPresent(source)
   }
 
   async open(id: string): Promise<BlobReader | undefined> {
@@ -152,6 +161,15 @@ class LocalFiles implements LocalBlobFiles {
   }
 }
 
+async function statOrNull(path: string): Promise<{ ino: number; dev: number } | null> {
+  try {
+    return await stat(path)
+  } catch (error) {
+    if (isMissing(error)) return null
+    throw error
+  }
+}
+
 async function unlinkIfPresent(path: string): Promise<void> {
   try {
     await unlink(path)
@@ -176,7 +194,12 @@ class FileWriter implements BlobWriter {
     let written = 0
     // A regular file takes the whole chunk in one call in practice; the loop makes it a rule.
     while (written < chunk.byteLength) {
-      const result = await this.handle.write(chunk, written, chunk.byteLength - written, this.position)
+      const result = await this.handle.write(
+        chunk,
+        written,
+        chunk.byteLength - written,
+        this.position,
+      )
       assert(result.bytesWritten > 0)
       written += result.bytesWritten
       this.position += result.bytesWritten

@@ -11,7 +11,7 @@ import { serve } from '@hono/node-server'
 import * as Comlink from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import { AggregatorRegistry, Gauge, Registry } from 'prom-client'
-import { createApp, type IngressState } from '../http/app.js'
+import { createFetch, type Fetch, type IngressState } from '../http/app.js'
 import type { Actor, Context, Mesh } from '../protocol/actor.js'
 import { fail, unreachable } from '../protocol/errors.js'
 import { SHUTDOWN_DRAIN_MS } from './knobs.js'
@@ -45,8 +45,7 @@ export const httpIngress: Actor<IngressActorState, { kind: 'ingress.none' }> = {
       metricsText: () => metricsText(supervisor),
     }
     const state = { serving: false } as IngressActorState
-    const app = createApp(mesh, state)
-    state.server = await listen(ctx, app.fetch)
+    state.server = await listen(ctx, createFetch(mesh, state))
     state.serving = true
     return state
   },
@@ -65,7 +64,7 @@ export const httpIngress: Actor<IngressActorState, { kind: 'ingress.none' }> = {
   },
 }
 
-function listen(ctx: Context, fetch: Parameters<typeof serve>[0]['fetch']): Promise<Server> {
+function listen(ctx: Context, fetch: Fetch): Promise<Server> {
   const port = Number(ctx.config['SVC_HTTP_PORT'])
   const hostname = ctx.config['SVC_HTTP_HOST'] ?? '0.0.0.0'
   const cert = ctx.config['SVC_TLS_CERT']
@@ -75,7 +74,7 @@ function listen(ctx: Context, fetch: Parameters<typeof serve>[0]['fetch']): Prom
       ? { createServer: createHttpsServer, serverOptions: { cert: readFileSync(cert), key: readFileSync(key) } }
       : {}
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch, port, hostname, autoCleanupIncoming: false, ...tls }) as Server
+    const server = serve({ fetch: fetch as never, port, hostname, autoCleanupIncoming: false, ...tls }) as Server
     server.headersTimeout = HEADERS_TIMEOUT_MS
     server.requestTimeout = 0 // Bodies are bounded by the stream idle timeout instead.
     server.setTimeout(SOCKET_IDLE_TIMEOUT_MS)

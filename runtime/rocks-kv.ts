@@ -7,11 +7,11 @@
  * The binding's batch write is synchronous: a `sync: true` write would block this thread for an
  * fsync (the store's whole event loop, GET streams included). So synced writes run on a small
  * writer thread that shares the open database through the binding's native handle (RocksDB is
- * thread-safe). While one write is in flight, further commits queue; when it lands, the queue goes
- * out as ONE synced batch (group commit), bounded by BATCH_OPS_MAX and BATCH_BYTES_MAX: commits past
- * the bound wait for the next write. Each commit resolves once its ops are durable. The queue itself
- * is bounded by the callers: the store awaits every commit it starts and handles at most
- * MAILBOX_DEPTH_MAX (512) requests at once, each with one commit outstanding.
+ * thread-safe). While one write is in flight, further commits queue; when it lands, the queue
+ * goes out as ONE synced batch (group commit), bounded by BATCH_OPS_MAX and BATCH_BYTES_MAX:
+ * commits past the bound wait for the next write. Each commit resolves once its ops are durable.
+ * The queue itself is bounded by the callers: the store awaits every commit it starts and handles
+ * at most MAILBOX_DEPTH_MAX (512) requests at once, each with one commit outstanding.
  *
  * A failed write poisons the store: its commits and all queued ones reject, the overlay is dropped
  * (reads show what is durable) and every later commit rejects, until the owner reopens it. */
@@ -238,7 +238,8 @@ class RocksKvStore implements RocksKv {
     let opsCount = 0
     let bytes = 0
     for (const next of this.queue) {
-      const fits = opsCount + next.ops.length <= BATCH_OPS_MAX && bytes + next.bytes <= BATCH_BYTES_MAX
+      const fits =
+        opsCount + next.ops.length <= BATCH_OPS_MAX && bytes + next.bytes <= BATCH_BYTES_MAX
       if (commits.length > 0 && !fits) break
       commits.push(next)
       opsCount += next.ops.length

@@ -59,7 +59,8 @@ export function listBuckets(ctx: Context): Result<BucketInfo[]> {
   const buckets: BucketInfo[] = []
   let after: string | null = null
   while (buckets.length < BUCKETS_LISTED_MAX) {
-    const range: { gte: string } | { gt: string } = after === null ? { gte: BUCKET_PREFIX } : { gt: after }
+    const range: { gte: string } | { gt: string } =
+      after === null ? { gte: BUCKET_PREFIX } : { gt: after }
     const rows = ctx.kv.scan({ ...range, lt: BUCKET_END, limit: BUCKET_SCAN_ROWS })
     for (const [key, value] of rows) {
       buckets.push(bucketInfo(key.slice(BUCKET_PREFIX.length), decodeBucket(value)))

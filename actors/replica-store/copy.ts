@@ -45,5 +45,9 @@ export async function copyObject(
   mutation.addReference(original.sha256)
   mutation.putObject(target.bucket, target.key, record)
   await commitMutation(state, ctx, mutation)
-  return ok({ etag: record.etag, lastModifiedMs: record.lastModifiedMs, checksums: record.checksums })
+  return ok({
+    etag: record.etag,
+    lastModifiedMs: record.lastModifiedMs,
+    checksums: record.checksums,
+  })
 }

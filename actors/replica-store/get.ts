@@ -49,7 +49,12 @@ export async function getObject(
     }
     state.streams++
     const pump = sendRange(state, ctx, msg.stream, msg.deadlineMs, reader, blob)
-    track(state, ctx, 'get-stream', pump.finally(() => state.streams--))
+    track(
+      state,
+      ctx,
+      'get-stream',
+      pump.finally(() => state.streams--),
+    )
     return ok({ info })
   }
   return fail('corrupt', `blob file of ${msg.bucket}/${msg.key} is missing`)

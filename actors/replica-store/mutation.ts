@@ -192,7 +192,10 @@ export class Mutation {
       else this.writes.set(bucketKey(name), encodeRecord(record))
     }
     if (this.counterCache !== null) {
-      assert(Object.values(this.counterCache).every((count) => count >= 0), 'negative counter')
+      assert(
+        Object.values(this.counterCache).every((count) => count >= 0),
+        'negative counter',
+      )
       this.writes.set(COUNTERS_KEY, encodeRecord(this.counterCache))
     }
     const ops: KvOp[] = []

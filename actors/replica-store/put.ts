@@ -22,14 +22,16 @@ import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../proto
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
 import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
 import type { ChecksumAlgorithm, Checksums } from '../../protocol/objects.js'
+import { fileKey, garbageKey } from './keys.js'
 import { Mutation, type NewBlob } from './mutation.js'
 import type { ObjectRecord } from './records.js'
 import { commitMutation, promoteInBackground, type StoreState } from './store-state.js'
 
 export type PutMsg = Extract<ObjectMsg, { kind: 'object.put' }>
 
-/** Random bytes in a file id: 128 bits never collide. */
+/** Random bytes in a file id (see keys.ts isFileId: 32 hex characters). */
 const FILE_ID_BYTES = 16
+const FILE_ID_ATTEMPTS_MAX = 8
 
 /** The body as it arrived: digests, and the bytes either in memory or in a temporary file. */
 interface Ingest {
@@ -125,7 +127,10 @@ function senderFailure(error: unknown): ServiceError {
   if (error instanceof ServiceError) return error
   const code = (error as { code?: unknown } | null)?.code
   const detail = error instanceof Error ? error.message : 'body stream failed'
-  return new ServiceError(typeof code === 'string' ? (code as ErrorCode) : 'incomplete_body', detail)
+  return new ServiceError(
+    typeof code === 'string' ? (code as ErrorCode) : 'incomplete_body',
+    detail,
+  )
 }
 
 async function accept(ingest: Ingest, msg: PutMsg, chunk: Uint8Array, ctx: Context): Promise<void> {
@@ -146,12 +151,23 @@ async function accept(ingest: Ingest, msg: PutMsg, chunk: Uint8Array, ctx: Conte
     ingest.memory.push(chunk)
   } else {
     // Past the inline bound: everything so far and everything after goes to a file.
-    const id = Buffer.from(ctx.randomBytes(FILE_ID_BYTES)).toString('hex')
+    const id = newFileId(ctx)
     const writer = await ctx.blobs.create(id)
     ingest.file = { id, writer }
     for (const held of ingest.memory.splice(0)) await writer.write(held)
     await writer.write(chunk)
   }
+}
+
+/** Draws a file id no live or garbage file has. 128 random bits do not collide, but a replayed
+ * random source (a simulation restarted with its seed) would: such an id is drawn again. */
+function newFileId(ctx: Context): string {
+  for (let attempt = 0; attempt < FILE_ID_ATTEMPTS_MAX; attempt++) {
+    const id = Buffer.from(ctx.randomBytes(FILE_ID_BYTES)).toString('hex')
+    if (ctx.kv.getMany([fileKey(id), garbageKey(id)]).every((found) => found === undefined))
+      return id
+  }
+  throw new ServiceError('internal', 'no unused blob file id: the random source repeats itself')
 }
 
 /** Checks every expectation and returns the verified facts; the checksums stored with the object
@@ -204,7 +220,10 @@ function wantedChecksums(
   for (const [algorithm, value] of trailing) {
     const announced = wanted.get(algorithm)
     if (announced !== undefined && announced !== value) {
-      throw new ServiceError('checksum_mismatch', `x-amz-checksum-${algorithm}: header and trailer differ`)
+      throw new ServiceError(
+        'checksum_mismatch',
+        `x-amz-checksum-${algorithm}: header and trailer differ`,
+      )
     }
     wanted.set(algorithm, value)
   }

@@ -43,7 +43,13 @@ export interface Counters {
   refs: number
 }
 
-export const EMPTY_COUNTERS: Readonly<Counters> = { buckets: 0, objects: 0, bytes: 0, blobs: 0, refs: 0 }
+export const EMPTY_COUNTERS: Readonly<Counters> = {
+  buckets: 0,
+  objects: 0,
+  bytes: 0,
+  blobs: 0,
+  refs: 0,
+}
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder('utf-8', { fatal: true })

@@ -21,7 +21,11 @@ export async function recover(state: StoreState, ctx: Context): Promise<Recovery
   const report: RecoveryReport = { garbageRemoved: 0, promoted: 0, temporaryRemoved: 0 }
   // Each pass deletes the records it read, so the loop ends when the range is empty.
   for (;;) {
-    const rows = ctx.kv.scan({ gte: GARBAGE_PREFIX, lt: GARBAGE_END, limit: GARBAGE_ROWS_PER_BATCH })
+    const rows = ctx.kv.scan({
+      gte: GARBAGE_PREFIX,
+      lt: GARBAGE_END,
+      limit: GARBAGE_ROWS_PER_BATCH,
+    })
     const ids = rows.map(([key]) => key.slice(GARBAGE_PREFIX.length)).filter(isFileId)
     if (ids.length === 0) break
     await removeGarbage(state, ctx, ids)

@@ -26,7 +26,9 @@ export async function putSystemRecord(
   ctx: Context,
 ): Promise<Result<null>> {
   assert(value.byteLength <= SYSTEM_RECORD_BYTES_MAX, 'system record too large')
-  const committed = ctx.kv.commit([{ type: 'put', key: systemKey(name), value: new Uint8Array(value) }])
+  const committed = ctx.kv.commit([
+    { type: 'put', key: systemKey(name), value: new Uint8Array(value) },
+  ])
   track(state, ctx, 'commit', committed)
   await committed
   return ok(null)

@@ -137,9 +137,6 @@ export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void>
   const { info, body } = reply.value
   const failed = evaluateConditions(info, conditionsFrom(ex.headers, ''), 'read')
   const headers = objectHeaders(info, ex.query)
-  if (ex.headers['x-amz-checksum-mode']?.toUpperCase() === 'ENABLED') {
-    Object.assign(headers, checksumHeaders(info.checksums))
-  }
   if (failed !== null) {
     source?.cancel('precondition_failed', 'condition failed')
     if (failed === 'not_modified') {
@@ -157,6 +154,10 @@ export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void>
   const end = range.kind === 'partial' ? range.end : info.size - 1
   const status = range.kind === 'partial' ? 206 : 200
   if (range.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${info.size}`
+  // A stored checksum describes the whole object, so only a whole-object answer carries it.
+  if (range.kind === 'whole' && ex.headers['x-amz-checksum-mode']?.toUpperCase() === 'ENABLED') {
+    Object.assign(headers, checksumHeaders(info.checksums))
+  }
   const length = end - start + 1
   if (source === null || body !== undefined || length === 0) {
     source?.cancel('internal', 'body sent inline')

@@ -131,7 +131,9 @@ export class MemoryKv implements KvStore {
 
   commit(ops: readonly KvOp[]): Promise<void> {
     // Values are copied as the real adapter's are (it clones them to its writer thread).
-    const owned = ops.map((op): KvOp => (op.type === 'put' ? { ...op, value: new Uint8Array(op.value) } : op))
+    const owned = ops.map((op): KvOp =>
+      op.type === 'put' ? { ...op, value: new Uint8Array(op.value) } : op,
+    )
     for (const op of owned) this.visible.apply(op)
     return new Promise((resolve) => {
       this.queue.push({ ops: owned, resolve })
@@ -454,78 +456,94 @@ export interface FakeContextOptions {
 /** 2023-11-14T22:13:20Z: a fixed, realistic start for the clock. */
 const DEFAULT_NOW_MS = 1_700_000_000_000
 
-export function fakeContext(options: FakeContextOptions = {}): FakeContext {
-  const timers: { dueMs: number; order: number; task: () => void }[] = []
-  const logs: LogEntry[] = []
-  let nowMs = options.nowMs ?? DEFAULT_NOW_MS
-  let timerOrder = 0
-  let randomCounter = 0
-  let handler: CallHandler | null = null
-  const seed = options.seed ?? 1
-  const stream = (handle: StreamHandle): MemoryStream => {
-    assert(handle instanceof MemoryStream, 'stream handle not made by memoryStream()')
-    return handle
+/** A clock that moves only when told; timers from `after` fire, in order, inside `advance`. */
+export class ManualClock {
+  private readonly timers: { dueMs: number; order: number; task: () => void }[] = []
+  private timerOrder = 0
+
+  constructor(public nowMs: number = DEFAULT_NOW_MS) {}
+
+  after(ms: number, task: () => void): () => void {
+    const timer = { dueMs: this.nowMs + ms, order: this.timerOrder++, task }
+    this.timers.push(timer)
+    return () => {
+      const at = this.timers.indexOf(timer)
+      if (at >= 0) this.timers.splice(at, 1)
+    }
   }
-  const logAt =
+
+  advance(ms: number): void {
+    assert(ms >= 0)
+    const until = this.nowMs + ms
+    for (;;) {
+      this.timers.sort((left, right) => left.dueMs - right.dueMs || left.order - right.order)
+      const next = this.timers[0]
+      if (next === undefined || next.dueMs > until) break
+      this.timers.shift()
+      this.nowMs = next.dueMs
+      next.task()
+    }
+    this.nowMs = until
+  }
+}
+
+/** SHA-256 in counter mode over a seed: deterministic, and different on every call. */
+export function seededRandomBytes(seed: number): (length: number) => Uint8Array {
+  let counter = 0
+  return (length) => {
+    const out = new Uint8Array(length)
+    for (let filled = 0; filled < length; filled += 32) {
+      const block = createHash('sha256').update(`${seed}:${counter++}`).digest()
+      out.set(block.subarray(0, Math.min(32, length - filled)), filled)
+    }
+    return out
+  }
+}
+
+function memoryLog(logs: LogEntry[]): Logger {
+  const at =
     (level: LogEntry['level']) =>
     (fields: Record<string, unknown>, message: string): void => {
       logs.push({ level, fields, message })
     }
-  const log: Logger = { info: logAt('info'), warn: logAt('warn'), error: logAt('error') }
-  const ctx: FakeContext = {
+  return { info: at('info'), warn: at('warn'), error: at('error') }
+}
+
+function streamOf(handle: StreamHandle): MemoryStream {
+  assert(handle instanceof MemoryStream, 'stream handle not made by memoryStream()')
+  return handle
+}
+
+export function fakeContext(options: FakeContextOptions = {}): FakeContext {
+  const clock = new ManualClock(options.nowMs)
+  const logs: LogEntry[] = []
+  let handler: CallHandler | null = null
+  return {
     self: options.self ?? 'replica-store',
-    now: () => nowMs,
-    randomBytes(length) {
-      // SHA-256 in counter mode over the seed: deterministic, and distinct on every call.
-      const out = new Uint8Array(length)
-      for (let filled = 0; filled < length; filled += 32) {
-        const block = createHash('sha256').update(`${seed}:${randomCounter++}`).digest()
-        out.set(block.subarray(0, Math.min(32, length - filled)), filled)
-      }
-      return out
-    },
+    now: () => clock.nowMs,
+    randomBytes: seededRandomBytes(options.seed ?? 1),
     call<T>(to: ActorName, msg: { kind: string } & Request): Promise<Result<T>> {
       if (handler === null) return Promise.resolve(fail<T>('unavailable', `${to} is not wired`))
       return Promise.resolve(handler(to, msg) as Result<T>)
     },
-    after(ms, task) {
-      const timer = { dueMs: nowMs + ms, order: timerOrder++, task }
-      timers.push(timer)
-      return () => {
-        const at = timers.indexOf(timer)
-        if (at >= 0) timers.splice(at, 1)
-      }
-    },
+    after: (ms, task) => clock.after(ms, task),
     kv: options.kv ?? new MemoryKv(),
     blobs: options.blobs ?? new MemoryBlobs(),
     openStream() {
       const created = memoryStream()
       return [created.handle, created.handle]
     },
-    source: (handle) => stream(handle).asSource(),
-    sink: (handle) => stream(handle).asSink(),
-    log,
+    source: (handle) => streamOf(handle).asSource(),
+    sink: (handle) => streamOf(handle).asSink(),
+    log: memoryLog(logs),
     config: options.config ?? {},
     logs,
-    advance(ms) {
-      assert(ms >= 0)
-      const until = nowMs + ms
-      for (;;) {
-        timers.sort((left, right) => left.dueMs - right.dueMs || left.order - right.order)
-        const next = timers[0]
-        if (next === undefined || next.dueMs > until) break
-        timers.shift()
-        nowMs = next.dueMs
-        next.task()
-      }
-      nowMs = until
-    },
+    advance: (ms) => clock.advance(ms),
     setNow(ms) {
-      nowMs = ms
+      clock.nowMs = ms
     },
     onCall(next) {
       handler = next
     },
   }
-  return ctx
 }

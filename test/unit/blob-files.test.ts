@@ -1,9 +1,10 @@
 // Goal: the file-system BlobFiles adapter keeps its contract: temporary files become permanent by
-// an idempotent promotion, reads fall back to tmp/ for a file a crash left unpromoted, ids that are
-// not store-chosen hex never reach a path, and read chunks own their buffers (they get transferred).
+// an idempotent promotion, reads fall back to tmp/ for a file a crash left unpromoted, ids that
+// are not store-chosen hex never reach a path, and read chunks own their buffers (they get
+// transferred).
 // Method: drive openBlobFiles in a fresh temp dir per test and look at the directory tree directly.
 import { existsSync } from 'node:fs'
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { link, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'uvu'
@@ -26,7 +27,10 @@ async function withFiles(
   }
 }
 
-async function readAll(files: Awaited<ReturnType<typeof openBlobFiles>>, id: string): Promise<string> {
+async function readAll(
+  files: Awaited<ReturnType<typeof openBlobFiles>>,
+  id: string,
+): Promise<string> {
   const reader = await files.open(id)
   assert.ok(reader !== undefined)
   const bytes = await reader.read(0, reader.size)
@@ -135,6 +139,29 @@ test('an unlinked file stays readable through a reader opened before', () =>
     await files.remove(ID)
     assert.is(Buffer.from(await reader.read(0, reader.size)).toString(), 'still here')
     await reader.close()
+  }))
+
+test('promotion never replaces another file of the same id; a half-done one completes', () =>
+  withFiles(async (files, dir) => {
+    const first = await files.create(ID)
+    await first.write(Buffer.from('first'))
+    await first.commit()
+    await files.promote(ID)
+    const clash = await files.create(ID)
+    await clash.write(Buffer.from('second'))
+    await clash.commit()
+    await assertRejects(() => files.promote(ID))
+    assert.is(await readAll(files, ID), 'first')
+    await files.removeTemporary(ID)
+    // A crash between the link and the unlink leaves both names on one file.
+    const other = await files.create(OTHER)
+    await other.write(Buffer.from('other'))
+    await other.commit()
+    await mkdir(join(dir, 'blobs', 'fe'), { recursive: true })
+    await link(join(dir, 'tmp', OTHER), join(dir, 'blobs', 'fe', OTHER))
+    await files.promote(OTHER)
+    assert.equal(await files.listTemporary(), [])
+    assert.is(await readAll(files, OTHER), 'other')
   }))
 
 async function assertRejects(run: () => Promise<unknown>): Promise<void> {

@@ -69,7 +69,8 @@ async function idle(state: StoreState): Promise<void> {
 
 function pattern(size: number, seed = 0): Uint8Array {
   const bytes = new Uint8Array(size)
-  for (let index = 0; index < size; index++) bytes[index] = (index * 31 + seed * 7 + (index >> 8)) & 0xff
+  for (let index = 0; index < size; index++)
+    bytes[index] = (index * 31 + seed * 7 + (index >> 8)) & 0xff
   return bytes
 }
 
@@ -100,7 +101,15 @@ function putStream(
     stream.push(body.subarray(offset, offset + STREAM_CHUNK_BYTES))
   }
   stream.end(trailers)
-  const msg: Body = { kind: 'object.put', bucket, key, http: HTTP, userMeta: {}, expect, stream: stream.handle }
+  const msg: Body = {
+    kind: 'object.put',
+    bucket,
+    key,
+    http: HTTP,
+    userMeta: {},
+    expect,
+    stream: stream.handle,
+  }
   return { msg, stream }
 }
 
@@ -112,7 +121,12 @@ async function getBytes(
   range?: { start: number; end: number },
 ): Promise<{ info: GetResult['info']; bytes: Uint8Array; outcome: string }> {
   const stream = memoryStream()
-  const result = await store.send<GetResult>({ kind: 'object.get', bucket, key, stream: stream.handle })
+  const result = await store.send<GetResult>({
+    kind: 'object.get',
+    bucket,
+    key,
+    stream: stream.handle,
+  })
   const reply = value(result)
   if (reply.body !== undefined) {
     const { start, end } = range ?? { start: 0, end: reply.body.byteLength - 1 }
@@ -149,7 +163,10 @@ test('buckets: create, conflict, head, list in name order, delete', async () => 
   })
   assert.is(code(await store.send({ kind: 'bucket.head', bucket: 'nope' })), 'no_such_bucket')
   const listed = value(await store.send<BucketInfo[]>({ kind: 'bucket.list' }))
-  assert.equal(listed.map((bucket) => bucket.name), ['alpha', 'zeta'])
+  assert.equal(
+    listed.map((bucket) => bucket.name),
+    ['alpha', 'zeta'],
+  )
   value(await store.send(putBody('alpha', 'k', pattern(10))))
   assert.is(code(await store.send({ kind: 'bucket.delete', bucket: 'alpha' })), 'bucket_not_empty')
   assert.is(code(await store.send({ kind: 'bucket.delete', bucket: 'nope' })), 'no_such_bucket')
@@ -159,7 +176,7 @@ test('buckets: create, conflict, head, list in name order, delete', async () => 
   assert.is((await stats(store)).bucketsCount, 1)
 })
 
-test('small put and get: inline body, ETag, metadata; HEAD has no body; nothing in files', async () => {
+test('small put and get: inline body, ETag, metadata; HEAD has no body; no files', async () => {
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   const body = pattern(1000)
@@ -169,7 +186,11 @@ test('small put and get: inline body, ETag, metadata; HEAD has no body; nothing 
     key: 'dir/../odd//key\u0001',
     http: { contentType: 'text/plain', cacheControl: 'no-cache' },
     userMeta: { color: 'blue' },
-    expect: { md5Base64: md5Base64(body), size: 1000, checksums: { crc32: checksumBase64('crc32', body) } },
+    expect: {
+      md5Base64: md5Base64(body),
+      size: 1000,
+      checksums: { crc32: checksumBase64('crc32', body) },
+    },
     body,
   }
   const put = value(await store.send<PutResult>(msg))
@@ -188,11 +209,16 @@ test('small put and get: inline body, ETag, metadata; HEAD has no body; nothing 
     userMeta: { color: 'blue' },
     checksums: { crc32: checksumBase64('crc32', body) },
   })
-  const head = value(await store.send<GetResult>({ kind: 'object.get', bucket: 'b', key: 'dir/../odd//key\u0001' }))
+  const head = value(
+    await store.send<GetResult>({ kind: 'object.get', bucket: 'b', key: 'dir/../odd//key\u0001' }),
+  )
   assert.is(head.body, undefined)
   assert.is(head.info.size, 1000)
   assert.is(store.ctx.blobs.permanent.size + store.ctx.blobs.temporary.size, 0)
-  assert.is(code(await store.send({ kind: 'object.get', bucket: 'b', key: 'missing' })), 'no_such_key')
+  assert.is(
+    code(await store.send({ kind: 'object.get', bucket: 'b', key: 'missing' })),
+    'no_such_key',
+  )
   assert.is(code(await store.send({ kind: 'object.get', bucket: 'x', key: 'k' })), 'no_such_bucket')
   // An empty object is an inline blob of zero bytes.
   value(await store.send(putBody('b', 'empty', new Uint8Array(0))))
@@ -201,7 +227,7 @@ test('small put and get: inline body, ETag, metadata; HEAD has no body; nothing 
   assert.is(empty.info.etag, '"d41d8cd98f00b204e9800998ecf8427e"')
 })
 
-test('large streamed put: spills to a file, promoted; GET streams whole and ranged reads', async () => {
+test('large streamed put: spills to a file; GET streams whole and ranged reads', async () => {
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   const body = pattern(3 * STREAM_CHUNK_BYTES + 12_345, 1)
@@ -217,7 +243,9 @@ test('large streamed put: spills to a file, promoted; GET streams whole and rang
   const range = { start: STREAM_CHUNK_BYTES - 10, end: 2 * STREAM_CHUNK_BYTES + 10 }
   const ranged = await getBytes(store, 'b', 'big', range)
   assert.is(ranged.outcome, 'ended')
-  assert.ok(Buffer.from(ranged.bytes).equals(Buffer.from(body.subarray(range.start, range.end + 1))))
+  assert.ok(
+    Buffer.from(ranged.bytes).equals(Buffer.from(body.subarray(range.start, range.end + 1))),
+  )
   const past = await getBytes(store, 'b', 'big', { start: 0, end: body.byteLength })
   assert.is(past.outcome, 'invalid_range')
   await idle(store.state)
@@ -246,7 +274,11 @@ test('failed verification: the right code, nothing visible, no file left', async
     [{ size: body.byteLength + 1 }, {}, 'incomplete_body'],
     [{ size: body.byteLength - 1 }, {}, 'incomplete_body'],
     [{ md5Base64: md5Base64(pattern(5)) }, {}, 'bad_digest'],
-    [{ sha256Hex: sha256.replace(/^./, sha256[0] === '0' ? '1' : '0') }, {}, 'content_sha256_mismatch'],
+    [
+      { sha256Hex: sha256.replace(/^./, sha256[0] === '0' ? '1' : '0') },
+      {},
+      'content_sha256_mismatch',
+    ],
     [{ checksums: { crc32: 'AAAAAA==' } }, {}, 'checksum_mismatch'],
     [{ checksums: { crc32c: '' } }, { 'x-amz-checksum-crc32c': 'AAAAAA==' }, 'checksum_mismatch'],
     [{ checksums: { sha1: '' } }, {}, 'incomplete_body'],
@@ -257,7 +289,10 @@ test('failed verification: the right code, nothing visible, no file left', async
     assert.is(code(await store.send(msg)), expected, JSON.stringify(expect))
   }
   const small = pattern(10)
-  assert.is(code(await store.send(putBody('b', 's', small, { md5Base64: md5Base64(body) }))), 'bad_digest')
+  assert.is(
+    code(await store.send(putBody('b', 's', small, { md5Base64: md5Base64(body) }))),
+    'bad_digest',
+  )
   assert.is(code(await store.send(putBody('b', 's', small, { size: 11 }))), 'incomplete_body')
   await idle(store.state)
   assert.is(code(await store.send({ kind: 'object.get', bucket: 'b', key: 'k' })), 'no_such_key')
@@ -281,7 +316,10 @@ test('checksums: header and trailer values verified and stored, every algorithm'
     sha1: checksumBase64('sha1', body),
     sha256: checksumBase64('sha256', body),
   }
-  const trailers = { 'X-Amz-Checksum-Crc32c': expected.crc32c, 'x-amz-checksum-sha1': expected.sha1 }
+  const trailers = {
+    'X-Amz-Checksum-Crc32c': expected.crc32c,
+    'x-amz-checksum-sha1': expected.sha1,
+  }
   const expect: Expectations = {
     sha256Hex: createHash('sha256').update(body).digest('hex'),
     checksums: { crc32: expected.crc32, crc32c: '', sha1: '', sha256: expected.sha256 },
@@ -297,7 +335,15 @@ test('a sender abort fails the put with its code and discards the temporary file
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   const stream = memoryStream()
   stream.push(pattern(STREAM_CHUNK_BYTES))
-  const msg: Body = { kind: 'object.put', bucket: 'b', key: 'k', http: HTTP, userMeta: {}, expect: {}, stream: stream.handle }
+  const msg: Body = {
+    kind: 'object.put',
+    bucket: 'b',
+    key: 'k',
+    http: HTTP,
+    userMeta: {},
+    expect: {},
+    stream: stream.handle,
+  }
   const pending = store.send(msg)
   await new Promise((resolve) => setImmediate(resolve))
   assert.is(store.ctx.blobs.temporary.size, 1)
@@ -310,7 +356,7 @@ test('a sender abort fails the put with its code and discards the temporary file
   assert.is(orphan.stream.cancelled?.code, 'no_such_bucket')
 })
 
-test('dedup: same bytes stored twice take one file; the file goes with the last reference', async () => {
+test('dedup: same bytes twice take one file, which goes with the last reference', async () => {
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   const body = pattern(500_000, 5)
@@ -369,7 +415,15 @@ test('concurrent puts of one key: the later commit wins, no reference is lost', 
   const bodies = [pattern(200_000, 10), pattern(200_000, 11), pattern(20, 12), pattern(200_000, 10)]
   const streams = bodies.map(() => memoryStream())
   const replies = streams.map((stream) =>
-    store.send<PutResult>({ kind: 'object.put', bucket: 'b', key: 'k', http: HTTP, userMeta: {}, expect: {}, stream: stream.handle }),
+    store.send<PutResult>({
+      kind: 'object.put',
+      bucket: 'b',
+      key: 'k',
+      http: HTTP,
+      userMeta: {},
+      expect: {},
+      stream: stream.handle,
+    }),
   )
   // Interleave the uploads, and finish them in reverse order.
   for (let offset = 0; offset < 200_000; offset += 50_000) {
@@ -387,7 +441,10 @@ test('concurrent puts of one key: the later commit wins, no reference is lost', 
   results.forEach((result) => value(result))
   await idle(store.state)
   const winner = (await getBytes(store, 'b', 'k')).bytes
-  assert.ok(Buffer.from(winner).equals(Buffer.from(bodies[0] as Uint8Array)), 'first stream ended last')
+  assert.ok(
+    Buffer.from(winner).equals(Buffer.from(bodies[0] as Uint8Array)),
+    'first stream ended last',
+  )
   assert.equal(await stats(store), {
     bucketsCount: 1,
     objectsCount: 1,
@@ -411,13 +468,16 @@ test('a put is acknowledged only once its batch is durable', async () => {
   await new Promise((resolve) => setImmediate(resolve))
   assert.not.ok(acknowledged)
   // Visible to readers already (the contract: reads see commits in flight).
-  assert.is(value(await store.send<GetResult>({ kind: 'object.get', bucket: 'b', key: 'k' })).info.size, 10)
+  assert.is(
+    value(await store.send<GetResult>({ kind: 'object.get', bucket: 'b', key: 'k' })).info.size,
+    10,
+  )
   store.ctx.kv.resume()
   value(await pending)
   assert.ok(acknowledged)
 })
 
-test('corruption: a flipped bit fails a whole read with corrupt; ranged reads still serve', async () => {
+test('corruption: a flipped bit fails a whole read; ranged reads still serve', async () => {
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   const body = pattern(600_000, 13)
@@ -438,7 +498,10 @@ test('corruption: a flipped bit fails a whole read with corrupt; ranged reads st
   assert.ok(stored !== undefined)
   stored[0] = (stored[0] ?? 0) ^ 1
   const small = memoryStream()
-  assert.is(code(await store.send({ kind: 'object.get', bucket: 'b', key: 'small', stream: small.handle })), 'corrupt')
+  assert.is(
+    code(await store.send({ kind: 'object.get', bucket: 'b', key: 'small', stream: small.handle })),
+    'corrupt',
+  )
   await idle(store.state)
   assert.is(store.ctx.blobs.openReaders, 0)
 })
@@ -478,11 +541,17 @@ test('copy: adds a reference, keeps or replaces metadata, honours conditions', a
   value(await store.send({ kind: 'bucket.create', bucket: 'dst' }))
   const body = pattern(250_000, 15)
   const put = value(
-    await store.send<PutResult>({ ...putStream('src', 'k', body).msg, userMeta: { a: '1' } } as Body),
+    await store.send<PutResult>({
+      ...putStream('src', 'k', body).msg,
+      userMeta: { a: '1' },
+    } as Body),
   )
   await idle(store.state)
   store.ctx.advance(5_000)
-  const copy = (conditions = {}, replace?: { http: typeof HTTP; userMeta: Record<string, string> }): Body => ({
+  const copy = (
+    conditions = {},
+    replace?: { http: typeof HTTP; userMeta: Record<string, string> },
+  ): Body => ({
     kind: 'object.copy',
     source: { bucket: 'src', key: 'k' },
     target: { bucket: 'dst', key: 'copied' },
@@ -506,11 +575,24 @@ test('copy: adds a reference, keeps or replaces metadata, honours conditions', a
     { ifModifiedSinceMs: put.lastModifiedMs + 1000 },
     { ifUnmodifiedSinceMs: put.lastModifiedMs - 1000 },
   ]) {
-    assert.is(code(await store.send(copy(conditions))), 'precondition_failed', JSON.stringify(conditions))
+    assert.is(
+      code(await store.send(copy(conditions))),
+      'precondition_failed',
+      JSON.stringify(conditions),
+    )
   }
-  assert.is(code(await store.send({ ...copy(), source: { bucket: 'src', key: 'none' } } as Body)), 'no_such_key')
-  assert.is(code(await store.send({ ...copy(), target: { bucket: 'x', key: 'y' } } as Body)), 'no_such_bucket')
-  assert.is(code(await store.send({ ...copy(), target: { bucket: 'src', key: 'k' } } as Body)), 'invalid_request')
+  assert.is(
+    code(await store.send({ ...copy(), source: { bucket: 'src', key: 'none' } } as Body)),
+    'no_such_key',
+  )
+  assert.is(
+    code(await store.send({ ...copy(), target: { bucket: 'x', key: 'y' } } as Body)),
+    'no_such_bucket',
+  )
+  assert.is(
+    code(await store.send({ ...copy(), target: { bucket: 'src', key: 'k' } } as Body)),
+    'invalid_request',
+  )
   const counts = await stats(store)
   assert.equal([counts.objectsCount, counts.uniqueBlobs, counts.totalReferences], [2, 1, 2])
   value(await store.send({ kind: 'object.delete', bucket: 'src', key: 'k' }))
@@ -521,11 +603,19 @@ test('copy: adds a reference, keeps or replaces metadata, honours conditions', a
 test('delete is idempotent; delete-many reports every key', async () => {
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
-  for (const key of ['a', 'b', 'c']) value(await store.send(putBody('b', key, pattern(10, key.charCodeAt(0)))))
+  for (const key of ['a', 'b', 'c'])
+    value(await store.send(putBody('b', key, pattern(10, key.charCodeAt(0)))))
   assert.equal(value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'zz' })), null)
-  assert.is(code(await store.send({ kind: 'object.delete', bucket: 'x', key: 'a' })), 'no_such_bucket')
+  assert.is(
+    code(await store.send({ kind: 'object.delete', bucket: 'x', key: 'a' })),
+    'no_such_bucket',
+  )
   const many = value(
-    await store.send<DeleteManyResult>({ kind: 'object.delete-many', bucket: 'b', keys: ['a', 'b', 'missing', 'a'] }),
+    await store.send<DeleteManyResult>({
+      kind: 'object.delete-many',
+      bucket: 'b',
+      keys: ['a', 'b', 'missing', 'a'],
+    }),
   )
   assert.equal(many, { deleted: ['a', 'b', 'missing', 'a'], errors: [] })
   const left = await stats(store)
@@ -535,8 +625,17 @@ test('delete is idempotent; delete-many reports every key', async () => {
 test('system records: absent, put, get', async () => {
   const store = await startStore()
   assert.is(value(await store.send({ kind: 'system.get', name: 'iam/bootstrap' })), null)
-  value(await store.send({ kind: 'system.put', name: 'iam/bootstrap', value: new Uint8Array([1, 2, 3]) }))
-  assert.equal([...(value(await store.send<Uint8Array>({ kind: 'system.get', name: 'iam/bootstrap' })))], [1, 2, 3])
+  value(
+    await store.send({
+      kind: 'system.put',
+      name: 'iam/bootstrap',
+      value: new Uint8Array([1, 2, 3]),
+    }),
+  )
+  assert.equal(
+    [...value(await store.send<Uint8Array>({ kind: 'system.get', name: 'iam/bootstrap' }))],
+    [1, 2, 3],
+  )
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -547,15 +646,34 @@ test('list: prefix, delimiter, after, maxKeys and truncation', async () => {
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   const keys = ['a', 'a/1', 'a/2', 'a/b/1', 'b', 'b/1', 'c/1', 'c/2', 'd']
   for (const key of keys) value(await store.send(putBody('b', key, pattern(3))))
-  const list = async (prefix: string, delimiter: string, after: string, maxKeys: number): Promise<ListPage> =>
-    value(await store.send<ListPage>({ kind: 'object.list', bucket: 'b', prefix, delimiter, after, maxKeys }))
+  const list = async (
+    prefix: string,
+    delimiter: string,
+    after: string,
+    maxKeys: number,
+  ): Promise<ListPage> =>
+    value(
+      await store.send<ListPage>({
+        kind: 'object.list',
+        bucket: 'b',
+        prefix,
+        delimiter,
+        after,
+        maxKeys,
+      }),
+    )
   const names = (page: ListPage): [string[], string[], boolean, string] => [
     page.objects.map((object) => object.key),
     page.commonPrefixes,
     page.truncated,
     page.lastReturned,
   ]
-  assert.equal(names(await list('', '/', '', 1000)), [['a', 'b', 'd'], ['a/', 'b/', 'c/'], false, 'd'])
+  assert.equal(names(await list('', '/', '', 1000)), [
+    ['a', 'b', 'd'],
+    ['a/', 'b/', 'c/'],
+    false,
+    'd',
+  ])
   assert.equal(names(await list('', '/', '', 3)), [['a', 'b'], ['a/'], true, 'b'])
   assert.equal(names(await list('', '/', 'b', 3)), [['d'], ['b/', 'c/'], false, 'd'])
   assert.equal(names(await list('', '/', 'a/2', 10)), [['b', 'd'], ['b/', 'c/'], false, 'd'])
@@ -567,8 +685,25 @@ test('list: prefix, delimiter, after, maxKeys and truncation', async () => {
   assert.equal(names(await list('', '', 'd', 10)), [[], [], false, ''])
   assert.equal(names(await list('', '/', '', 4)), [['a', 'b'], ['a/', 'b/'], true, 'b/'])
   const page = await list('', '', '', 1)
-  assert.equal(page.objects[0], { key: 'a', size: 3, etag: etagOf(pattern(3)), lastModifiedMs: store.ctx.now() })
-  assert.is(code(await store.send({ kind: 'object.list', bucket: 'x', prefix: '', delimiter: '', after: '', maxKeys: 5 })), 'no_such_bucket')
+  assert.equal(page.objects[0], {
+    key: 'a',
+    size: 3,
+    etag: etagOf(pattern(3)),
+    lastModifiedMs: store.ctx.now(),
+  })
+  assert.is(
+    code(
+      await store.send({
+        kind: 'object.list',
+        bucket: 'x',
+        prefix: '',
+        delimiter: '',
+        after: '',
+        maxKeys: 5,
+      }),
+    ),
+    'no_such_bucket',
+  )
 })
 
 /** A seeded generator of awkward keys: shared prefixes, delimiters, multi-byte characters. */
@@ -590,14 +725,23 @@ function randomKeys(count: number, seed: number): string[] {
 }
 
 /** What S3 would list, computed the slow and obvious way. */
-function modelList(keys: string[], prefix: string, delimiter: string, after: string, maxKeys: number): string[] {
+function modelList(
+  keys: string[],
+  prefix: string,
+  delimiter: string,
+  after: string,
+  maxKeys: number,
+): string[] {
   const entries = new Set<string>()
   for (const key of keys) {
     if (!key.startsWith(prefix)) continue
     const at = delimiter === '' ? -1 : key.indexOf(delimiter, prefix.length)
     entries.add(at >= 0 ? key.slice(0, at + delimiter.length) : key)
   }
-  return [...entries].filter((entry) => compareUtf8(entry, after) > 0).sort(compareUtf8).slice(0, maxKeys)
+  return [...entries]
+    .filter((entry) => compareUtf8(entry, after) > 0)
+    .sort(compareUtf8)
+    .slice(0, maxKeys)
 }
 
 test('list agrees with a model on random keys, and paging visits each entry once', async () => {
@@ -607,23 +751,46 @@ test('list agrees with a model on random keys, and paging visits each entry once
   const keys = randomKeys(300, 42)
   for (const key of keys) value(await store.send(putBody('b', key, pattern(1))))
   value(await store.send(putBody('b2', 'a', pattern(1))))
-  for (const [prefix, delimiter] of [['', ''], ['', '/'], ['a', '/'], ['\u00e9', '//'], ['b/', '-'], ['', '\uffff']]) {
+  for (const [prefix, delimiter] of [
+    ['', ''],
+    ['', '/'],
+    ['a', '/'],
+    ['\u00e9', '//'],
+    ['b/', '-'],
+    ['', '\uffff'],
+  ]) {
     for (const maxKeys of [1, 7, 1000]) {
       const expected = modelList(keys, prefix as string, delimiter as string, '', 100_000)
       const seen: string[] = []
       let after = ''
       for (let pages = 0; pages < 1000; pages++) {
         const page = value(
-          await store.send<ListPage>({ kind: 'object.list', bucket: 'b', prefix: prefix as string, delimiter: delimiter as string, after, maxKeys }),
+          await store.send<ListPage>({
+            kind: 'object.list',
+            bucket: 'b',
+            prefix: prefix as string,
+            delimiter: delimiter as string,
+            after,
+            maxKeys,
+          }),
         )
-        const entries = [...page.objects.map((object) => object.key), ...page.commonPrefixes].sort(compareUtf8)
-        assert.equal(entries, modelList(keys, prefix as string, delimiter as string, after, maxKeys))
+        const entries = [...page.objects.map((object) => object.key), ...page.commonPrefixes].sort(
+          compareUtf8,
+        )
+        assert.equal(
+          entries,
+          modelList(keys, prefix as string, delimiter as string, after, maxKeys),
+        )
         seen.push(...entries)
         if (!page.truncated) break
         assert.is(page.lastReturned, entries[entries.length - 1])
         after = page.lastReturned
       }
-      assert.equal(seen, expected, `prefix ${JSON.stringify(prefix)} delimiter ${JSON.stringify(delimiter)}`)
+      assert.equal(
+        seen,
+        expected,
+        `prefix ${JSON.stringify(prefix)} delimiter ${JSON.stringify(delimiter)}`,
+      )
     }
   }
 })
@@ -678,7 +845,7 @@ test('evaluateConditions: GET and copy semantics', () => {
 // ---------------------------------------------------------------------------------------------
 // Crash and recovery
 
-test('recovery after a crash: uncommitted temporary files go, committed ones are promoted', async () => {
+test('recovery after a crash: uncommitted temp files go, committed ones are promoted', async () => {
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   const body = pattern(300_000, 16)
@@ -692,7 +859,15 @@ test('recovery after a crash: uncommitted temporary files go, committed ones are
   // An upload in progress when the process died.
   const stream = memoryStream()
   stream.push(pattern(STREAM_CHUNK_BYTES, 17))
-  const msg: Body = { kind: 'object.put', bucket: 'b', key: 'partial', http: HTTP, userMeta: {}, expect: {}, stream: stream.handle }
+  const msg: Body = {
+    kind: 'object.put',
+    bucket: 'b',
+    key: 'partial',
+    http: HTTP,
+    userMeta: {},
+    expect: {},
+    stream: stream.handle,
+  }
   void store.send(msg)
   await new Promise((resolve) => setImmediate(resolve))
   assert.is(blobs.temporary.size, 2)
@@ -702,7 +877,10 @@ test('recovery after a crash: uncommitted temporary files go, committed ones are
   assert.is(crashed.blobs.permanent.size, 1)
   const got = await getBytes(restarted, 'b', 'committed')
   assert.ok(Buffer.from(got.bytes).equals(Buffer.from(body)))
-  assert.is(code(await restarted.send({ kind: 'object.get', bucket: 'b', key: 'partial' })), 'no_such_key')
+  assert.is(
+    code(await restarted.send({ kind: 'object.get', bucket: 'b', key: 'partial' })),
+    'no_such_key',
+  )
   stream.abort('timeout', 'test over')
 })
 
@@ -730,7 +908,9 @@ test('stop waits for background work; counters survive a restart', async () => {
   await replicaStore.stop?.(store.state, store.ctx)
   assert.is(store.state.tasks.size, 0)
   assert.is(store.ctx.blobs.temporary.size, 0)
-  const restarted = await startStore(fakeContext({ kv: store.ctx.kv.durableCopy(), blobs: store.ctx.blobs }))
+  const restarted = await startStore(
+    fakeContext({ kv: store.ctx.kv.durableCopy(), blobs: store.ctx.blobs }),
+  )
   assert.equal(await stats(restarted), {
     bucketsCount: 1,
     objectsCount: 1,
@@ -738,7 +918,10 @@ test('stop waits for background work; counters survive a restart', async () => {
     uniqueBlobs: 1,
     totalReferences: 1,
   })
-  assert.is(crc32(Buffer.from((await getBytes(restarted, 'b', 'k')).bytes)), crc32(pattern(300_000, 19)))
+  assert.is(
+    crc32(Buffer.from((await getBytes(restarted, 'b', 'k')).bytes)),
+    crc32(pattern(300_000, 19)),
+  )
 })
 
 test.run()
