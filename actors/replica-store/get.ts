@@ -6,14 +6,14 @@
  * blob passes: an inline body on every read, a file when the range covers all of it. */
 import assert from 'node:assert/strict'
 import { crc32 } from 'node:zlib'
-import type { BlobReader, Context, StreamHandle } from '../../protocol/actor.js'
+import type { BlobReader, ByteSink, Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type { GetResult, ObjectMsg } from '../../protocol/messages.js'
 import { inlineKey } from './keys.js'
 import { Mutation } from './mutation.js'
 import { objectInfo, type BlobRecord } from './records.js'
-import { GET_STREAMS_MAX, track, type StoreState } from './store-state.js'
+import { GET_STREAMS_MAX, type StoreState } from './store-state.js'
 
 export type GetMsg = Extract<ObjectMsg, { kind: 'object.get' }>
 
@@ -39,7 +39,7 @@ export async function getObject(
     const blob = view.blob(record.sha256)
     if (blob === undefined) return fail('corrupt', `blob ${record.sha256} has no record`)
     if (blob.file === undefined) return inlineBody(ctx, info, record.sha256, blob)
-    if (state.streams >= GET_STREAMS_MAX) return fail('busy', 'too many GET streams open')
+    if (state.streams.size >= GET_STREAMS_MAX) return fail('busy', 'too many GET streams open')
     await state.promoting.get(blob.file)?.catch(() => undefined)
     const reader = await ctx.blobs.open(blob.file)
     if (reader === undefined) continue
@@ -47,14 +47,12 @@ export async function getObject(
       await reader.close()
       return fail('corrupt', `blob file ${blob.file} has ${reader.size} bytes, not ${blob.size}`)
     }
-    state.streams++
-    const pump = sendRange(state, ctx, msg.stream, msg.deadlineMs, reader, blob)
-    track(
-      state,
-      ctx,
-      'get-stream',
-      pump.finally(() => state.streams--),
-    )
+    const sink = ctx.sink(msg.stream, msg.deadlineMs)
+    const pump = sendRange(state, ctx, sink, reader, blob).catch((error: unknown) => {
+      ctx.log.error({ err: error, file: blob.file }, 'GET stream failed')
+    })
+    state.streams.set(pump, sink)
+    void pump.finally(() => state.streams.delete(pump))
     return ok({ info })
   }
   return fail('corrupt', `blob file of ${msg.bucket}/${msg.key} is missing`)
@@ -80,13 +78,11 @@ function inlineBody(
 async function sendRange(
   state: StoreState,
   ctx: Context,
-  stream: StreamHandle,
-  deadlineMs: number,
+  sink: ByteSink,
   reader: BlobReader,
   blob: BlobRecord,
 ): Promise<void> {
   assert.equal(reader.size, blob.size)
-  const sink = ctx.sink(stream, deadlineMs)
   try {
     const want = await sink.demand()
     if (want === null) return

@@ -54,6 +54,7 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
 
   async stop(state) {
     state.stopping = true
+    for (const sink of state.streams.values()) sink.abort('unavailable', 'replica-store stopping')
     // Tasks may start tasks (a commit starts garbage removal): wait until none is left.
     while (state.tasks.size > 0) await Promise.allSettled([...state.tasks])
   },

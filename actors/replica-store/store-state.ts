@@ -2,19 +2,20 @@
  * prepared Mutation and collecting the garbage files it released. The state holds only what is in
  * flight (the metadata itself lives in ctx.kv), so a restart is exactly a new `init`. */
 import assert from 'node:assert/strict'
-import type { Context } from '../../protocol/actor.js'
+import type { ByteSink, Context } from '../../protocol/actor.js'
 import { garbageKey } from './keys.js'
 import type { Mutation } from './mutation.js'
 
 export interface StoreState {
-  /** Work that outlives the request that started it (commits, promotions, garbage removal, GET
-   * streams); `stop` waits for all of it. */
+  /** Work that outlives the request that started it (commits, promotions, garbage removal);
+   * `stop` waits for all of it. */
   readonly tasks: Set<Promise<void>>
   /** Promotions in flight by file id: garbage removal and readers of that file wait for them. */
   readonly promoting: Map<string, Promise<void>>
-  /** GET streams sending now (each holds an open file); bounded by GET_STREAMS_MAX. */
-  streams: number
-  /** Set by `stop`: GET streams end early instead of holding the store open. */
+  /** GET streams sending now, by their pump (each holds an open file); bounded by
+   * GET_STREAMS_MAX. `stop` aborts them rather than wait: a slow receiver must not hold it. */
+  readonly streams: Map<Promise<void>, ByteSink>
+  /** Set by `stop`: GET streams end at their next chunk. */
   stopping: boolean
 }
 
@@ -24,7 +25,7 @@ export interface StoreState {
 export const GET_STREAMS_MAX = 256
 
 export function createState(): StoreState {
-  return { tasks: new Set(), promoting: new Map(), streams: 0, stopping: false }
+  return { tasks: new Set(), promoting: new Map(), streams: new Map(), stopping: false }
 }
 
 /** Runs `work` in the background; failures are logged (each task reports its own failures to
@@ -45,11 +46,26 @@ export async function commitMutation(
   ctx: Context,
   mutation: Mutation,
 ): Promise<void> {
-  const committed = ctx.kv.commit(mutation.ops())
-  track(state, ctx, 'commit', committed)
-  await committed
+  await durably(state, ctx, ctx.kv.commit(mutation.ops()))
   if (mutation.garbage.length > 0) {
     track(state, ctx, 'garbage', removeGarbage(state, ctx, mutation.garbage))
+  }
+}
+
+/** Waits for a kv commit, which `stop` also waits for. A commit that fails leaves the kv's state
+ * unknown (it refuses every later commit, see runtime/rocks-kv.ts), so this incarnation of the
+ * actor cannot go on: the failure is fatal, and the supervisor's restart reopens the store and
+ * recovers it from what is durable. */
+export async function durably(
+  state: StoreState,
+  ctx: Context,
+  committed: Promise<void>,
+): Promise<void> {
+  track(state, ctx, 'commit', committed)
+  try {
+    await committed
+  } catch (error) {
+    assert.fail(`replica-store: metadata commit failed: ${String(error)}`)
   }
 }
 

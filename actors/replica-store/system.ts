@@ -7,8 +7,7 @@ import { ok, type Result } from '../../protocol/errors.js'
 import type { StoreStats } from '../../protocol/messages.js'
 import { systemKey } from './keys.js'
 import { Mutation } from './mutation.js'
-import type { StoreState } from './store-state.js'
-import { track } from './store-state.js'
+import { durably, type StoreState } from './store-state.js'
 
 /** A system record's largest value: they hold a few users' records, never bodies. */
 export const SYSTEM_RECORD_BYTES_MAX = 64 * 1024
@@ -26,11 +25,8 @@ export async function putSystemRecord(
   ctx: Context,
 ): Promise<Result<null>> {
   assert(value.byteLength <= SYSTEM_RECORD_BYTES_MAX, 'system record too large')
-  const committed = ctx.kv.commit([
-    { type: 'put', key: systemKey(name), value: new Uint8Array(value) },
-  ])
-  track(state, ctx, 'commit', committed)
-  await committed
+  const record = new Uint8Array(value)
+  await durably(state, ctx, ctx.kv.commit([{ type: 'put', key: systemKey(name), value: record }]))
   return ok(null)
 }
 

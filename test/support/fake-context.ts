@@ -409,7 +409,11 @@ export class MemoryStream {
         if (this.trailerValues === null && this.abortedWith === null) this.abort(code, detail)
       },
       demand: async () => {
-        while (this.demanded === undefined) await this.changed.wait()
+        while (this.demanded === undefined) {
+          // A sender that ended or aborted itself will not be asked for anything any more.
+          if (this.trailerValues !== null || this.abortedWith !== null) return null
+          await this.changed.wait()
+        }
         return this.demanded
       },
     }

@@ -112,7 +112,9 @@ async function read(disk: Disk, bucket: string, key: string): Promise<Buffer> {
 }
 
 async function idle(state: StoreState): Promise<void> {
-  while (state.tasks.size > 0) await Promise.allSettled([...state.tasks])
+  while (state.tasks.size + state.streams.size > 0) {
+    await Promise.allSettled([...state.tasks, ...state.streams.keys()])
+  }
 }
 
 async function filesUnder(dir: string): Promise<string[]> {

@@ -64,7 +64,9 @@ function code(result: Result<unknown>): string {
 
 /** Waits for background work (promotions, garbage removal, GET streams) to finish. */
 async function idle(state: StoreState): Promise<void> {
-  while (state.tasks.size > 0) await Promise.allSettled([...state.tasks])
+  while (state.tasks.size + state.streams.size > 0) {
+    await Promise.allSettled([...state.tasks, ...state.streams.keys()])
+  }
 }
 
 function pattern(size: number, seed = 0): Uint8Array {
@@ -901,13 +903,19 @@ test('recovery removes files of garbage records a crash left behind', async () =
   assert.equal(crashed.kv.scan({ gte: 'G\0', lt: 'G\x01', limit: 10 }), [])
 })
 
-test('stop waits for background work; counters survive a restart', async () => {
+test('stop waits for background work, aborts GET streams; counters survive a restart', async () => {
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   value(await store.send(putStream('b', 'k', pattern(300_000, 19)).msg))
+  const reading = memoryStream()
+  value(await store.send({ kind: 'object.get', bucket: 'b', key: 'k', stream: reading.handle }))
   await replicaStore.stop?.(store.state, store.ctx)
   assert.is(store.state.tasks.size, 0)
   assert.is(store.ctx.blobs.temporary.size, 0)
+  const outcome = await reading.received()
+  assert.is(outcome.ended ? 'ended' : outcome.code, 'unavailable')
+  await idle(store.state)
+  assert.is(store.ctx.blobs.openReaders, 0)
   const restarted = await startStore(
     fakeContext({ kv: store.ctx.kv.durableCopy(), blobs: store.ctx.blobs }),
   )
