@@ -34,12 +34,14 @@ export const LARGE_OPS_MAX = 4_000
 export const BIG_CHUNK_BYTES = 1024 * 1024
 /** A streamed transfer slower than this is cut off and reported as failed. */
 export const BIG_TIMEOUT_MS = 240_000
+/** Deleting a phase's 1 MiB objects (untimed) takes a second or two; this bounds a slow server. */
+export const DELETE_SECONDS_MAX = 30
 export const LIST_FILL_CONCURRENCY = 64
 /** s3rver fills at a few hundred PUTs per second, so a fill is cut off here (and the listing
  * covers what it has): otherwise s3rver alone would take most of the bench's six minutes. */
-export const LIST_FILL_SECONDS_MAX = 100
-/** s3rver can take seconds per page over a large bucket: we list for this long at most. */
-export const LIST_SECONDS_MAX = 45
+export const LIST_FILL_SECONDS_MAX = 60
+/** s3rver takes one to two seconds a page over a large bucket: we list for this long at most. */
+export const LIST_SECONDS_MAX = 30
 export const LIST_PAGE_KEYS = 1000
 /** Every request that outlives this is failed, so no phase can hang on a stuck server. */
 export const REQUEST_TIMEOUT_MS = 30_000

@@ -10,10 +10,11 @@ import { REQUEST_TIMEOUT_MS } from './config.js'
 
 export interface PhaseSpec {
   origin: string
-  method: 'PUT' | 'GET'
+  /** DELETE clears a phase's objects away, untimed, so they stop holding dirty page cache. */
+  method: 'PUT' | 'GET' | 'DELETE'
   /** Request i goes to paths[i % paths.length]. */
   paths: readonly string[]
-  /** Sent with every PUT; GETs expect this many bytes back. */
+  /** Sent with every PUT; GETs expect this many bytes back; DELETEs count none. */
   objectBytes: number
   concurrency: number
   countMax: number
@@ -113,7 +114,7 @@ async function work(
     const expected = spec.method === 'GET' ? spec.objectBytes : 0
     if (outcome.error === null && outcome.received === expected) {
       progress.latenciesMs[progress.ops++] = endMs - startMs
-      progress.bytes += spec.objectBytes
+      progress.bytes += spec.method === 'DELETE' ? 0 : spec.objectBytes
       progress.succeeded.push(index)
       continue
     }

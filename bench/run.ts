@@ -3,6 +3,7 @@
  * target that is missing or does not come up is reported and skipped; figures are printed, never
  * judged by the exit code, which is 0 unless the bench itself broke. On SIGINT or SIGTERM the
  * running target is stopped by its PID and its temp dir removed before we exit. */
+import { availableParallelism, loadavg } from 'node:os'
 import { BIG_BYTES, LIST_KEYS, ONLY_TARGETS, PHASE_SECONDS } from './config.js'
 import { printReport, type AllResults } from './report.js'
 import { runSuite } from './suite.js'
@@ -10,18 +11,23 @@ import { start, TARGET_NAMES, type Target, type TargetName } from './targets.js'
 
 interface Running {
   target: Target | null
+  /** A target is starting: its child is not ours to stop until start() returns. */
+  starting: boolean
+  interrupted: boolean
 }
 
 async function main(): Promise<void> {
   console.log(
     `bench: phases up to ${PHASE_SECONDS} s, streamed object ${BIG_BYTES / 2 ** 20} MiB, ` +
-      `listing over ${LIST_KEYS} keys`,
+      `listing over ${LIST_KEYS} keys; ${availableParallelism()} cores`,
   )
   const unknown = ONLY_TARGETS.filter((name) => !(TARGET_NAMES as readonly string[]).includes(name))
   if (unknown.length > 0) console.log(`bench: BENCH_TARGETS names no target: ${unknown.join(', ')}`)
-  const running: Running = { target: null }
+  const running: Running = { target: null, starting: false, interrupted: false }
   const interrupt = (signal: NodeJS.Signals): void => {
     console.log(`\nbench: ${signal}, stopping`)
+    running.interrupted = true
+    if (running.starting) return // The loop stops the target as soon as start() hands it over.
     const stopping = running.target?.stop() ?? Promise.resolve()
     stopping.finally(() => process.exit(130)).catch(() => process.exit(130))
   }
@@ -32,8 +38,15 @@ async function main(): Promise<void> {
   for (const name of TARGET_NAMES) {
     if (ONLY_TARGETS.length > 0 && !ONLY_TARGETS.includes(name)) continue
     const startedAt = Date.now()
-    console.log(`\n# ${name}`)
+    // Client and server share these cores: other work on the machine shows in the figures.
+    console.log(`\n# ${name} (load average ${loadAverage()})`)
+    running.starting = true
     const started = await start(name)
+    running.starting = false
+    if (running.interrupted) {
+      if (started.ok) await started.target.stop()
+      process.exit(130)
+    }
     if (!started.ok) {
       console.log(`  ${name}: skipped: ${started.reason}`)
       if (started.log !== undefined) console.log(`  ${name} log (tail):\n${started.log}`)
@@ -53,6 +66,12 @@ async function main(): Promise<void> {
     console.log(`  ${name}: done in ${((Date.now() - startedAt) / 1000).toFixed(0)} s`)
   }
   printReport(results, skipped)
+}
+
+function loadAverage(): string {
+  return loadavg()
+    .map((load) => load.toFixed(2))
+    .join(' ')
 }
 
 await main()

@@ -1,12 +1,14 @@
-/** @module Everything measured on one target, in a fixed order: buckets, PUT then GET of 4 KiB and
- * 1 MiB objects at each concurrency (each GET phase reads back what its PUT phase wrote), the
- * streamed large object, and the listing (not on nginx, which cannot list). Each step prints one
- * progress line as it ends, so a long run shows where it is. */
+/** @module Everything measured on one target, in a fixed order: buckets, an unrecorded warm-up,
+ * PUT then GET of 4 KiB and 1 MiB objects at each concurrency (each GET phase reads back what its
+ * PUT phase wrote), the streamed large object, and the listing (not on nginx, which cannot list).
+ * Large objects are deleted once read and dirty pages written back before each large write phase,
+ * so that no phase pays for the one before. Each step prints a progress line as it ends. */
 import assert from 'node:assert/strict'
 import { request } from 'undici'
 import { BIG_BYTES, BUCKET, CONCURRENCIES, LARGE_BYTES, LARGE_OPS_MAX } from './config.js'
 import { LIST_KEYS, PHASE_SECONDS, SMALL_BYTES, SMALL_OPS_MAX } from './config.js'
-import { WARMUP_OPS_MAX, WARMUP_SECONDS } from './config.js'
+import { DELETE_SECONDS_MAX, WARMUP_OPS_MAX, WARMUP_SECONDS } from './config.js'
+import { flushDirtyPages } from './disk.js'
 import { runBig, type BigResult } from './big.js'
 import { runList, type ListResult } from './list.js'
 import { percentile, runPhase, type PhaseResult } from './load.js'
@@ -42,6 +44,7 @@ export const PHASE_KINDS: readonly PhaseKind[] = [SMALL_BYTES, LARGE_BYTES].flat
 
 export async function runSuite(target: Target): Promise<TargetResults> {
   const results: TargetResults = { phases: new Map(), big: null, list: null }
+  await flushDirtyPages(target.name)
   if (target.presign !== null) {
     await createBucket(target, BUCKET)
     await createBucket(target, LIST_BUCKET)
@@ -49,32 +52,53 @@ export async function runSuite(target: Target): Promise<TargetResults> {
   const warmUpOpsPerSecond = await warmUp(target)
   let written: string[] = [] // Keys the last PUT phase stored, for the GET phase after it.
   for (const kind of PHASE_KINDS) {
-    const prefix = `${kind.objectBytes}-c${kind.concurrency}`
-    const keys =
-      kind.method === 'PUT'
-        ? Array.from({ length: opsMax(kind, warmUpOpsPerSecond) }, (_, i) => `${prefix}-${i}`)
-        : written
-    if (keys.length === 0) {
+    if (kind.method === 'GET' && written.length === 0) {
       console.log(`  ${target.name} ${kind.label}: skipped, nothing was written to read back`)
       continue
     }
+    const countMax = opsMax(kind, warmUpOpsPerSecond)
+    const prefix = `${kind.objectBytes}-c${kind.concurrency}`
+    const keys =
+      kind.method === 'PUT' ? Array.from({ length: countMax }, (_, i) => `${prefix}-${i}`) : written
     const paths = await pathsFor(target, kind.method, keys)
+    const large = kind.objectBytes === LARGE_BYTES
+    if (kind.method === 'PUT' && large) await flushDirtyPages(target.name)
     const result = await runPhase({
       origin: target.origin,
       method: kind.method,
       paths,
       objectBytes: kind.objectBytes,
       concurrency: kind.concurrency,
-      countMax: opsMax(kind, warmUpOpsPerSecond),
+      countMax,
       secondsMax: PHASE_SECONDS,
     })
     results.phases.set(kind.label, result)
-    if (kind.method === 'PUT') written = result.succeeded.map((i) => `${prefix}-${i}`)
     printPhase(target.name, kind.label, result)
+    if (kind.method === 'PUT') written = result.succeeded.map((i) => `${prefix}-${i}`)
+    // 4 GiB of 1 MiB objects would stay dirty in the page cache and slow what follows.
+    if (kind.method === 'GET' && large) await remove(target, written)
   }
   results.big = await big(target)
   if (target.presign !== null) results.list = await list(target)
   return results
+}
+
+/** Deletes objects, untimed: deleted files' dirty pages are dropped rather than written back. */
+async function remove(target: Target, keys: readonly string[]): Promise<void> {
+  if (keys.length === 0) return
+  const result = await runPhase({
+    origin: target.origin,
+    method: 'DELETE',
+    paths: await pathsFor(target, 'DELETE', keys),
+    objectBytes: 0,
+    concurrency: CONCURRENCIES[0],
+    countMax: keys.length,
+    secondsMax: DELETE_SECONDS_MAX,
+  })
+  if (result.failed > 0 || result.ops < keys.length) {
+    const why = result.firstError ?? 'out of time'
+    console.log(`  ${target.name}: deleted ${result.ops} of ${keys.length} objects (${why})`)
+  }
 }
 
 /** Returns the warm-up's PUTs per second, which sizes the 4 KiB phases. */
@@ -130,9 +154,11 @@ async function createBucket(target: Target, bucket: string): Promise<void> {
 }
 
 async function big(target: Target): Promise<BigResult> {
-  const path = `/${BUCKET}/big-object`
+  const key = 'big-object'
+  const path = `/${BUCKET}/${key}`
   const signed = async (method: string): Promise<string> =>
     target.presign === null ? path : await target.presign(method, path)
+  await flushDirtyPages(target.name)
   const result = await runBig({
     origin: target.origin,
     putPath: await signed('PUT'),
@@ -140,6 +166,7 @@ async function big(target: Target): Promise<BigResult> {
     bytes: BIG_BYTES,
     pids: () => target.pids(),
   })
+  await remove(target, [key])
   const transfers = [
     ['upload', result.upload],
     ['download', result.download],

@@ -127,7 +127,7 @@ http {
     listen 127.0.0.1:${port};
     root ${dir}/root;
     location / {
-      dav_methods PUT;
+      dav_methods PUT DELETE;
       create_full_put_path on;
     }
   }

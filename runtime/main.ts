@@ -2,6 +2,7 @@
  * the supervised actor mesh and handles signals. SIGTERM/SIGINT stop it gracefully: the ingress
  * stops accepting and drains in-flight requests (SHUTDOWN_DRAIN_MS), then the other actors stop in
  * reverse start order and the store closes cleanly; exit 0. A crash loop exits 1. */
+import { setFlagsFromString } from 'node:v8'
 import { loadConfig, ConfigError } from './config.js'
 import { SINGLE_NODE_ACTORS, SINGLE_NODE_LINKS } from './actor-table.js'
 import { SHUTDOWN_DRAIN_MS } from './knobs.js'
@@ -10,6 +11,8 @@ import { loadMasterKey } from './master-key.js'
 import { Supervisor } from './supervisor.js'
 
 const log = createLogger('supervisor')
+// Actor threads created after this see `gc`, which runtime/reclaim.ts uses to free body chunks.
+setFlagsFromString('--expose-gc')
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env)

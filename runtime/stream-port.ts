@@ -8,6 +8,7 @@ import type { ByteSink, ByteSource, StreamHandle } from '../protocol/actor.js'
 import { ServiceError, type ErrorCode } from '../protocol/errors.js'
 import { STREAM_IDLE_TIMEOUT_MS, STREAM_WINDOW_CHUNKS } from '../protocol/timing.js'
 import { owningCopy } from './transfer.js'
+import { countStreamedBytes } from './reclaim.js'
 
 type ToSource =
   | { t: 'data'; chunk: Uint8Array }
@@ -102,6 +103,7 @@ export class PortSource implements ByteSource {
     for (;;) {
       const chunk = this.queue.shift()
       if (chunk !== undefined) {
+        countStreamedBytes(chunk.length)
         this.post({ t: 'credit', n: 1 })
         return chunk
       }
@@ -172,6 +174,7 @@ export class PortSink implements ByteSink {
     }
     if (this.cancelled !== null) throw this.cancelled
     this.credit--
+    countStreamedBytes(chunk.length)
     const owned = owningCopy(chunk)
     const frame: ToSource = { t: 'data', chunk: owned }
     this.port.postMessage(frame, [owned.buffer as ArrayBuffer])

@@ -17,6 +17,7 @@ import {
   RESTART_BACKOFF_MS_MIN,
   RESTART_INTENSITY,
   RESTART_PERIOD_MS,
+  WORKER_YOUNG_GENERATION_MB,
 } from './knobs.js'
 import type { Logger } from '../protocol/actor.js'
 import type { HostApi, HostData } from './thread-host.js'
@@ -113,6 +114,7 @@ export class Supervisor {
     const worker = new Worker(new URL('./thread-host.js', import.meta.url), {
       workerData: hostData,
       transferList: [control.port2],
+      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
     })
     const api = Comlink.wrap<HostApi>(nodeEndpoint(worker as never))
     child.worker = worker

@@ -63,10 +63,12 @@ export async function putObject(
     await receive(ingest, msg, source, ctx)
     verified = verify(ingest, msg, source?.trailers() ?? {})
   } catch (error) {
+    // The sender learns at once (rather than at its idle timeout) that nothing more is read.
+    const failure = error instanceof ServiceError ? error : null
+    source?.cancel(failure?.code ?? 'internal', failure?.message ?? 'replica-store failed')
     await ingest.file?.writer.discard()
-    if (!(error instanceof ServiceError)) throw error
-    source?.cancel(error.code, error.message)
-    return fail(error.code, error.message)
+    if (failure === null) throw error
+    return fail(failure.code, failure.message)
   }
   return commitPut(state, msg, ctx, ingest, verified)
 }

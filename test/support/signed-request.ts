@@ -39,6 +39,16 @@ export function signer(secretKey = SECRET_KEY, accessKey = ACCESS_KEY): Signatur
 }
 
 export async function signedRequest(baseUrl: string, req: RawRequest): Promise<RawResponse> {
+  const signed = await signRequest(baseUrl, req)
+  return send(baseUrl, req.method, signed.pathAndQuery, signed.headers, req.body)
+}
+
+/** Signs without sending: the wire path (with query) and the headers, Authorization included, so
+ * a test can alter them after signing or send them over a raw socket. */
+export async function signRequest(
+  baseUrl: string,
+  req: RawRequest,
+): Promise<{ pathAndQuery: string; headers: Record<string, string> }> {
   const url = new URL(baseUrl)
   const payloadHash = req.payloadHash ?? 'UNSIGNED-PAYLOAD'
   const headers: Record<string, string> = {
@@ -59,7 +69,8 @@ export async function signedRequest(baseUrl: string, req: RawRequest): Promise<R
     req.signingDate === undefined ? {} : { signingDate: req.signingDate },
   )
   const query = new URLSearchParams(req.query ?? {}).toString().replace(/\+/g, '%20')
-  return send(baseUrl, req.method, req.path + (query === '' ? '' : `?${query}`), signed.headers, req.body)
+  const pathAndQuery = req.path + (query === '' ? '' : `?${query}`)
+  return { pathAndQuery, headers: signed.headers as Record<string, string> }
 }
 
 /** Sends a request exactly as given (no signing). */
