@@ -13,6 +13,8 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  type _Object,
+  type CommonPrefix,
   type ListObjectsV2CommandOutput,
 } from '@aws-sdk/client-s3'
 import { ACCESS_KEY, SECRET_KEY, startServer, type TestServer } from '../support/server.js'
@@ -60,7 +62,9 @@ test.before(async () => {
     requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: CONCURRENCY }) },
   })
   await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
+  const t0 = Date.now()
   await putAll()
+  console.log('putAll ms', Date.now() - t0)
 })
 
 test.after(async () => {
@@ -69,11 +73,11 @@ test.after(async () => {
   server.cleanup()
 })
 
-function keysOf(page: { Contents?: { Key?: string }[] }): string[] {
+function keysOf(page: { Contents?: _Object[] | undefined }): string[] {
   return (page.Contents ?? []).map((entry) => entry.Key ?? '')
 }
 
-function prefixesOf(page: { CommonPrefixes?: { Prefix?: string }[] }): string[] {
+function prefixesOf(page: { CommonPrefixes?: CommonPrefix[] | undefined }): string[] {
   return (page.CommonPrefixes ?? []).map((entry) => entry.Prefix ?? '')
 }
 
