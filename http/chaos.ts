@@ -18,12 +18,19 @@ export async function killActor(
   const ex = newExchange(incoming, outgoing, mesh)
   const auth = await authenticate(ex, cache)
   if (!auth.ok) return sendError(ex, auth.code, auth.detail)
-  if (auth.value.principal.role !== 'SuperUser') return sendError(ex, 'access_denied', 'Access Denied')
+  if (auth.value.principal.role !== 'SuperUser')
+    return sendError(ex, 'access_denied', 'Access Denied')
   const killed = await mesh.kill(actor)
   if (!killed) {
-    return send(ex, 404, { 'content-type': 'application/json' }, JSON.stringify({
-      error: `no actor named ${actor}`, code: 'NotFound',
-    }))
+    return send(
+      ex,
+      404,
+      { 'content-type': 'application/json' },
+      JSON.stringify({
+        error: `no actor named ${actor}`,
+        code: 'NotFound',
+      }),
+    )
   }
   send(ex, 200, { 'content-type': 'application/json' }, JSON.stringify({ killed: actor }))
 }

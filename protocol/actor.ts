@@ -1,6 +1,7 @@
 /** @module Actor contracts: what an actor is, and the context through which it does every effect.
  * An actor owns private state and handles one message at a time between awaits; the runtime hosts
- * it on a worker thread (or, in a simulation, in one thread with fakes behind the same interfaces). */
+ * it on a worker thread (or, in a simulation, in one thread with fakes behind the same
+ * interfaces). */
 import type { ErrorCode, Result } from './errors.js'
 import type { IamMsg, ObjectMsg, SystemMsg } from './messages.js'
 
@@ -30,8 +31,8 @@ export interface Actor<State, Msg extends { kind: string }> {
 }
 
 /** Sorted byte-keyed metadata store (RocksDB in production). Reads are synchronous and see every
- * write handed to `commit`, including ones whose sync is still in flight; `commit` resolves once the
- * batch is on stable storage. Keys are strings compared as UTF-8 bytes. */
+ * write handed to `commit`, including ones whose sync is still in flight; `commit` resolves once
+ * the batch is on stable storage. Keys are strings compared as UTF-8 bytes. */
 export interface KvStore {
   get(key: string): Uint8Array | undefined
   getMany(keys: readonly string[]): (Uint8Array | undefined)[]
@@ -127,11 +128,10 @@ export interface Context {
 
 /** What the HTTP ingress may use of its context: requests to actors, streams, the node's
  * supervisor (chaos kills, metrics), clock and randomness. It never touches storage. */
-export interface Mesh
-  extends Pick<
-    Context,
-    'call' | 'openStream' | 'source' | 'sink' | 'now' | 'randomBytes' | 'log' | 'config'
-  > {
+export interface Mesh extends Pick<
+  Context,
+  'call' | 'openStream' | 'source' | 'sink' | 'now' | 'randomBytes' | 'log' | 'config'
+> {
   /** Terminates an actor's thread (chaos testing); false when chaos is off or the actor unknown. */
   kill(actor: string): Promise<boolean>
   /** The node's metrics in Prometheus text format: every actor's registry merged. */

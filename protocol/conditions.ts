@@ -6,8 +6,8 @@
  * matching If-None-Match is 304, an unmodified If-Modified-Since is 304, a failed
  * If-Unmodified-Since is 412; If-Match, when present, makes If-Unmodified-Since irrelevant, and
  * If-None-Match, when present, makes If-Modified-Since irrelevant. Copies evaluate the same way
- * but every failure is 412, as S3 answers for x-amz-copy-source-if-*. Dates compare at second precision: HTTP dates have no
- * fractions, and Last-Modified is sent truncated to the second. */
+ * but every failure is 412, as S3 answers for x-amz-copy-source-if-*. Dates compare at second
+ * precision: HTTP dates have no fractions, and Last-Modified is sent truncated to the second. */
 import type { ErrorCode } from './errors.js'
 import type { Conditions } from './objects.js'
 

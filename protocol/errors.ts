@@ -1,6 +1,6 @@
-/** @module Error codes: the closed set of operating errors that cross actor boundaries. Each surface
- * (S3 XML, admin JSON, gRPC) maps them once with an exhaustive switch. Messages carry these codes,
- * never Error objects: an Error loses its fields on postMessage. */
+/** @module Error codes: the closed set of operating errors that cross actor boundaries. Each
+ * surface (S3 XML, admin JSON, gRPC) maps them once with an exhaustive switch. Messages carry
+ * these codes, never Error objects: an Error loses its fields on postMessage. */
 
 export type ErrorCode =
   | 'no_such_bucket'

@@ -1,6 +1,13 @@
 /** @module Per-actor metrics: each actor thread keeps its own prom-client registry (mailbox depth,
  * messages handled, handling time, rejections); the ingress gathers them over the supervisor. */
-import { Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client'
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  type MetricObjectWithValues,
+  type MetricValue,
+} from 'prom-client'
 
 export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[]
 

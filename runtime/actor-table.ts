@@ -9,8 +9,10 @@ export async function loadActor(name: ActorName): Promise<Actor<unknown, never>>
       return (await import('../actors/replica-store/replica-store.js'))
         .replicaStore as unknown as Actor<unknown, never>
     case 'coordinator':
-      return (await import('../actors/coordinator/coordinator.js'))
-        .coordinator as unknown as Actor<unknown, never>
+      return (await import('../actors/coordinator/coordinator.js')).coordinator as unknown as Actor<
+        unknown,
+        never
+      >
     case 'iam':
       return (await import('../actors/iam/iam.js')).iam as unknown as Actor<unknown, never>
     case 'http-ingress':

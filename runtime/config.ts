@@ -38,7 +38,9 @@ export function parseHostPort(value: string, what: string): { host: string; port
 export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
   const mode = env['SVC_MODE'] ?? 'single'
   if (mode !== 'single' && mode !== 'cluster' && mode !== 'gateway') {
-    throw new ConfigError(`SVC_MODE must be single, cluster or gateway, got ${JSON.stringify(mode)}`)
+    throw new ConfigError(
+      `SVC_MODE must be single, cluster or gateway, got ${JSON.stringify(mode)}`,
+    )
   }
   const dataDir = resolve(env['SVC_DATA_DIR'] ?? './data')
   const http = parseHostPort(env['SVC_NODE_HTTP_ADDR'] ?? '0.0.0.0:9000', 'SVC_NODE_HTTP_ADDR')

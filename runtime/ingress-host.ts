@@ -50,7 +50,9 @@ export const httpIngress: Actor<IngressActorState, { kind: 'ingress.none' }> = {
     return state
   },
   handle(_state, msg) {
-    return msg.kind === 'ingress.none' ? fail('not_implemented', 'no requests') : unreachable(msg.kind)
+    return msg.kind === 'ingress.none'
+      ? fail('not_implemented', 'no requests')
+      : unreachable(msg.kind)
   },
   async stop(state) {
     state.serving = false
@@ -71,10 +73,19 @@ function listen(ctx: Context, fetch: Fetch): Promise<Server> {
   const key = ctx.config['SVC_TLS_KEY']
   const tls =
     cert !== undefined && key !== undefined
-      ? { createServer: createHttpsServer, serverOptions: { cert: readFileSync(cert), key: readFileSync(key) } }
+      ? {
+          createServer: createHttpsServer,
+          serverOptions: { cert: readFileSync(cert), key: readFileSync(key) },
+        }
       : {}
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: fetch as never, port, hostname, autoCleanupIncoming: false, ...tls }) as Server
+    const server = serve({
+      fetch: fetch as never,
+      port,
+      hostname,
+      autoCleanupIncoming: false,
+      ...tls,
+    }) as Server
     server.headersTimeout = HEADERS_TIMEOUT_MS
     server.requestTimeout = 0 // Bodies are bounded by the stream idle timeout instead.
     server.setTimeout(SOCKET_IDLE_TIMEOUT_MS)
@@ -90,9 +101,17 @@ function listen(ctx: Context, fetch: Fetch): Promise<Server> {
 async function metricsText(supervisor: Comlink.Remote<SupervisorApi>): Promise<string> {
   const gathered = await supervisor.gatherMetrics()
   const node = new Registry()
-  const up = new Gauge({ name: 'svc_actor_up', help: 'Whether the actor is running', labelNames: ['actor'], registers: [node] })
+  const up = new Gauge({
+    name: 'svc_actor_up',
+    help: 'Whether the actor is running',
+    labelNames: ['actor'],
+    registers: [node],
+  })
   const restarts = new Gauge({
-    name: 'svc_actor_restarts_total', help: 'Restarts of the actor by its supervisor', labelNames: ['actor'], registers: [node],
+    name: 'svc_actor_restarts_total',
+    help: 'Restarts of the actor by its supervisor',
+    labelNames: ['actor'],
+    registers: [node],
   })
   for (const [actor, isUp] of Object.entries(gathered.up)) up.set({ actor }, isUp ? 1 : 0)
   for (const [actor, count] of Object.entries(gathered.restarts)) restarts.set({ actor }, count)

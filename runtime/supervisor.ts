@@ -86,7 +86,8 @@ export class Supervisor {
     for (const name of [...this.options.actors].reverse()) {
       const child = this.child(name)
       child.stopping = true
-      const budget = name === 'http-ingress' ? drainMs + ACTOR_STOP_TIMEOUT_MS : ACTOR_STOP_TIMEOUT_MS
+      const budget =
+        name === 'http-ingress' ? drainMs + ACTOR_STOP_TIMEOUT_MS : ACTOR_STOP_TIMEOUT_MS
       try {
         if (child.api !== null) await withTimeout(child.api.stop(), budget, `stop ${name}`)
       } catch (error) {
@@ -159,7 +160,8 @@ export class Supervisor {
     const now = Date.now()
     child.restartTimes = child.restartTimes.filter((t) => now - t < RESTART_PERIOD_MS)
     if (child.restartTimes.length >= RESTART_INTENSITY) {
-      const reason = `${child.name} restarted ${child.restartTimes.length} times in ${RESTART_PERIOD_MS} ms`
+      const count = child.restartTimes.length
+      const reason = `${child.name} restarted ${count} times in ${RESTART_PERIOD_MS} ms`
       this.options.onEscalate(1, reason)
       return
     }
@@ -198,7 +200,9 @@ export class Supervisor {
           restarts[child.name] = child.restartsTotal
           if (child.api === null || !child.up) continue
           try {
-            actors.push(await withTimeout(child.api.metrics(), METRICS_GATHER_TIMEOUT_MS, 'metrics'))
+            actors.push(
+              await withTimeout(child.api.metrics(), METRICS_GATHER_TIMEOUT_MS, 'metrics'),
+            )
           } catch {
             up[child.name] = false
           }

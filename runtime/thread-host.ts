@@ -10,7 +10,8 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import * as Comlink from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import type { ActorName, AnyMsg, BlobFiles, Context, KvStore } from '../protocol/actor.js'
-import { fail, ServiceError, type Result } from '../protocol/errors.js'
+import { fail } from '../protocol/errors.js'
+import { Mailbox } from './mailbox.js'
 import { loadActor } from './actor-table.js'
 import { MAILBOX_DEPTH_MAX } from './knobs.js'
 import { CallerLink, serveLink, type Dispatch } from './link.js'
@@ -39,7 +40,6 @@ const log = createLogger(data.actor)
 const metrics = new ActorMetrics(data.actor)
 const callers = new Map<string, CallerLink>()
 const servedPorts: MessagePort[] = []
-let inFlight = 0
 let dispatcher: Dispatch | null = null
 let stopActor: () => Promise<void> = () => Promise.resolve()
 
@@ -76,32 +76,18 @@ async function main(): Promise<void> {
     supervisor: data.supervisor,
   }
   const state = await actor.init(ctx)
-  const dispatch = async (msg: { kind: string; deadlineMs: number }): Promise<Result<unknown>> => {
-    if (inFlight >= MAILBOX_DEPTH_MAX) {
-      metrics.rejected.inc()
-      return fail('busy', `${data.actor} mailbox full`)
-    }
-    if (msg.deadlineMs <= Date.now()) {
-      metrics.expired.inc()
-      return fail('timeout', `${msg.kind} arrived after its deadline`)
-    }
-    inFlight++
-    metrics.depth.set(inFlight)
-    const end = metrics.duration.startTimer({ kind: msg.kind })
-    try {
-      return await actor.handle(state, msg as never, ctx)
-    } catch (error) {
-      if (error instanceof ServiceError) return fail(error.code, error.message)
-      if (error instanceof AssertionError) crash(error)
-      log.error({ err: error, kind: msg.kind }, 'handler failed')
-      return fail('internal', `${data.actor} failed on ${msg.kind}`)
-    } finally {
-      inFlight--
-      metrics.depth.set(inFlight)
-      metrics.handled.inc({ kind: msg.kind })
-      end()
-    }
-  }
+  const mailbox = new Mailbox(
+    {
+      actor: data.actor,
+      depthMax: MAILBOX_DEPTH_MAX,
+      now: () => Date.now(),
+      metrics,
+      onCrash: crash,
+      onFailure: (error, kind) => log.error({ err: error, kind }, 'handler failed'),
+    },
+    (msg) => actor.handle(state, msg as never, ctx),
+  )
+  const dispatch: Dispatch = (msg) => mailbox.deliver(msg)
   dispatcher = dispatch
   stopActor = async () => {
     await actor.stop?.(state, ctx)

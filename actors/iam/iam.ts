@@ -49,7 +49,10 @@ interface Pair {
 }
 
 async function bootstrapPair(ctx: Context): Promise<Pair> {
-  const fromEnv = { accessKey: ctx.config['SVC_ACCESS_KEY_ID'], secretKey: ctx.config['SVC_SECRET_ACCESS_KEY'] }
+  const fromEnv = {
+    accessKey: ctx.config['SVC_ACCESS_KEY_ID'],
+    secretKey: ctx.config['SVC_SECRET_ACCESS_KEY'],
+  }
   if (fromEnv.accessKey !== undefined && fromEnv.secretKey !== undefined) {
     return { accessKey: fromEnv.accessKey, secretKey: fromEnv.secretKey }
   }
@@ -57,25 +60,42 @@ async function bootstrapPair(ctx: Context): Promise<Pair> {
   assert(masterKey !== undefined, 'the runtime always passes the master key')
   const deadlineMs = ctx.now() + INIT_TIMEOUT_MS
   const stored = await ctx.call<Uint8Array | null>('replica-store', {
-    kind: 'system.get', name: BOOTSTRAP_RECORD, requestId: 'iam-init', deadlineMs,
+    kind: 'system.get',
+    name: BOOTSTRAP_RECORD,
+    requestId: 'iam-init',
+    deadlineMs,
   })
   if (!stored.ok) throw new Error(`cannot read bootstrap credentials: ${stored.detail}`)
   if (stored.value !== null) {
-    const record = JSON.parse(Buffer.from(stored.value).toString('utf8')) as { a: string; s: string }
+    const record = JSON.parse(Buffer.from(stored.value).toString('utf8')) as {
+      a: string
+      s: string
+    }
     const secretKey = unseal(record.s, masterKey)
-    if (secretKey === undefined) throw new Error('bootstrap secret does not open with this master key')
+    if (secretKey === undefined)
+      throw new Error('bootstrap secret does not open with this master key')
     return { accessKey: record.a, secretKey }
   }
-  const pair = { accessKey: newAccessKey(ctx.randomBytes), secretKey: newSecretKey(ctx.randomBytes) }
-  const record = { a: pair.accessKey, s: seal(pair.secretKey, masterKey, ctx.randomBytes(SEAL_IV_BYTES)) }
+  const pair = {
+    accessKey: newAccessKey(ctx.randomBytes),
+    secretKey: newSecretKey(ctx.randomBytes),
+  }
+  const record = {
+    a: pair.accessKey,
+    s: seal(pair.secretKey, masterKey, ctx.randomBytes(SEAL_IV_BYTES)),
+  }
   const saved = await ctx.call('replica-store', {
-    kind: 'system.put', name: BOOTSTRAP_RECORD, value: new Uint8Array(Buffer.from(JSON.stringify(record))),
-    requestId: 'iam-init', deadlineMs,
+    kind: 'system.put',
+    name: BOOTSTRAP_RECORD,
+    value: new Uint8Array(Buffer.from(JSON.stringify(record))),
+    requestId: 'iam-init',
+    deadlineMs,
   })
   if (!saved.ok) throw new Error(`cannot save bootstrap credentials: ${saved.detail}`)
   // Shown once, when generated: the secret is stored sealed and never printed again.
   process.stdout.write(
-    `\nGenerated S3 credentials (shown once; set SVC_ACCESS_KEY_ID/SVC_SECRET_ACCESS_KEY to choose):\n` +
+    '\nGenerated S3 credentials (shown once; ' +
+      'set SVC_ACCESS_KEY_ID/SVC_SECRET_ACCESS_KEY to choose):\n' +
       `  access key: ${pair.accessKey}\n  secret key: ${pair.secretKey}\n\n`,
   )
   return pair

@@ -28,7 +28,9 @@ function payloadDecoder(auth: Authenticated): PayloadDecoder {
 /** Declared payload size: x-amz-decoded-content-length for aws-chunked, else Content-Length. */
 export function declaredSize(ex: S3Exchange, auth: Authenticated): Result<number> {
   const streaming = auth.parsed.payload.kind.startsWith('streaming')
-  const header = streaming ? ex.headers['x-amz-decoded-content-length'] : ex.headers['content-length']
+  const header = streaming
+    ? ex.headers['x-amz-decoded-content-length']
+    : ex.headers['content-length']
   if (header === undefined) {
     if (streaming) return fail('missing_content_length', 'x-amz-decoded-content-length is required')
     return fail('missing_content_length', 'You must provide the Content-Length HTTP header.')
@@ -92,7 +94,8 @@ class Chunker {
   }
 
   take(): Uint8Array {
-    const chunk = this.filled === STREAM_CHUNK_BYTES ? this.buffer : this.buffer.slice(0, this.filled)
+    const chunk =
+      this.filled === STREAM_CHUNK_BYTES ? this.buffer : this.buffer.slice(0, this.filled)
     this.buffer = new Uint8Array(STREAM_CHUNK_BYTES)
     this.filled = 0
     return chunk

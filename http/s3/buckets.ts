@@ -44,9 +44,15 @@ export async function listBuckets(ex: S3Exchange): Promise<void> {
   sendXml(ex, 200, listBucketsXml(reply.value, ownerOf(ex)))
 }
 
-export async function createBucket(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
+export async function createBucket(
+  ex: S3Exchange,
+  auth: Authenticated,
+  bucket: string,
+): Promise<void> {
   if (!isValidBucketName(bucket)) {
-    return sendError(ex, 'invalid_bucket_name', 'The specified bucket is not valid.', { BucketName: bucket })
+    return sendError(ex, 'invalid_bucket_name', 'The specified bucket is not valid.', {
+      BucketName: bucket,
+    })
   }
   // An optional CreateBucketConfiguration names a region; it must be well-formed.
   const body = await readWholeBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
@@ -99,7 +105,8 @@ export async function deleteBucket(ex: S3Exchange, bucket: string): Promise<void
 
 function parseMaxKeys(value: string | null): Result<number> {
   if (value === null) return ok(LIST_KEYS_MAX)
-  if (!/^\d{1,10}$/.test(value)) return fail('invalid_argument', 'Provided max-keys not an integer or within integer range')
+  if (!/^\d{1,10}$/.test(value))
+    return fail('invalid_argument', 'Provided max-keys not an integer or within integer range')
   return ok(Math.min(Number(value), LIST_KEYS_MAX))
 }
 
@@ -186,7 +193,11 @@ export async function listObjectsV1(ex: S3Exchange, bucket: string): Promise<voi
   sendXml(ex, 200, xml)
 }
 
-export async function deleteObjects(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
+export async function deleteObjects(
+  ex: S3Exchange,
+  auth: Authenticated,
+  bucket: string,
+): Promise<void> {
   const body = await readWholeBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
   if (!body.ok) return sendError(ex, body.code, body.detail)
   const request = parseDeleteObjects(body.value.bytes)
@@ -200,5 +211,9 @@ export async function deleteObjects(ex: S3Exchange, auth: Authenticated, bucket:
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   const deleted = reply.value.deleted.map((key) => ({ key }))
-  sendXml(ex, 200, deleteResultXml({ deleted, errors: reply.value.errors, quiet: request.value.quiet }))
+  sendXml(
+    ex,
+    200,
+    deleteResultXml({ deleted, errors: reply.value.errors, quiet: request.value.quiet }),
+  )
 }

@@ -55,7 +55,10 @@ export function send(
   if (!ex.bodyConsumed && hasBody(ex.incoming)) out.setHeader('connection', 'close')
   if (body === undefined || ex.method === 'HEAD') {
     if (body !== undefined && !out.hasHeader('content-length')) {
-      out.setHeader('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.length)
+      out.setHeader(
+        'content-length',
+        typeof body === 'string' ? Buffer.byteLength(body) : body.length,
+      )
     }
     out.end()
     return
@@ -94,5 +97,7 @@ export function sendError(
 
 function hasBody(incoming: IncomingMessage): boolean {
   const length = incoming.headers['content-length']
-  return (length !== undefined && length !== '0') || incoming.headers['transfer-encoding'] !== undefined
+  return (
+    (length !== undefined && length !== '0') || incoming.headers['transfer-encoding'] !== undefined
+  )
 }

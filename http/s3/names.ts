@@ -2,9 +2,9 @@
  * the same rules (SPEC.md section 2). */
 import { BUCKET_NAME_MAX, BUCKET_NAME_MIN, KEY_BYTES_MAX } from '../../protocol/limits.js'
 
-/** 3 to 63 characters of lowercase letters, digits, hyphens and dots; starts with a letter or digit,
- * does not end with a hyphen. Also refused, as Amazon S3 does: an IP-address form, `..`, and a dot
- * next to a hyphen. */
+/** 3 to 63 characters of lowercase letters, digits, hyphens and dots; starts with a letter or
+ * digit, does not end with a hyphen. Also refused, as Amazon S3 does: an IP-address form, `..`,
+ * and a dot next to a hyphen. */
 export function isValidBucketName(name: string): boolean {
   if (name.length < BUCKET_NAME_MIN || name.length > BUCKET_NAME_MAX) return false
   if (!/^[a-z0-9][a-z0-9.-]*$/.test(name)) return false

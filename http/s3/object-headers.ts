@@ -41,7 +41,10 @@ export function parseUserMeta(headers: Record<string, string>): Result<Record<st
     meta[short] = value
   }
   if (bytes > USER_METADATA_BYTES_MAX) {
-    return fail('metadata_too_large', `Your metadata headers exceed the maximum allowed metadata size`)
+    return fail(
+      'metadata_too_large',
+      `Your metadata headers exceed the maximum allowed metadata size`,
+    )
   }
   return ok(meta)
 }
@@ -65,7 +68,8 @@ export function objectHeaders(info: ObjectInfo, query: URLSearchParams): Record<
   }
   const http = info.http
   if (http.contentEncoding !== undefined) headers['content-encoding'] = http.contentEncoding
-  if (http.contentDisposition !== undefined) headers['content-disposition'] = http.contentDisposition
+  if (http.contentDisposition !== undefined)
+    headers['content-disposition'] = http.contentDisposition
   if (http.contentLanguage !== undefined) headers['content-language'] = http.contentLanguage
   if (http.cacheControl !== undefined) headers['cache-control'] = http.cacheControl
   if (http.expires !== undefined) headers['expires'] = http.expires

@@ -45,13 +45,21 @@ function expectations(ex: S3Exchange, auth: Authenticated, size: number): Result
   return ok(expect)
 }
 
-export async function putObject(ex: S3Exchange, auth: Authenticated, at: ObjectTarget): Promise<void> {
+export async function putObject(
+  ex: S3Exchange,
+  auth: Authenticated,
+  at: ObjectTarget,
+): Promise<void> {
   const userMeta = parseUserMeta(ex.headers)
   if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
   const size = declaredSize(ex, auth)
   if (!size.ok) return sendError(ex, size.code, size.detail)
   if (size.value > SINGLE_PUT_BYTES_MAX) {
-    return sendError(ex, 'entity_too_large', 'Your proposed upload exceeds the maximum allowed size')
+    return sendError(
+      ex,
+      'entity_too_large',
+      'Your proposed upload exceeds the maximum allowed size',
+    )
   }
   const expect = expectations(ex, auth, size.value)
   if (!expect.ok) return sendError(ex, expect.code, expect.detail)
@@ -259,8 +267,9 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
     return sendError(
       ex,
       'invalid_request',
-      "This copy request is illegal because it is trying to copy an object to itself without " +
-        'changing the object\'s metadata, storage class, website redirect location or encryption attributes.',
+      'This copy request is illegal because it is trying to copy an object to itself without ' +
+        "changing the object's metadata, storage class, website redirect location or " +
+        'encryption attributes.',
     )
   }
   let replace

@@ -3,9 +3,7 @@
  * a range that starts past the end is unsatisfiable (416 InvalidRange). */
 
 export type RangeOutcome =
-  | { kind: 'whole' }
-  | { kind: 'partial'; start: number; end: number }
-  | { kind: 'unsatisfiable' }
+  { kind: 'whole' } | { kind: 'partial'; start: number; end: number } | { kind: 'unsatisfiable' }
 
 export function resolveRange(header: string | undefined, size: number): RangeOutcome {
   if (header === undefined) return { kind: 'whole' }

@@ -23,11 +23,38 @@ import { parseTarget } from './target.js'
 
 /** Subresources of Amazon S3 this service does not implement (yet): answered 501. */
 const UNIMPLEMENTED = [
-  'accelerate', 'acl', 'analytics', 'attributes', 'cors', 'encryption', 'intelligent-tiering',
-  'inventory', 'legal-hold', 'lifecycle', 'logging', 'metadataTable', 'metrics', 'notification',
-  'object-lock', 'ownershipControls', 'partNumber', 'policy', 'policyStatus', 'publicAccessBlock',
-  'replication', 'requestPayment', 'restore', 'retention', 'select', 'tagging', 'torrent',
-  'uploadId', 'uploads', 'versioning', 'versions', 'website',
+  'accelerate',
+  'acl',
+  'analytics',
+  'attributes',
+  'cors',
+  'encryption',
+  'intelligent-tiering',
+  'inventory',
+  'legal-hold',
+  'lifecycle',
+  'logging',
+  'metadataTable',
+  'metrics',
+  'notification',
+  'object-lock',
+  'ownershipControls',
+  'partNumber',
+  'policy',
+  'policyStatus',
+  'publicAccessBlock',
+  'replication',
+  'requestPayment',
+  'restore',
+  'retention',
+  'select',
+  'tagging',
+  'torrent',
+  'uploadId',
+  'uploads',
+  'versioning',
+  'versions',
+  'website',
 ]
 
 const WRITE_METHODS = new Set(['PUT', 'POST', 'DELETE'])
@@ -87,7 +114,11 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
   const { bucket, key } = ex.target
   if (bucket === null) {
     if (ex.method === 'GET') return listBuckets(ex)
-    return sendError(ex, 'method_not_allowed', 'The specified method is not allowed against this resource.')
+    return sendError(
+      ex,
+      'method_not_allowed',
+      'The specified method is not allowed against this resource.',
+    )
   }
   if (key === null) return bucketOperation(ex, auth, bucket)
   if (isKeyTooLong(key)) return sendError(ex, 'key_too_long', 'Your key is too long')
@@ -104,7 +135,11 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
     case 'DELETE':
       return deleteObject(ex, at)
     default:
-      return sendError(ex, 'method_not_allowed', 'The specified method is not allowed against this resource.')
+      return sendError(
+        ex,
+        'method_not_allowed',
+        'The specified method is not allowed against this resource.',
+      )
   }
 }
 
@@ -125,8 +160,16 @@ async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: stri
       return deleteBucket(ex, bucket)
     case 'POST':
       if (ex.query.has('delete')) return deleteObjects(ex, auth, bucket)
-      return sendError(ex, 'method_not_allowed', 'The specified method is not allowed against this resource.')
+      return sendError(
+        ex,
+        'method_not_allowed',
+        'The specified method is not allowed against this resource.',
+      )
     default:
-      return sendError(ex, 'method_not_allowed', 'The specified method is not allowed against this resource.')
+      return sendError(
+        ex,
+        'method_not_allowed',
+        'The specified method is not allowed against this resource.',
+      )
   }
 }

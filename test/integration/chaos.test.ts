@@ -1,8 +1,8 @@
 /** Goal: killing actors while the node serves loses no acknowledged write, requests to a dead actor
- * fail fast with a retryable 503, the supervisor brings the actor back without restarting the others,
- * and a crash loop stops the node with a non-zero exit. Method: a bounded PUT/GET load runs while
- * the chaos route kills replica-store, then http-ingress; afterwards every acknowledged object must
- * read back exactly and /metrics must show the restarts. */
+ * fail fast with a retryable 503, the supervisor brings the actor back without restarting the
+ * others, and a crash loop stops the node with a non-zero exit. Method: a bounded PUT/GET load runs
+ * while the chaos route kills replica-store, then http-ingress; afterwards every acknowledged
+ * object must read back exactly and /metrics must show the restarts. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { randomBytes } from 'node:crypto'
@@ -15,7 +15,10 @@ const LOAD_OPS_MAX = 5_000
 
 async function kill(server: TestServer, actor: string): Promise<number> {
   try {
-    const response = await signedRequest(server.url, { method: 'POST', path: `/admin/chaos/kill/${actor}` })
+    const response = await signedRequest(server.url, {
+      method: 'POST',
+      path: `/admin/chaos/kill/${actor}`,
+    })
     return response.status
   } catch {
     return 0 // The ingress may go before its answer does.
@@ -44,7 +47,8 @@ test('killing replica-store and http-ingress under load loses no acknowledged wr
           await s3.send(new PutObjectCommand({ Bucket: 'chaos', Key: key, Body: body }))
           acked.set(key, body)
         } catch (error) {
-          const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode
+          const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata
+            ?.httpStatusCode
           failures.push({ status, ms: Date.now() - started })
           await sleep(20)
         }
@@ -103,7 +107,10 @@ test('one actor crashing again and again stops the node with a non-zero exit', a
 test('without SVC_CHAOS the chaos route does not exist', async () => {
   const server = await startServer()
   try {
-    const response = await signedRequest(server.url, { method: 'POST', path: '/admin/chaos/kill/iam' })
+    const response = await signedRequest(server.url, {
+      method: 'POST',
+      path: '/admin/chaos/kill/iam',
+    })
     assert.is.not(response.status, 200)
     assert.ok((await fetch(`${server.url}/health`)).ok)
   } finally {

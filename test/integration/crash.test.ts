@@ -1,8 +1,8 @@
 /** Goal: kill -9 at any instant loses no acknowledged write and shows no partial object, and the
  * garbage of interrupted uploads is reclaimed at the next start. Method: 20 uploads of different
- * sizes (inline and streamed) run at once; after the first acknowledgements the server is SIGKILLed;
- * a new server on the same data directory must return every acknowledged object bit-exact, list
- * only complete objects, and leave no temporary blob files behind. */
+ * sizes (inline and streamed) run at once; after the first acknowledgements the server is
+ * SIGKILLed; a new server on the same data directory must return every acknowledged object
+ * bit-exact, list only complete objects, and leave no temporary blob files behind. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { createHash, randomBytes } from 'node:crypto'

@@ -35,8 +35,13 @@ function put(url: string, size: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const target = new URL(url)
     const req = request(
-      { host: target.hostname, port: target.port, path: target.pathname + target.search, method: 'PUT',
-        headers: { 'content-length': size } },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname + target.search,
+        method: 'PUT',
+        headers: { 'content-length': size },
+      },
       (res) => {
         res.resume()
         res.on('end', () => resolve(res.statusCode ?? 0))

@@ -9,7 +9,13 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { CreateBucketCommand, GetObjectCommand, ListBucketsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  ListBucketsCommand,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3'
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
 import { startServer } from '../support/server.js'
 
@@ -27,12 +33,32 @@ test('HTTPS with a self-signed certificate serves the S3 API', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'))
   const cert = join(dir, 'cert.pem')
   const key = join(dir, 'key.pem')
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert,
-    '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
-  ], { stdio: 'ignore' })
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  )
   process.env['NODE_TLS_REJECT_UNAUTHORIZED'] = '0' // The test's own self-signed certificate.
-  const server = await startServer({ protocol: 'https', env: { SVC_TLS_CERT: cert, SVC_TLS_KEY: key } })
+  const server = await startServer({
+    protocol: 'https',
+    env: { SVC_TLS_CERT: cert, SVC_TLS_KEY: key },
+  })
   const s3 = server.client()
   try {
     assert.ok(server.url.startsWith('https://'))
@@ -48,10 +74,12 @@ test('HTTPS with a self-signed certificate serves the S3 API', async () => {
   }
 })
 
-test('generated bootstrap credentials are printed once, kept sealed, and work after restart', async () => {
+test('generated credentials are printed once, kept sealed, and work after restart', async () => {
   const noKeys = { SVC_ACCESS_KEY_ID: '', SVC_SECRET_ACCESS_KEY: '', SVC_LOG_LEVEL: 'info' }
   const first = await startServer({ env: noKeys })
-  const printed = /access key: (SVCAK[A-Z0-9]{20})\n\s+secret key: ([A-Za-z0-9]{40})/.exec(first.output())
+  const printed = /access key: (SVCAK[A-Z0-9]{20})\n\s+secret key: ([A-Za-z0-9]{40})/.exec(
+    first.output(),
+  )
   assert.ok(printed, 'the generated pair was not printed')
   const [, accessKeyId = '', secretAccessKey = ''] = printed
   assert.is(await first.stop(), 0)
@@ -75,12 +103,19 @@ test('SIGTERM lets an in-flight upload finish, then exits 0 and refuses new work
   const s3: S3Client = server.client()
   try {
     await s3.send(new CreateBucketCommand({ Bucket: 'drain' }))
-    const url = new URL(await getSignedUrl(s3, new PutObjectCommand({ Bucket: 'drain', Key: 'slow' })))
+    const url = new URL(
+      await getSignedUrl(s3, new PutObjectCommand({ Bucket: 'drain', Key: 'slow' })),
+    )
     const size = 4 * 1024 * 1024
     const status = new Promise<number>((resolve, reject) => {
       const req = request(
-        { host: url.hostname, port: url.port, path: url.pathname + url.search, method: 'PUT',
-          headers: { 'content-length': size } },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname + url.search,
+          method: 'PUT',
+          headers: { 'content-length': size },
+        },
         (res) => {
           res.resume()
           resolve(res.statusCode ?? 0)

@@ -62,9 +62,7 @@ test.before(async () => {
     requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: CONCURRENCY }) },
   })
   await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
-  const t0 = Date.now()
   await putAll()
-  console.log('putAll ms', Date.now() - t0)
 })
 
 test.after(async () => {

@@ -24,7 +24,9 @@ import { startServer, type TestServer } from '../support/server.js'
 let server: TestServer
 let s3: S3Client
 
-async function errorOf(promise: Promise<unknown>): Promise<{ name: string; status: number | undefined }> {
+async function errorOf(
+  promise: Promise<unknown>,
+): Promise<{ name: string; status: number | undefined }> {
   try {
     await promise
   } catch (error) {
@@ -124,7 +126,9 @@ test('ranges: first bytes, open-ended, suffix, across chunks, unsatisfiable', as
     ['bytes=262000-524500', 262000, 524500],
   ]
   for (const [range, start, end] of cases) {
-    const got = await s3.send(new GetObjectCommand({ Bucket: 'objects', Key: 'ranged', Range: range }))
+    const got = await s3.send(
+      new GetObjectCommand({ Bucket: 'objects', Key: 'ranged', Range: range }),
+    )
     assert.is(got.ContentRange, `bytes ${start}-${end}/${body.length}`, range)
     assert.ok((await bytesOf(got)).equals(body.subarray(start, end + 1)), range)
   }
@@ -150,7 +154,9 @@ test('conditional GET: If-None-Match 304, If-Match 412, dates', async () => {
     s3.send(new GetObjectCommand({ Bucket: 'objects', Key: 'cond', IfModifiedSince: future })),
   )
   assert.is(unmodified.status, 304)
-  const ok = await s3.send(new GetObjectCommand({ Bucket: 'objects', Key: 'cond', IfMatch: put.ETag }))
+  const ok = await s3.send(
+    new GetObjectCommand({ Bucket: 'objects', Key: 'cond', IfMatch: put.ETag }),
+  )
   assert.is((await bytesOf(ok)).toString(), 'x')
 })
 
@@ -185,7 +191,7 @@ test('delete is idempotent and a non-empty bucket cannot be deleted', async () =
   assert.is(failure.name, 'BucketNotEmpty')
 })
 
-test('copy: COPY keeps metadata, REPLACE replaces it, copy-source-if-match is checked', async () => {
+test('copy: COPY keeps metadata, REPLACE replaces it, copy-source-if-match counts', async () => {
   const put = await s3.send(
     new PutObjectCommand({
       Bucket: 'objects',
@@ -228,7 +234,9 @@ test('copy: COPY keeps metadata, REPLACE replaces it, copy-source-if-match is ch
   )
   assert.is(failed.status, 412)
   const self = await errorOf(
-    s3.send(new CopyObjectCommand({ Bucket: 'objects', Key: 'original', CopySource: 'objects/original' })),
+    s3.send(
+      new CopyObjectCommand({ Bucket: 'objects', Key: 'original', CopySource: 'objects/original' }),
+    ),
   )
   assert.is(self.status, 400)
 })
@@ -256,7 +264,10 @@ test('odd keys are stored, listed and fetched exactly as given', async () => {
   }
   const listed = await s3.send(new ListObjectsV2Command({ Bucket: 'oddkeys' }))
   const names = (listed.Contents ?? []).map((c) => c.Key)
-  assert.equal(names, [...keys].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))))
+  assert.equal(
+    names,
+    [...keys].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))),
+  )
 })
 
 test('DeleteObjects removes many keys and reports each, Quiet reports none', async () => {
@@ -289,7 +300,12 @@ test('keys over 1024 bytes and metadata over 2 KiB are refused', async () => {
   assert.is(long.name, 'KeyTooLongError')
   const meta = await errorOf(
     s3.send(
-      new PutObjectCommand({ Bucket: 'objects', Key: 'm', Body: 'x', Metadata: { big: 'v'.repeat(2100) } }),
+      new PutObjectCommand({
+        Bucket: 'objects',
+        Key: 'm',
+        Body: 'x',
+        Metadata: { big: 'v'.repeat(2100) },
+      }),
     ),
   )
   assert.is(meta.name, 'MetadataTooLarge')

@@ -71,7 +71,9 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
   let output = ''
   child.stdout?.on('data', (data: Buffer) => (output += data.toString()))
   child.stderr?.on('data', (data: Buffer) => (output += data.toString()))
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  )
   const url = `${options.protocol ?? 'http'}://${host}:${port}`
   const server: TestServer = {
     url,
@@ -113,7 +115,10 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
   return server
 }
 
-async function waitExit(child: ChildProcess, exited: Promise<number | null>): Promise<number | null> {
+async function waitExit(
+  child: ChildProcess,
+  exited: Promise<number | null>,
+): Promise<number | null> {
   let timer: NodeJS.Timeout | undefined
   const limit = new Promise<null>((resolve) => {
     timer = setTimeout(() => {

@@ -192,7 +192,11 @@ test('tricky keys survive ListObjectsV2 unchanged without encoding-type', () => 
     prefix: '',
     delimiter: '',
     maxKeys: 1000,
-    page: page(TRICKY_KEYS.map((key) => summary(key)), [], false),
+    page: page(
+      TRICKY_KEYS.map((key) => summary(key)),
+      [],
+      false,
+    ),
     fetchOwner: false,
     owner: OWNER,
   })
@@ -208,7 +212,7 @@ test('tricky keys survive ListObjectsV2 unchanged without encoding-type', () => 
 test('encoding-type=url encodes like S3: form encoding on UTF-8, space as +, slash kept', () => {
   assert.is(s3UrlEncode('test_file(3).png'), 'test_file%283%29.png')
   assert.is(s3UrlEncode('a b/c'), 'a+b/c')
-  assert.is(s3UrlEncode("~!'*-._"), "%7E%21%27*-._")
+  assert.is(s3UrlEncode("~!'*-._"), '%7E%21%27*-._')
   assert.is(s3UrlEncode('+%&=?#'), '%2B%25%26%3D%3F%23')
   assert.is(s3UrlEncode('é😀'), '%C3%A9%F0%9F%98%80')
   assert.is(s3UrlEncode('\u0001\r\n'), '%01%0D%0A')
