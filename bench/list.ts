@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
 import type { Pool } from 'undici'
-import { LIST_FILL_CONCURRENCY, LIST_FILL_SECONDS_MAX, LIST_PAGE_KEYS } from './config.js'
+import { LIST_FILL_CONCURRENCY, LIST_PAGE_KEYS } from './config.js'
 import { LIST_SECONDS_MAX } from './config.js'
 import { newPool, runPhase, type PhaseResult } from './load.js'
 import { yieldToEventLoop, type Presign } from './presign.js'
@@ -27,6 +27,7 @@ export interface ListSpec {
   bucket: string
   keys: number
   presign: Presign
+  fillSecondsMax: number
 }
 
 export async function runList(spec: ListSpec): Promise<ListResult> {
@@ -43,7 +44,7 @@ export async function runList(spec: ListSpec): Promise<ListResult> {
     objectBytes: 0,
     concurrency: LIST_FILL_CONCURRENCY,
     countMax: spec.keys,
-    secondsMax: LIST_FILL_SECONDS_MAX,
+    secondsMax: spec.fillSecondsMax,
   })
   const pool = newPool(spec.origin, 1)
   try {

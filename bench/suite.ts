@@ -8,6 +8,7 @@ import { request } from 'undici'
 import { BIG_BYTES, BUCKET, CONCURRENCIES, LARGE_BYTES, LARGE_OPS_MAX } from './config.js'
 import { LIST_KEYS, PHASE_SECONDS, SMALL_BYTES, SMALL_OPS_MAX } from './config.js'
 import { DELETE_SECONDS_MAX, WARMUP_OPS_MAX, WARMUP_SECONDS } from './config.js'
+import { LIST_FILL_SECONDS_MAX, SERVICE_LIST_FILL_SECONDS_MAX } from './config.js'
 import { flushDirtyPages } from './disk.js'
 import { runBig, type BigResult } from './big.js'
 import { runList, type ListResult } from './list.js'
@@ -190,6 +191,8 @@ async function list(target: Target): Promise<ListResult> {
     bucket: LIST_BUCKET,
     keys: LIST_KEYS,
     presign: target.presign,
+    fillSecondsMax:
+      target.name === 'service' ? SERVICE_LIST_FILL_SECONDS_MAX : LIST_FILL_SECONDS_MAX,
   })
   printPhase(target.name, `fill ${LIST_KEYS} keys c64`, result.fill)
   const p50 = percentile(result.latenciesMs, 0.5)

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto'
 import type { ByteSink } from '../../protocol/actor.js'
 import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
+import { checksumAlgorithmFromHeader, checksumBase64 } from '../../protocol/checksums.js'
 import { AwsChunkedDecoder } from './aws-chunked.js'
 import type { Authenticated } from './authenticate.js'
 import type { S3Exchange } from './exchange.js'
@@ -75,6 +76,27 @@ export async function readWholeBody(
   } catch (error) {
     return fail(errorCodeOf(error), error instanceof Error ? error.message : 'body read failed')
   }
+}
+
+/** Checks a request body that does not go to the store (XML requests) against the Content-MD5 and
+ * x-amz-checksum-* the client sent with it, in headers or trailers. Object bodies are checked by
+ * the store while it hashes them. */
+export function checkBodyDigests(
+  ex: S3Exchange,
+  bytes: Uint8Array,
+  trailers: Record<string, string>,
+): Result<null> {
+  const md5 = ex.headers['content-md5']
+  if (md5 !== undefined && createHash('md5').update(bytes).digest('base64') !== md5) {
+    return fail('bad_digest', 'The Content-MD5 you specified did not match what we received.')
+  }
+  for (const [name, value] of [...Object.entries(ex.headers), ...Object.entries(trailers)]) {
+    const algorithm = checksumAlgorithmFromHeader(name)
+    if (algorithm !== null && checksumBase64(algorithm, bytes) !== value) {
+      return fail('checksum_mismatch', `The ${name} you specified did not match the body.`)
+    }
+  }
+  return ok(null)
 }
 
 /** Cuts decoded pieces into owned chunks of STREAM_CHUNK_BYTES (the last may be shorter). */

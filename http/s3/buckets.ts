@@ -17,7 +17,7 @@ import {
 } from '../../protocol/s3-xml.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
-import { readWholeBody } from './body.js'
+import { checkBodyDigests, readWholeBody } from './body.js'
 import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { isValidBucketName } from './names.js'
 
@@ -57,6 +57,8 @@ export async function createBucket(
   // An optional CreateBucketConfiguration names a region; it must be well-formed.
   const body = await readWholeBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
   if (!body.ok) return sendError(ex, body.code, body.detail)
+  const digests = checkBodyDigests(ex, body.value.bytes, body.value.trailers)
+  if (!digests.ok) return sendError(ex, digests.code, digests.detail)
   if (body.value.bytes.length > 0) {
     const parsed = parseXmlBody(body.value.bytes, 'CreateBucketConfiguration')
     if (!parsed.ok) return sendError(ex, parsed.code, parsed.detail)
@@ -200,6 +202,8 @@ export async function deleteObjects(
 ): Promise<void> {
   const body = await readWholeBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
   if (!body.ok) return sendError(ex, body.code, body.detail)
+  const digests = checkBodyDigests(ex, body.value.bytes, body.value.trailers)
+  if (!digests.ok) return sendError(ex, digests.code, digests.detail)
   const request = parseDeleteObjects(body.value.bytes)
   if (!request.ok) return sendError(ex, request.code, request.detail)
   const reply = await ex.mesh.call<DeleteManyResult>('coordinator', {

@@ -87,6 +87,26 @@ export function newExchange(
   }
 }
 
+/** One log line per request, with the request id the client got in x-amz-request-id. */
+function logWhenDone(ex: S3Exchange): void {
+  const startedMs = ex.mesh.now()
+  ex.outgoing.once('close', () => {
+    ex.mesh.log.info(
+      {
+        requestId: ex.requestId,
+        method: ex.method,
+        bucket: ex.target.bucket,
+        key: ex.target.key,
+        status: ex.outgoing.statusCode,
+        complete: ex.outgoing.writableFinished,
+        ms: ex.mesh.now() - startedMs,
+        user: ex.principal?.userId,
+      },
+      's3 request',
+    )
+  })
+}
+
 export async function handleS3(
   incoming: IncomingMessage,
   outgoing: ServerResponse,
@@ -94,6 +114,7 @@ export async function handleS3(
   cache: SigningKeyCache,
 ): Promise<void> {
   const ex = newExchange(incoming, outgoing, mesh)
+  logWhenDone(ex)
   const headers = ex.headers
   const target = parseTarget(ex.rawPath, headers['host'] ?? '', mesh.config['SVC_DOMAIN'])
   if (!target.ok) return sendError(ex, target.code, target.detail)
@@ -143,7 +164,14 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
   }
 }
 
+/** Bucket subresources and the one method each accepts; another method is 405, never a
+ * different operation (a GET ?delete must not list the bucket). */
+const BUCKET_SUBRESOURCE_METHODS: Record<string, string> = { location: 'GET', delete: 'POST' }
+
 async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
+  for (const [name, method] of Object.entries(BUCKET_SUBRESOURCE_METHODS)) {
+    if (ex.query.has(name) && ex.method !== method) return sendError(ex, 'method_not_allowed', '')
+  }
   switch (ex.method) {
     case 'GET':
       if (ex.query.has('location')) return getBucketLocation(ex, bucket)

@@ -221,7 +221,9 @@ test('an expired presigned URL is AccessDenied', async () => {
   const expired = await getSignedUrl(s3, command, { expiresIn: 60, signingDate })
   expectError(await fetchRaw(expired), 403, 'AccessDenied', 'signed 5 min ago for 60 s')
   // And one that expires while we wait: valid first, refused after its second has passed.
-  const short = await getSignedUrl(s3, command, { expiresIn: 1 })
+  // Dated at the next whole second (X-Amz-Date has no fractions), so it is valid for >= 1 s.
+  const nextSecond = new Date(Math.ceil(Date.now() / 1000) * 1000)
+  const short = await getSignedUrl(s3, command, { expiresIn: 1, signingDate: nextSecond })
   expectOk(await fetchRaw(short), 200, 'fresh 1 s URL')
   const deadline = Date.now() + SETTLE_MS
   let last = await fetchRaw(short)
@@ -341,14 +343,15 @@ function chunkSizes(total: number, chunkBytes: number): number[] {
   return sizes
 }
 
-/** PUT with STREAMING-AWS4-HMAC-SHA256-PAYLOAD; `tamper` alters that chunk's signature (the index
- * counts the final empty chunk too). */
+/** PUT with STREAMING-AWS4-HMAC-SHA256-PAYLOAD. `tamper` alters that chunk's signature (the index
+ * counts the final empty chunk too); `declared` replaces x-amz-decoded-content-length. */
 async function signedChunkedPut(
   key: string,
   payload: Buffer,
   chunkBytes: number,
-  tamper = -1,
+  options: { tamper?: number; declared?: number } = {},
 ): Promise<RawResponse> {
+  const tamper = options.tamper ?? -1
   const sizes = [...chunkSizes(payload.length, chunkBytes), 0]
   const headerLength = (size: number): number =>
     `${size.toString(16)};chunk-signature=`.length + CHUNK_SIGNATURE_LENGTH + 2
@@ -361,7 +364,7 @@ async function signedChunkedPut(
     headers: {
       'content-encoding': 'aws-chunked',
       'content-length': String(encodedLength),
-      'x-amz-decoded-content-length': String(payload.length),
+      'x-amz-decoded-content-length': String(options.declared ?? payload.length),
     },
     signingDate,
   })
@@ -415,7 +418,7 @@ test('aws-chunked, one chunk signature altered: SignatureDoesNotMatch, no object
   for (const tamper of [0, 1, 4]) {
     const key = `chunked-forged-${tamper}`
     expectError(
-      await signedChunkedPut(key, payload, 64 * KIB, tamper),
+      await signedChunkedPut(key, payload, 64 * KIB, { tamper }),
       403,
       'SignatureDoesNotMatch',
       key,
@@ -424,12 +427,24 @@ test('aws-chunked, one chunk signature altered: SignatureDoesNotMatch, no object
   }
   const small = randomBytes(5000)
   expectError(
-    await signedChunkedPut('chunked-forged-small', small, 1000, 2),
+    await signedChunkedPut('chunked-forged-small', small, 1000, { tamper: 2 }),
     403,
     'SignatureDoesNotMatch',
   )
   await expectAbsent('chunked-forged-small')
 })
+
+for (const size of [5000, 200 * KIB]) {
+  test(`aws-chunked, chunks differ from decoded length: IncompleteBody (${size} B)`, async () => {
+    const payload = randomBytes(size)
+    for (const declared of [size + 10, size - 10]) {
+      const key = `chunked-length-${size}-${declared}`
+      const put = await signedChunkedPut(key, payload, 64 * KIB, { declared })
+      expectError(put, 400, 'IncompleteBody', `declared ${declared}`)
+      await expectAbsent(key)
+    }
+  })
+}
 
 /** PUT with STREAMING-UNSIGNED-PAYLOAD-TRAILER and an x-amz-checksum-crc32 trailer. */
 async function trailerPut(
