@@ -1,7 +1,8 @@
-/** @module Test runner: runs every compiled uvu suite (unit first, then integration) each in its
+/** @module Test runner: runs every compiled uvu suite (unit first, then integration), each in its
  * own child process, so a suite that starts servers or threads cannot leak into the next, and
- * prints the closing line `N passed, N failed`. A suite that exits non-zero without a uvu summary counts
- * as one failure. Each suite has a time limit; a suite past it is killed and counted as failed. */
+ * prints the closing line `N passed, N failed`. A suite that exits non-zero without a uvu summary
+ * counts as one failure. Each suite has a time limit; a suite past it is killed and counted as
+ * failed. */
 import { spawn } from 'node:child_process'
 import { readdirSync, existsSync } from 'node:fs'
 import { join, dirname } from 'node:path'
