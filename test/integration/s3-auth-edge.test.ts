@@ -9,7 +9,9 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { createHash, randomBytes } from 'node:crypto'
+import { existsSync, readdirSync } from 'node:fs'
 import { connect } from 'node:net'
+import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { crc32 } from 'node:zlib'
 import {
@@ -539,6 +541,38 @@ async function listedKeys(prefix: string): Promise<string[]> {
   return (listed.Contents ?? []).map((entry) => entry.Key ?? '')
 }
 
+/** Temporary blob files of the server: an aborted upload must leave none. */
+function temporaryFiles(): string[] {
+  const dir = join(server.dataDir, 'tmp')
+  return existsSync(dir) ? readdirSync(dir) : []
+}
+
+test('a PUT announcing more than 5 GiB is refused with EntityTooLarge before its body', async () => {
+  const signed = await signRequest(server.url, {
+    method: 'PUT',
+    path: `/${BUCKET}/too-large`,
+    headers: { 'content-length': String(5 * 1024 ** 3 + 1) },
+  })
+  const url = new URL(server.url)
+  const head = [`PUT ${signed.pathAndQuery} HTTP/1.1`]
+  for (const [name, value] of Object.entries(signed.headers)) head.push(`${name}: ${value}`)
+  const socket = connect(Number(url.port), url.hostname)
+  const answer = new Promise<string>((resolve) => {
+    let text = ''
+    socket.on('data', (data: Buffer) => {
+      text += data.toString()
+      if (text.includes('</Error>')) resolve(text)
+    })
+    socket.on('close', () => resolve(text))
+  })
+  socket.write(head.join('\r\n') + '\r\n\r\n')
+  socket.write(randomBytes(64 * KIB))
+  const text = await Promise.race([answer, sleep(10_000).then(() => 'no answer')])
+  socket.destroy()
+  assert.match(text, /^HTTP\/1\.1 400/)
+  assert.match(text, /<Code>EntityTooLarge<\/Code>/)
+})
+
 /** Announces `announced` bytes, sends `sent`, then drops the connection. */
 async function disconnectMidBody(key: string, announced: number, sent: number): Promise<void> {
   const signed = await signRequest(server.url, {
@@ -576,13 +610,19 @@ for (const [announced, sent] of [
     const deadline = Date.now() + SETTLE_MS
     let get = await getObject(key)
     let listed = await listedKeys(key)
-    while ((get.status !== 404 || listed.length > 0) && Date.now() < deadline) {
+    let temporary = temporaryFiles()
+    while (
+      (get.status !== 404 || listed.length > 0 || temporary.length > 0) &&
+      Date.now() < deadline
+    ) {
       await sleep(100)
       get = await getObject(key)
       listed = await listedKeys(key)
+      temporary = temporaryFiles()
     }
     expectError(get, 404, 'NoSuchKey')
     assert.equal(listed, [])
+    assert.equal(temporary, [], 'the aborted upload left temporary blob files behind')
     // The key is not stuck: a complete upload to it succeeds.
     const body = randomBytes(announced)
     expectOk(await putBody(key, body), 200, 'complete upload after the aborted one')
