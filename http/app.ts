@@ -8,6 +8,8 @@ import { Hono } from 'hono'
 import type { Mesh } from '../protocol/actor.js'
 import { killActor } from './chaos.js'
 import { handleS3 } from './s3/router.js'
+import type { AuthCaches } from './s3/authenticate.js'
+import { KeyCache } from './s3/key-cache.js'
 import { SigningKeyCache } from './s3/sigv4.js'
 
 export interface IngressState {
@@ -19,20 +21,21 @@ export type Fetch = (request: Request, env: HttpBindings) => Response | Promise<
 
 /** The request handler of a node. HEAD goes straight to the S3 handler: Hono answers HEAD by
  * running the GET route and wrapping its Response, which would lose RESPONSE_ALREADY_SENT. */
-export function createFetch(mesh: Mesh, state: IngressState): Fetch {
-  const cache = new SigningKeyCache()
-  const app = createApp(mesh, state, cache)
-  return async (request, env) => {
+export function createFetch(mesh: Mesh, state: IngressState): { fetch: Fetch; keys: KeyCache } {
+  const caches: AuthCaches = { signingKeys: new SigningKeyCache(), keys: new KeyCache() }
+  const app = createApp(mesh, state, caches)
+  const fetch: Fetch = async (request, env) => {
     if (request.method !== 'HEAD') return app.fetch(request, env)
-    await handleS3(env.incoming, env.outgoing, mesh, cache)
+    await handleS3(env.incoming, env.outgoing, mesh, caches)
     return RESPONSE_ALREADY_SENT
   }
+  return { fetch, keys: caches.keys }
 }
 
 function createApp(
   mesh: Mesh,
   state: IngressState,
-  cache: SigningKeyCache,
+  caches: AuthCaches,
 ): Hono<{ Bindings: HttpBindings }> {
   const app = new Hono<{ Bindings: HttpBindings }>()
   app.get('/health', (c) =>
@@ -43,12 +46,12 @@ function createApp(
   )
   if (mesh.config['SVC_CHAOS'] === '1') {
     app.post('/admin/chaos/kill/:actor', async (c) => {
-      await killActor(c.env.incoming, c.env.outgoing, mesh, cache, c.req.param('actor'))
+      await killActor(c.env.incoming, c.env.outgoing, mesh, caches, c.req.param('actor'))
       return RESPONSE_ALREADY_SENT
     })
   }
   app.all('*', async (c) => {
-    await handleS3(c.env.incoming, c.env.outgoing, mesh, cache)
+    await handleS3(c.env.incoming, c.env.outgoing, mesh, caches)
     return RESPONSE_ALREADY_SENT
   })
   return app

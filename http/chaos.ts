@@ -6,17 +6,17 @@ import type { Mesh } from '../protocol/actor.js'
 import { authenticate } from './s3/authenticate.js'
 import { send, sendError } from './s3/exchange.js'
 import { newExchange } from './s3/router.js'
-import type { SigningKeyCache } from './s3/sigv4.js'
+import type { AuthCaches } from './s3/authenticate.js'
 
 export async function killActor(
   incoming: IncomingMessage,
   outgoing: ServerResponse,
   mesh: Mesh,
-  cache: SigningKeyCache,
+  caches: AuthCaches,
   actor: string,
 ): Promise<void> {
   const ex = newExchange(incoming, outgoing, mesh)
-  const auth = await authenticate(ex, cache)
+  const auth = await authenticate(ex, caches)
   if (!auth.ok) return sendError(ex, auth.code, auth.detail)
   if (auth.value.principal.role !== 'SuperUser')
     return sendError(ex, 'access_denied', 'Access Denied')

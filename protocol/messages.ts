@@ -47,8 +47,11 @@ export type ObjectMsg =
       kind: 'object.get'
       bucket: string
       key: string
-      /** Absent for HEAD. */
+      /** Where the bytes of a blob file go. Absent: no body is streamed (HEAD, or a first look). */
       stream?: StreamHandle
+      /** Without a stream: answer with the whole body if it is small enough to be kept inline, so
+       * small GETs take one round trip and no stream; a large object is then read with a stream. */
+      inline?: true
     })
   | (Request & { kind: 'object.delete'; bucket: string; key: string })
   | (Request & { kind: 'object.delete-many'; bucket: string; keys: string[] })
@@ -100,4 +103,15 @@ export interface Principal {
 export interface KeyLookup {
   secretKey: string
   principal: Principal
+  /** iam's change counter when this answer was made: the ingress caches an answer only if no
+   * newer change has been announced to it (answers and announcements travel on different links). */
+  generation: number
+}
+
+/** iam tells the ingress that an access key changed (revoked, replaced, its user deactivated):
+ * the ingress drops its cached lookup before iam's own request returns. */
+export type IngressMsg = Request & {
+  kind: 'ingress.forget-key'
+  accessKey: string
+  generation: number
 }

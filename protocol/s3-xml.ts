@@ -10,6 +10,7 @@ import { create } from 'xmlbuilder2'
 import { fail, ok, type Result } from './errors.js'
 import { DELETE_OBJECTS_KEYS_MAX, KEY_BYTES_MAX, XML_BODY_BYTES_MAX } from './limits.js'
 import type { BucketInfo, ListPage, ObjectSummary } from './objects.js'
+import { XmlWriter } from './xml-writer.js'
 
 const S3_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/'
 /** The deepest S3 request body (lifecycle rules: rule, filter, and, tag, key) nests about six
@@ -142,54 +143,59 @@ function encoderFor(encodingType: EncodingType | undefined): (value: string) => 
 }
 
 function contents(
-  root: XMLBuilder,
+  xml: XmlWriter,
   objects: readonly ObjectSummary[],
   by: S3Owner | undefined,
   encode: (value: string) => string,
 ): void {
   for (const object of objects) {
-    const element = root.ele('Contents')
-    text(element, 'Key', encode(object.key))
-    text(element, 'LastModified', s3Timestamp(object.lastModifiedMs))
-    text(element, 'ETag', object.etag)
-    text(element, 'Size', object.size)
-    text(element, 'StorageClass', 'STANDARD')
-    if (by !== undefined) owner(element, by)
+    xml.open('Contents')
+    xml.text('Key', encode(object.key))
+    xml.text('LastModified', s3Timestamp(object.lastModifiedMs))
+    xml.text('ETag', object.etag)
+    xml.text('Size', object.size)
+    xml.text('StorageClass', 'STANDARD')
+    if (by !== undefined)
+      xml.open('Owner').text('ID', by.id).text('DisplayName', by.displayName).close('Owner')
+    xml.close('Contents')
   }
 }
 
 function commonPrefixes(
-  root: XMLBuilder,
+  xml: XmlWriter,
   prefixes: readonly string[],
   encode: (value: string) => string,
 ): void {
-  for (const prefix of prefixes) text(root.ele('CommonPrefixes'), 'Prefix', encode(prefix))
+  for (const prefix of prefixes) {
+    xml.open('CommonPrefixes').text('Prefix', encode(prefix)).close('CommonPrefixes')
+  }
 }
 
 /** ListBucketResult of ListObjectsV2. Element order follows Amazon S3's responses; clients read
- * by name, but matching S3 byte for byte keeps diffs against it readable. */
+ * by name, but matching S3 byte for byte keeps diffs against it readable. Listings are the large
+ * documents, so they use XmlWriter (see xml-writer.ts for the measurement). */
 export function listObjectsV2Xml(options: ListObjectsV2XmlOptions): string {
   const { page } = options
   assert(options.maxKeys >= 0)
   const encode = encoderFor(options.encodingType)
-  const root = newDocument('ListBucketResult', true)
-  text(root, 'Name', options.bucket)
-  text(root, 'Prefix', encode(options.prefix))
-  if (options.startAfter !== undefined) text(root, 'StartAfter', encode(options.startAfter))
+  const xml = new XmlWriter().open('ListBucketResult', S3_NAMESPACE)
+  xml.text('Name', options.bucket)
+  xml.text('Prefix', encode(options.prefix))
+  if (options.startAfter !== undefined) xml.text('StartAfter', encode(options.startAfter))
   if (options.continuationToken !== undefined) {
-    text(root, 'ContinuationToken', options.continuationToken)
+    xml.text('ContinuationToken', options.continuationToken)
   }
   if (page.truncated) {
-    text(root, 'NextContinuationToken', encodeContinuationToken(page.lastReturned))
+    xml.text('NextContinuationToken', encodeContinuationToken(page.lastReturned))
   }
-  text(root, 'KeyCount', page.objects.length + page.commonPrefixes.length)
-  text(root, 'MaxKeys', options.maxKeys)
-  if (options.delimiter !== '') text(root, 'Delimiter', encode(options.delimiter))
-  if (options.encodingType !== undefined) text(root, 'EncodingType', options.encodingType)
-  text(root, 'IsTruncated', page.truncated)
-  contents(root, page.objects, options.fetchOwner ? options.owner : undefined, encode)
-  commonPrefixes(root, page.commonPrefixes, encode)
-  return serialize(root)
+  xml.text('KeyCount', page.objects.length + page.commonPrefixes.length)
+  xml.text('MaxKeys', options.maxKeys)
+  if (options.delimiter !== '') xml.text('Delimiter', encode(options.delimiter))
+  if (options.encodingType !== undefined) xml.text('EncodingType', options.encodingType)
+  xml.text('IsTruncated', page.truncated)
+  contents(xml, page.objects, options.fetchOwner ? options.owner : undefined, encode)
+  commonPrefixes(xml, page.commonPrefixes, encode)
+  return xml.close('ListBucketResult').end()
 }
 
 /** ListBucketResult of the original ListObjects. NextMarker is written only when a delimiter was
@@ -199,20 +205,20 @@ export function listObjectsV1Xml(options: ListObjectsV1XmlOptions): string {
   const { page } = options
   assert(options.maxKeys >= 0)
   const encode = encoderFor(options.encodingType)
-  const root = newDocument('ListBucketResult', true)
-  text(root, 'Name', options.bucket)
-  text(root, 'Prefix', encode(options.prefix))
-  text(root, 'Marker', encode(options.marker))
+  const xml = new XmlWriter().open('ListBucketResult', S3_NAMESPACE)
+  xml.text('Name', options.bucket)
+  xml.text('Prefix', encode(options.prefix))
+  xml.text('Marker', encode(options.marker))
   if (options.delimiter !== '' && page.truncated) {
-    text(root, 'NextMarker', encode(page.lastReturned))
+    xml.text('NextMarker', encode(page.lastReturned))
   }
-  text(root, 'MaxKeys', options.maxKeys)
-  if (options.delimiter !== '') text(root, 'Delimiter', encode(options.delimiter))
-  if (options.encodingType !== undefined) text(root, 'EncodingType', options.encodingType)
-  text(root, 'IsTruncated', page.truncated)
-  contents(root, page.objects, options.owner, encode)
-  commonPrefixes(root, page.commonPrefixes, encode)
-  return serialize(root)
+  xml.text('MaxKeys', options.maxKeys)
+  if (options.delimiter !== '') xml.text('Delimiter', encode(options.delimiter))
+  if (options.encodingType !== undefined) xml.text('EncodingType', options.encodingType)
+  xml.text('IsTruncated', page.truncated)
+  contents(xml, page.objects, options.owner, encode)
+  commonPrefixes(xml, page.commonPrefixes, encode)
+  return xml.close('ListBucketResult').end()
 }
 
 export interface DeleteResultXmlOptions {

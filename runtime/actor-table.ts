@@ -34,4 +34,6 @@ export const SINGLE_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = [
   ['iam', 'replica-store'],
   ['http-ingress', 'coordinator'],
   ['http-ingress', 'iam'],
+  // iam announces changed keys so the ingress drops its cached lookups.
+  ['iam', 'http-ingress'],
 ]

@@ -13,7 +13,9 @@ import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import { AggregatorRegistry, Gauge, Registry } from 'prom-client'
 import { createFetch, type Fetch, type IngressState } from '../http/app.js'
 import type { Actor, Context, Mesh } from '../protocol/actor.js'
-import { fail, unreachable } from '../protocol/errors.js'
+import { ok, unreachable } from '../protocol/errors.js'
+import type { IngressMsg } from '../protocol/messages.js'
+import type { KeyCache } from '../http/s3/key-cache.js'
 import { SHUTDOWN_DRAIN_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
 import { withTimeout } from './timeout.js'
@@ -25,9 +27,10 @@ const SOCKET_IDLE_TIMEOUT_MS = 120_000
 
 interface IngressActorState extends IngressState {
   server: Server
+  keys: KeyCache
 }
 
-export const httpIngress: Actor<IngressActorState, { kind: 'ingress.none' }> = {
+export const httpIngress: Actor<IngressActorState, IngressMsg> = {
   name: 'http-ingress',
   async init(ctx) {
     const supervisorPort = (ctx as Context & { supervisor: MessagePort }).supervisor
@@ -45,14 +48,20 @@ export const httpIngress: Actor<IngressActorState, { kind: 'ingress.none' }> = {
       metricsText: () => metricsText(supervisor),
     }
     const state = { serving: false } as IngressActorState
-    state.server = await listen(ctx, createFetch(mesh, state))
+    const { fetch, keys } = createFetch(mesh, state)
+    state.keys = keys
+    state.server = await listen(ctx, fetch)
     state.serving = true
     return state
   },
-  handle(_state, msg) {
-    return msg.kind === 'ingress.none'
-      ? fail('not_implemented', 'no requests')
-      : unreachable(msg.kind)
+  handle(state, msg) {
+    switch (msg.kind) {
+      case 'ingress.forget-key':
+        state.keys.forget(msg.accessKey, msg.generation)
+        return ok(null)
+      default:
+        return unreachable(msg.kind)
+    }
   },
   async stop(state) {
     state.serving = false

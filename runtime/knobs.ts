@@ -20,10 +20,10 @@ export const ACTOR_START_TIMEOUT_MS = 60_000
 export const SHUTDOWN_DRAIN_MS = 30_000
 /** A stopping actor gets this long to release its resources before it is terminated. */
 export const ACTOR_STOP_TIMEOUT_MS = 10_000
-/** Young-generation size of each actor thread. Body chunks are short-lived 256 KiB buffers; a
- * small young generation collects them (and frees their backing stores) soon, which keeps the
- * node's resident memory flat while gigabytes stream through. */
-export const WORKER_YOUNG_GENERATION_MB = 4
+/** Young-generation size of each actor thread, bounded so that per-request garbage cannot grow a
+ * thread's heap far; 16 MiB keeps scavenges rare enough for a 1000-key listing page (4 MiB made
+ * them its largest cost). Body chunks are reclaimed explicitly instead (runtime/reclaim.ts). */
+export const WORKER_YOUNG_GENERATION_MB = 16
 /** Metrics gathered from actors for one scrape must answer within this. */
 export const METRICS_GATHER_TIMEOUT_MS = 2_000
 

@@ -26,7 +26,7 @@ export const BATCH_OPS_MAX = 4096
  * than either bound is written alone. */
 export const BATCH_BYTES_MAX = 16 * 1024 * 1024
 /** Rows fetched per native call while scanning. */
-const SCAN_ROWS_PER_CALL = 256
+const SCAN_ROWS_PER_CALL = 1024
 
 export interface RocksKv extends KvStore {
   /** Commits made and synced batches written so far: their ratio is the group-commit factor. */
@@ -49,7 +49,11 @@ interface IteratorOptions {
   valueEncoding: 'buffer'
 }
 interface RocksLevelDb {
-  open(options: { createIfMissing: boolean }): Promise<void>
+  open(options: {
+    createIfMissing: boolean
+    compaction: string
+    memtableMemoryBudget: number
+  }): Promise<void>
   close(): Promise<void>
   readonly handle: bigint
   _getManySync(keys: Buffer[], options?: object): (Buffer | null | undefined)[]
@@ -110,7 +114,13 @@ interface PendingCommit {
 export async function openRocksKv(dir: string): Promise<RocksKv> {
   const { RocksLevel } = require('@nxtedition/rocksdb') as { RocksLevel: RocksLevelClass }
   const db = new RocksLevel(dir, {})
-  await db.open({ createIfMissing: true })
+  await db.open({
+    createIfMissing: true,
+    // Level compaction with a 32 MiB memtable budget (8 MiB write buffers) instead of the default
+    // 64 MiB buffers: small objects live inline in RocksDB and the node's memory must stay bounded.
+    compaction: 'level',
+    memtableMemoryBudget: 32 * 1024 * 1024,
+  })
   const writer = new Worker(WRITER_SOURCE, {
     eval: true,
     workerData: {

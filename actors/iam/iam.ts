@@ -11,6 +11,8 @@ import { seal, SEAL_IV_BYTES, unseal } from './sealed.js'
 
 interface IamState {
   keys: Map<string, KeyLookup>
+  /** Counts changes to credentials; it starts from the clock so it still grows across restarts. */
+  generation: number
 }
 
 const BOOTSTRAP_RECORD = 'iam.bootstrap-credentials'
@@ -20,12 +22,14 @@ export const iam: Actor<IamState, IamMsg> = {
   name: 'iam',
   async init(ctx) {
     const pair = await bootstrapPair(ctx)
+    const generation = ctx.now()
     const keys = new Map<string, KeyLookup>()
     keys.set(pair.accessKey, {
       secretKey: pair.secretKey,
       principal: { userId: 'bootstrap', role: 'SuperUser' },
+      generation,
     })
-    return { keys }
+    return { keys, generation }
   },
   handle(state, msg) {
     switch (msg.kind) {

@@ -1,9 +1,10 @@
-/** @module object.get (and HEAD, when the message has no stream): answers with the object's info,
- * plus the whole body for an inline blob. A file blob's reader is opened before the reply, so an
- * overwrite and garbage collection racing with this GET cannot pull the file away (an unlinked
- * file stays readable through an open descriptor); after the reply, a background pump waits for the
- * receiver's range and streams it in STREAM_CHUNK_BYTES reads. CRC32 is checked whenever the whole
- * blob passes: an inline body on every read, a file when the range covers all of it. */
+/** @module object.get (and HEAD, when the message has neither stream nor `inline`): answers with
+ * the object's info, plus the whole body for an inline blob. A file blob's reader is opened before
+ * the reply, so an overwrite and garbage collection racing with this GET cannot pull the file away
+ * (an unlinked file stays readable through an open descriptor); after the reply, a background pump
+ * waits for the receiver's range and streams it in STREAM_CHUNK_BYTES reads. CRC32 is checked
+ * whenever the whole blob passes: an inline body on every read, a file when the range covers all of
+ * it. */
 import assert from 'node:assert/strict'
 import { crc32 } from 'node:zlib'
 import type { BlobReader, ByteSink, Context } from '../../protocol/actor.js'
@@ -35,10 +36,11 @@ export async function getObject(
     const record = view.object(msg.bucket, msg.key)
     if (record === undefined) return fail('no_such_key', `no key ${msg.key} in ${msg.bucket}`)
     const info = objectInfo(msg.key, record)
-    if (msg.stream === undefined) return ok({ info })
+    if (msg.stream === undefined && msg.inline !== true) return ok({ info })
     const blob = view.blob(record.sha256)
     if (blob === undefined) return fail('corrupt', `blob ${record.sha256} has no record`)
     if (blob.file === undefined) return inlineBody(ctx, info, record.sha256, blob)
+    if (msg.stream === undefined) return ok({ info })
     if (state.streams.size >= GET_STREAMS_MAX) return fail('busy', 'too many GET streams open')
     await state.promoting.get(blob.file)?.catch(() => undefined)
     const reader = await ctx.blobs.open(blob.file)

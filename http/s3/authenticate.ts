@@ -5,6 +5,7 @@ import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { KeyLookup, Principal } from '../../protocol/messages.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { S3Exchange } from './exchange.js'
+import type { KeyCache } from './key-cache.js'
 import {
   parseAuth,
   verifyAuth,
@@ -19,9 +20,32 @@ export interface Authenticated {
   verified: VerifiedAuth
 }
 
+/** What authentication keeps between requests: derived signing keys and key lookups. */
+export interface AuthCaches {
+  signingKeys: SigningKeyCache
+  keys: KeyCache
+}
+
+async function lookupKey(
+  ex: S3Exchange,
+  keys: KeyCache,
+  accessKey: string,
+): Promise<Result<KeyLookup>> {
+  const cached = keys.get(accessKey)
+  if (cached !== undefined) return ok(cached)
+  const lookup = await ex.mesh.call<KeyLookup>('iam', {
+    kind: 'iam.lookup-key',
+    accessKey,
+    requestId: ex.requestId,
+    deadlineMs: ex.mesh.now() + CALL_TIMEOUT_MS,
+  })
+  if (lookup.ok) keys.remember(accessKey, lookup.value)
+  return lookup
+}
+
 export async function authenticate(
   ex: S3Exchange,
-  cache: SigningKeyCache,
+  caches: AuthCaches,
 ): Promise<Result<Authenticated>> {
   const request = {
     method: ex.method,
@@ -31,14 +55,9 @@ export async function authenticate(
   }
   const parsed = parseAuth(request, ex.mesh.now())
   if (!parsed.ok) return parsed
-  const lookup = await ex.mesh.call<KeyLookup>('iam', {
-    kind: 'iam.lookup-key',
-    accessKey: parsed.value.accessKey,
-    requestId: ex.requestId,
-    deadlineMs: ex.mesh.now() + CALL_TIMEOUT_MS,
-  })
+  const lookup = await lookupKey(ex, caches.keys, parsed.value.accessKey)
   if (!lookup.ok) return lookup
-  const verified = verifyAuth(parsed.value, request, lookup.value.secretKey, cache)
+  const verified = verifyAuth(parsed.value, request, lookup.value.secretKey, caches.signingKeys)
   if (!verified.ok) return verified
   return ok({ principal: lookup.value.principal, parsed: parsed.value, verified: verified.value })
 }

@@ -122,59 +122,92 @@ function conditionsFrom(headers: Record<string, string>, prefix: string): Condit
   return conditions
 }
 
+interface Answer {
+  status: number
+  headers: Record<string, string>
+  start: number
+  end: number
+}
+
+/** Status, headers and byte range of a GET/HEAD answer for `info`, or null when an answer without
+ * a body (304, 412, 416) has been sent. */
+function planAnswer(ex: S3Exchange, info: GetResult['info']): Answer | null {
+  const failed = evaluateConditions(info, conditionsFrom(ex.headers, ''), 'read')
+  const headers = objectHeaders(info, ex.query)
+  if (failed !== null) {
+    if (failed === 'not_modified') {
+      send(ex, 304, { etag: info.etag, 'last-modified': headers['last-modified'] ?? '' })
+    } else {
+      sendError(ex, failed, 'At least one of the pre-conditions you specified did not hold')
+    }
+    return null
+  }
+  const range = resolveRange(ex.headers['range'], info.size)
+  if (range.kind === 'unsatisfiable') {
+    ex.outgoing.setHeader('content-range', `bytes */${info.size}`)
+    sendError(ex, 'invalid_range', 'The requested range is not satisfiable')
+    return null
+  }
+  const start = range.kind === 'partial' ? range.start : 0
+  const end = range.kind === 'partial' ? range.end : info.size - 1
+  if (range.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${info.size}`
+  // A stored checksum describes the whole object, so only a whole-object answer carries it.
+  if (range.kind === 'whole' && ex.headers['x-amz-checksum-mode']?.toUpperCase() === 'ENABLED') {
+    Object.assign(headers, checksumHeaders(info.checksums))
+  }
+  return { status: range.kind === 'partial' ? 206 : 200, headers, start, end }
+}
+
+function getCall(ex: S3Exchange, at: ObjectTarget, extra: object, deadlineMs: number) {
+  return ex.mesh.call<GetResult>('coordinator', {
+    kind: 'object.get',
+    ...at,
+    ...extra,
+    requestId: ex.requestId,
+    deadlineMs,
+  })
+}
+
+/** GET and HEAD. A small object comes whole in the first reply; a larger one is read with a second
+ * request that carries a stream, and the answer follows that second reply (the object may have
+ * been replaced in between: what is sent is always one complete version). */
 export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void> {
   const versionId = ex.query.get('versionId')
   if (versionId !== null && versionId !== 'null') {
     return sendError(ex, 'invalid_argument', 'Invalid version id specified')
   }
   const head = ex.method === 'HEAD'
-  const [local, remote] = head ? [null, undefined] : ex.mesh.openStream()
   const deadlineMs = ex.mesh.now() + CALL_TIMEOUT_MS
-  const reply = await ex.mesh.call<GetResult>('coordinator', {
-    kind: 'object.get',
-    ...at,
-    ...(remote === undefined ? {} : { stream: remote }),
-    requestId: ex.requestId,
-    deadlineMs,
-  })
-  const source = local === null ? null : ex.mesh.source(local, deadlineMs)
-  if (!reply.ok) {
-    source?.cancel('internal', 'request failed')
-    return sendError(ex, reply.code, reply.detail)
+  const first = await getCall(ex, at, head ? {} : { inline: true }, deadlineMs)
+  if (!first.ok) return sendError(ex, first.code, first.detail)
+  const firstAnswer = planAnswer(ex, first.value.info)
+  if (firstAnswer === null) return
+  const length = firstAnswer.end - firstAnswer.start + 1
+  if (head)
+    return send(ex, firstAnswer.status, { ...firstAnswer.headers, 'content-length': length })
+  const inline = first.value.body
+  if (inline !== undefined || length <= 0) {
+    const bytes = inline?.subarray(firstAnswer.start, firstAnswer.end + 1) ?? new Uint8Array(0)
+    return send(ex, firstAnswer.status, firstAnswer.headers, bytes)
   }
-  const { info, body } = reply.value
-  const failed = evaluateConditions(info, conditionsFrom(ex.headers, ''), 'read')
-  const headers = objectHeaders(info, ex.query)
-  if (failed !== null) {
-    source?.cancel('precondition_failed', 'condition failed')
-    if (failed === 'not_modified') {
-      return send(ex, 304, { etag: info.etag, 'last-modified': headers['last-modified'] ?? '' })
-    }
-    return sendError(ex, failed, 'At least one of the pre-conditions you specified did not hold')
+  const [local, remote] = ex.mesh.openStream()
+  const second = await getCall(ex, at, { stream: remote }, streamDeadlineMs(ex.mesh.now(), length))
+  const source = ex.mesh.source(local, deadlineMs)
+  if (!second.ok) {
+    source.cancel('internal', 'request failed')
+    return sendError(ex, second.code, second.detail)
   }
-  const range = resolveRange(ex.headers['range'], info.size)
-  if (range.kind === 'unsatisfiable') {
-    source?.cancel('invalid_range', 'unsatisfiable')
-    ex.outgoing.setHeader('content-range', `bytes */${info.size}`)
-    return sendError(ex, 'invalid_range', 'The requested range is not satisfiable')
+  const answer = planAnswer(ex, second.value.info)
+  const body = second.value.body
+  if (answer === null || body !== undefined || answer.end < answer.start) {
+    source.cancel('internal', 'no stream needed')
+    if (answer === null) return
+    const bytes = body?.subarray(answer.start, answer.end + 1) ?? new Uint8Array(0)
+    return send(ex, answer.status, answer.headers, bytes)
   }
-  const start = range.kind === 'partial' ? range.start : 0
-  const end = range.kind === 'partial' ? range.end : info.size - 1
-  const status = range.kind === 'partial' ? 206 : 200
-  if (range.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${info.size}`
-  // A stored checksum describes the whole object, so only a whole-object answer carries it.
-  if (range.kind === 'whole' && ex.headers['x-amz-checksum-mode']?.toUpperCase() === 'ENABLED') {
-    Object.assign(headers, checksumHeaders(info.checksums))
-  }
-  const length = end - start + 1
-  if (source === null || body !== undefined || length === 0) {
-    source?.cancel('internal', 'body sent inline')
-    const bytes = body?.subarray(start, end + 1) ?? new Uint8Array(0)
-    if (head) return send(ex, status, { ...headers, 'content-length': info.size })
-    return send(ex, status, headers, bytes)
-  }
-  source.request(start, end)
-  await streamOut(ex, status, { ...headers, 'content-length': length }, source)
+  source.request(answer.start, answer.end)
+  const contentLength = answer.end - answer.start + 1
+  await streamOut(ex, answer.status, { ...answer.headers, 'content-length': contentLength }, source)
 }
 
 async function streamOut(

@@ -547,7 +547,7 @@ function temporaryFiles(): string[] {
   return existsSync(dir) ? readdirSync(dir) : []
 }
 
-test('a PUT announcing more than 5 GiB is refused with EntityTooLarge before its body', async () => {
+test('a PUT announcing over 5 GiB is refused with EntityTooLarge before its body', async () => {
   const signed = await signRequest(server.url, {
     method: 'PUT',
     path: `/${BUCKET}/too-large`,
