@@ -1,6 +1,7 @@
 /** @module Per-actor metrics: each actor thread keeps its own prom-client registry (mailbox depth,
  * messages handled, handling time, rejections); the ingress gathers them over the supervisor. */
 import {
+  collectDefaultMetrics,
   Counter,
   Gauge,
   Histogram,
@@ -21,6 +22,9 @@ export class ActorMetrics {
 
   constructor(actor: string) {
     this.registry.setDefaultLabels({ actor })
+    // Node's own metrics per thread: heap and external memory are per isolate, so each actor's
+    // line shows what that thread holds.
+    collectDefaultMetrics({ register: this.registry })
     const registers = [this.registry]
     this.depth = new Gauge({
       name: 'svc_actor_mailbox_depth',

@@ -528,6 +528,16 @@ function decodeComponent(raw: string): string {
  * them, but a caller may pass decoded text) count as their UTF-8 bytes. */
 function percentDecode(raw: string): Buffer {
   if (!/[%\u0080-\uffff]/.test(raw)) return Buffer.from(raw, 'latin1')
+  // The native decoder handles every well-formed input (the common case: presigned queries are
+  // full of %2F) and gives the same bytes; malformed escapes or UTF-8 take the byte-wise path.
+  try {
+    return Buffer.from(decodeURIComponent(raw), 'utf8')
+  } catch {
+    return percentDecodeBytewise(raw)
+  }
+}
+
+function percentDecodeBytewise(raw: string): Buffer {
   const bytes: number[] = []
   for (let i = 0; i < raw.length; i++) {
     const code = raw.charCodeAt(i)
