@@ -118,51 +118,67 @@ function parseEncoding(value: string | null): Result<'url' | undefined> {
   return fail('invalid_argument', 'Invalid Encoding Method specified in Request')
 }
 
+/** What both list versions read from the query: page size, encoding, prefix and delimiter. */
+interface ListQuery {
+  maxKeys: number
+  encodingType: 'url' | undefined
+  prefix: string
+  delimiter: string
+}
+
+function listQuery(query: URLSearchParams): Result<ListQuery> {
+  const maxKeys = parseMaxKeys(query.get('max-keys'))
+  if (!maxKeys.ok) return maxKeys
+  const encodingType = parseEncoding(query.get('encoding-type'))
+  if (!encodingType.ok) return encodingType
+  return ok({
+    maxKeys: maxKeys.value,
+    encodingType: encodingType.value,
+    prefix: query.get('prefix') ?? '',
+    delimiter: query.get('delimiter') ?? '',
+  })
+}
+
 async function listPage(
   ex: S3Exchange,
   bucket: string,
-  prefix: string,
-  delimiter: string,
+  list: ListQuery,
   after: string,
-  maxKeys: number,
 ): Promise<Result<ListPage>> {
   return ex.mesh.call<ListPage>('coordinator', {
     kind: 'object.list',
     bucket,
-    prefix,
-    delimiter,
+    prefix: list.prefix,
+    delimiter: list.delimiter,
     after,
-    maxKeys,
+    maxKeys: list.maxKeys,
     requestId: ex.requestId,
     deadlineMs: deadline(ex),
   })
 }
 
+/** The later of two keys in S3's order (UTF-8 bytes), where JavaScript's `>` compares UTF-16. */
+function laterKey(a: string, b: string): string {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')) >= 0 ? a : b
+}
+
 export async function listObjectsV2(ex: S3Exchange, bucket: string): Promise<void> {
   const q = ex.query
-  const maxKeys = parseMaxKeys(q.get('max-keys'))
-  if (!maxKeys.ok) return sendError(ex, maxKeys.code, maxKeys.detail)
-  const encodingType = parseEncoding(q.get('encoding-type'))
-  if (!encodingType.ok) return sendError(ex, encodingType.code, encodingType.detail)
+  const list = listQuery(q)
+  if (!list.ok) return sendError(ex, list.code, list.detail)
   const token = q.get('continuation-token')
-  const startAfter = q.get('start-after') ?? ''
-  let after = startAfter
+  let after = q.get('start-after') ?? ''
   if (token !== null) {
     const decoded = decodeContinuationToken(token)
     if (!decoded.ok) return sendError(ex, decoded.code, decoded.detail)
-    if (decoded.value > after) after = decoded.value
+    after = laterKey(decoded.value, after)
   }
-  const prefix = q.get('prefix') ?? ''
-  const delimiter = q.get('delimiter') ?? ''
-  const page = await listPage(ex, bucket, prefix, delimiter, after, maxKeys.value)
+  const page = await listPage(ex, bucket, list.value, after)
   if (!page.ok) return sendError(ex, page.code, page.detail, { BucketName: bucket })
   const xml = listObjectsV2Xml({
     bucket,
-    prefix,
-    delimiter,
-    maxKeys: maxKeys.value,
+    ...list.value,
     page: page.value,
-    encodingType: encodingType.value,
     continuationToken: token ?? undefined,
     startAfter: q.get('start-after') ?? undefined,
     fetchOwner: q.get('fetch-owner') === 'true',
@@ -172,23 +188,15 @@ export async function listObjectsV2(ex: S3Exchange, bucket: string): Promise<voi
 }
 
 export async function listObjectsV1(ex: S3Exchange, bucket: string): Promise<void> {
-  const q = ex.query
-  const maxKeys = parseMaxKeys(q.get('max-keys'))
-  if (!maxKeys.ok) return sendError(ex, maxKeys.code, maxKeys.detail)
-  const encodingType = parseEncoding(q.get('encoding-type'))
-  if (!encodingType.ok) return sendError(ex, encodingType.code, encodingType.detail)
-  const marker = q.get('marker') ?? ''
-  const prefix = q.get('prefix') ?? ''
-  const delimiter = q.get('delimiter') ?? ''
-  const page = await listPage(ex, bucket, prefix, delimiter, marker, maxKeys.value)
+  const list = listQuery(ex.query)
+  if (!list.ok) return sendError(ex, list.code, list.detail)
+  const marker = ex.query.get('marker') ?? ''
+  const page = await listPage(ex, bucket, list.value, marker)
   if (!page.ok) return sendError(ex, page.code, page.detail, { BucketName: bucket })
   const xml = listObjectsV1Xml({
     bucket,
-    prefix,
-    delimiter,
-    maxKeys: maxKeys.value,
+    ...list.value,
     page: page.value,
-    encodingType: encodingType.value,
     marker,
     owner: ownerOf(ex),
   })
