@@ -91,7 +91,7 @@ export class Supervisor {
       try {
         if (child.api !== null) await withTimeout(child.api.stop(), budget, `stop ${name}`)
       } catch (error) {
-        this.options.log.warn({ actor: name, err: String(error) }, 'actor did not stop in time')
+        this.options.log.warn({ child: name, err: String(error) }, 'actor did not stop in time')
       }
       await child.worker?.terminate()
       child.up = false
@@ -122,7 +122,7 @@ export class Supervisor {
     child.api = api
     child.stopping = false
     worker.on('error', (error) => {
-      this.options.log.error({ actor: child.name, err: String(error) }, 'actor crashed')
+      this.options.log.error({ child: child.name, err: String(error) }, 'actor crashed')
     })
     worker.once('exit', (code) => {
       control.port1.close()
@@ -131,7 +131,7 @@ export class Supervisor {
     await this.wire(child)
     await withTimeout(api.ready(), ACTOR_START_TIMEOUT_MS, `start ${child.name}`)
     if (child.worker === worker) child.up = true
-    this.options.log.info({ actor: child.name }, 'actor up')
+    this.options.log.info({ child: child.name }, 'actor up')
   }
 
   /** Creates a fresh channel for every link of this actor whose other end is alive. */
@@ -153,7 +153,7 @@ export class Supervisor {
     child.worker = null
     child.api = null
     if (child.stopping || this.stopping) return
-    this.options.log.error({ actor: child.name, code }, 'actor exited; restarting')
+    this.options.log.error({ child: child.name, code }, 'actor exited; restarting')
     for (const [caller, callee] of this.options.links) {
       if (callee === child.name) void this.child(caller).api?.disconnect(callee)
     }
@@ -174,7 +174,7 @@ export class Supervisor {
     setTimeout(() => {
       if (this.stopping) return
       this.spawn(child).catch((error: unknown) => {
-        this.options.log.error({ actor: child.name, err: String(error) }, 'restart failed')
+        this.options.log.error({ child: child.name, err: String(error) }, 'restart failed')
         void child.worker?.terminate()
       })
     }, backoffMs)
