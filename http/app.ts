@@ -7,6 +7,8 @@ import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
 import { Hono } from 'hono'
 import type { Mesh } from '../protocol/actor.js'
 import { killActor } from './chaos.js'
+import { statsRecord } from './stats.js'
+import { isRetryable } from '../protocol/errors.js'
 import { handleS3 } from './s3/router.js'
 import type { AuthCaches } from './s3/authenticate.js'
 import { KeyCache } from './s3/key-cache.js'
@@ -41,6 +43,20 @@ function createApp(
   app.get('/health', (c) =>
     state.serving ? c.text('ok', 200) : c.text('unavailable', 503, { 'retry-after': '1' }),
   )
+  app.get('/api/stats', async (c) => {
+    const record = await statsRecord(mesh, process.uptime())
+    if (record.ok) return c.json(record.value, 200)
+    mesh.log.error({ code: record.code, detail: record.detail }, 'stats unavailable')
+    // A store that is restarting or overloaded is worth a retry; anything else is our fault.
+    if (isRetryable(record.code)) {
+      const body = {
+        error: 'Storage statistics are briefly unavailable',
+        code: 'ServiceUnavailable',
+      }
+      return c.json(body, 503, { 'retry-after': '1' })
+    }
+    return c.json({ error: 'Storage statistics are unavailable', code: 'InternalError' }, 500)
+  })
   app.get('/metrics', async (c) =>
     c.text(await mesh.metricsText(), 200, { 'content-type': 'text/plain; version=0.0.4' }),
   )

@@ -3,10 +3,10 @@
  * it on a worker thread (or, in a simulation, in one thread with fakes behind the same
  * interfaces). */
 import type { ErrorCode, Result } from './errors.js'
-import type { IamMsg, IngressMsg, ObjectMsg, SystemMsg } from './messages.js'
+import type { CoordinatorMsg, IamMsg, IngressMsg, SystemMsg } from './messages.js'
 
 /** Every request one actor may send another. */
-export type AnyMsg = ObjectMsg | SystemMsg | IamMsg | IngressMsg
+export type AnyMsg = CoordinatorMsg | SystemMsg | IamMsg | IngressMsg
 
 export type ActorName = 'http-ingress' | 'iam' | 'coordinator' | 'replica-store'
 

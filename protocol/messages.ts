@@ -94,6 +94,10 @@ export interface StoreStats {
 
 export type StoreMsg = ObjectMsg | SystemMsg
 
+/** What the coordinator takes: object requests, and the node's storage counters for /api/stats
+ * (in a cluster, the coordinator is where counters of several replicas would be combined). */
+export type CoordinatorMsg = ObjectMsg | Extract<SystemMsg, { kind: 'system.stats' }>
+
 export type IamMsg = Request & { kind: 'iam.lookup-key'; accessKey: string }
 
 export interface Principal {

@@ -1,0 +1,39 @@
+/** @module GET /api/stats (no authentication): the stats record of SPEC.md section 2, from the
+ * store's counters, which are kept with every mutation (never computed by scanning). The dedup
+ * ratio is total references over unique blobs, 0 while no blob is stored. */
+import type { Mesh } from '../protocol/actor.js'
+import type { Result } from '../protocol/errors.js'
+import type { StoreStats } from '../protocol/messages.js'
+import { CALL_TIMEOUT_MS } from '../protocol/timing.js'
+
+export interface StatsRecord {
+  uptime_seconds: number
+  buckets_count: number
+  objects_count: number
+  storage_used_bytes: number
+  dedup_unique_blobs: number
+  dedup_total_references: number
+  dedup_ratio: number
+}
+
+export async function statsRecord(mesh: Mesh, uptimeSeconds: number): Promise<Result<StatsRecord>> {
+  const stats = await mesh.call<StoreStats>('coordinator', {
+    kind: 'system.stats',
+    requestId: 'stats',
+    deadlineMs: mesh.now() + CALL_TIMEOUT_MS,
+  })
+  if (!stats.ok) return stats
+  const { uniqueBlobs, totalReferences } = stats.value
+  return {
+    ok: true,
+    value: {
+      uptime_seconds: Math.floor(uptimeSeconds),
+      buckets_count: stats.value.bucketsCount,
+      objects_count: stats.value.objectsCount,
+      storage_used_bytes: stats.value.storageUsedBytes,
+      dedup_unique_blobs: uniqueBlobs,
+      dedup_total_references: totalReferences,
+      dedup_ratio: uniqueBlobs === 0 ? 0 : totalReferences / uniqueBlobs,
+    },
+  }
+}
