@@ -33,7 +33,7 @@ function counters(record: Stats): Omit<Stats, 'uptime_seconds'> {
   return rest
 }
 
-test('stats follow puts, dedup, overwrites, copies and deletes, across restarts and a crash', async () => {
+test('stats follow puts, dedup, overwrites, copies, deletes, restarts and a crash', async () => {
   let server = await startServer()
   let s3: S3Client = server.client()
   try {
