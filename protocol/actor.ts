@@ -134,6 +134,19 @@ export interface Mesh extends Pick<
 > {
   /** Terminates an actor's thread (chaos testing); false when chaos is off or the actor unknown. */
   kill(actor: string): Promise<boolean>
+  /** Records one finished HTTP request for /metrics. */
+  observeRequest(sample: RequestSample): void
   /** The node's metrics in Prometheus text format: every actor's registry merged. */
   metricsText(): Promise<string>
+}
+
+/** One finished HTTP request, as /metrics counts it. */
+export interface RequestSample {
+  /** The S3 operation (PutObject, ListObjectsV2...), or the name of a non-S3 endpoint. */
+  operation: string
+  method: string
+  status: number
+  seconds: number
+  requestBytes: number
+  responseBytes: number
 }

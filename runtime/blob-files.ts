@@ -178,9 +178,17 @@ async function unlinkIfPresent(path: string): Promise<void> {
   }
 }
 
+/** A writer flushes what it has written every this many bytes, in the background, so the disk
+ * writes while the rest arrives and the fsync before the commit has little left to do (a 1 GiB
+ * object would otherwise spend seconds in that one fsync). */
+const WRITE_BEHIND_BYTES = 32 * 1024 * 1024
+
 class FileWriter implements BlobWriter {
   private position = 0
   private finished = false
+  private flushedUpTo = 0
+  /** The background flush in progress, at most one. */
+  private flushing: Promise<void> | null = null
 
   constructor(
     private readonly handle: FileHandle,
@@ -204,12 +212,25 @@ class FileWriter implements BlobWriter {
       written += result.bytesWritten
       this.position += result.bytesWritten
     }
+    if (this.position - this.flushedUpTo >= WRITE_BEHIND_BYTES && this.flushing === null) {
+      this.flushedUpTo = this.position
+      // Errors surface at commit, whose own fsync reports the same failure.
+      this.flushing = this.handle.datasync().then(
+        () => {
+          this.flushing = null
+        },
+        () => {
+          this.flushing = null
+        },
+      )
+    }
   }
 
   async commit(): Promise<void> {
     assert(!this.finished, 'blob writer committed twice')
     this.finished = true
     try {
+      await this.flushing
       await this.handle.sync()
     } finally {
       this.release()
@@ -222,6 +243,7 @@ class FileWriter implements BlobWriter {
     if (this.finished) return
     this.finished = true
     this.release()
+    await this.flushing
     await this.handle.close()
     await unlinkIfPresent(this.path)
   }

@@ -10,12 +10,13 @@ import type { MessagePort } from 'node:worker_threads'
 import { serve } from '@hono/node-server'
 import * as Comlink from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
-import { AggregatorRegistry, Gauge, Registry } from 'prom-client'
+import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client'
 import { createFetch, type Fetch, type IngressState } from '../http/app.js'
 import type { Actor, Context, Mesh } from '../protocol/actor.js'
 import { ok, unreachable } from '../protocol/errors.js'
 import type { IngressMsg } from '../protocol/messages.js'
 import type { KeyCache } from '../http/s3/key-cache.js'
+import { HttpMetrics } from './http-metrics.js'
 import { SHUTDOWN_DRAIN_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
 import { withTimeout } from './timeout.js'
@@ -35,6 +36,7 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
   async init(ctx) {
     const supervisorPort = (ctx as Context & { supervisor: MessagePort }).supervisor
     const supervisor = Comlink.wrap<SupervisorApi>(nodeEndpoint(supervisorPort as never))
+    const http = new HttpMetrics()
     const mesh: Mesh = {
       call: ctx.call,
       openStream: ctx.openStream,
@@ -45,7 +47,8 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       log: ctx.log,
       config: ctx.config,
       kill: (actor) => supervisor.kill(actor),
-      metricsText: () => metricsText(supervisor),
+      observeRequest: (sample) => http.observe(sample),
+      metricsText: () => metricsText(supervisor, http),
     }
     const state = { serving: false } as IngressActorState
     const { fetch, keys } = createFetch(mesh, state)
@@ -107,7 +110,10 @@ function listen(ctx: Context, fetch: Fetch): Promise<Server> {
   })
 }
 
-async function metricsText(supervisor: Comlink.Remote<SupervisorApi>): Promise<string> {
+async function metricsText(
+  supervisor: Comlink.Remote<SupervisorApi>,
+  http: HttpMetrics,
+): Promise<string> {
   const gathered = await supervisor.gatherMetrics()
   const node = new Registry()
   const up = new Gauge({
@@ -116,14 +122,15 @@ async function metricsText(supervisor: Comlink.Remote<SupervisorApi>): Promise<s
     labelNames: ['actor'],
     registers: [node],
   })
-  const restarts = new Gauge({
+  // A fresh registry per scrape: the counter starts at 0 and takes the supervisor's count.
+  const restarts = new Counter({
     name: 'svc_actor_restarts_total',
     help: 'Restarts of the actor by its supervisor',
     labelNames: ['actor'],
     registers: [node],
   })
   for (const [actor, isUp] of Object.entries(gathered.up)) up.set({ actor }, isUp ? 1 : 0)
-  for (const [actor, count] of Object.entries(gathered.restarts)) restarts.set({ actor }, count)
+  for (const [actor, count] of Object.entries(gathered.restarts)) restarts.inc({ actor }, count)
   const merged = AggregatorRegistry.aggregate(gathered.actors as never)
-  return (await node.metrics()) + (await merged.metrics())
+  return (await http.registry.metrics()) + (await node.metrics()) + (await merged.metrics())
 }

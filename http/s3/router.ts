@@ -18,6 +18,7 @@ import {
 import { headerRecord, sendError, type S3Exchange } from './exchange.js'
 import { isKeyTooLong } from './names.js'
 import { copyObject, deleteObject, getObject, putObject } from './objects.js'
+import { operationOf } from './operation.js'
 import { parseTarget } from './target.js'
 
 /** Subresources of Amazon S3 this service does not implement (yet): answered 501. */
@@ -92,19 +93,36 @@ export function newExchange(
   }
 }
 
-/** One log line per request, with the request id the client got in x-amz-request-id. */
+function byteCount(header: string | number | string[] | undefined): number {
+  const count = Number(header)
+  return Number.isSafeInteger(count) && count >= 0 ? count : 0
+}
+
+/** One log line and one metrics sample per request, with the request id the client got in
+ * x-amz-request-id. */
 function logWhenDone(ex: S3Exchange): void {
   const startedMs = ex.mesh.now()
   ex.outgoing.once('close', () => {
+    const operation = operationOf(ex.method, ex.target, ex.query, ex.headers, UNIMPLEMENTED)
+    const ms = ex.mesh.now() - startedMs
+    ex.mesh.observeRequest({
+      operation,
+      method: ex.method,
+      status: ex.outgoing.statusCode,
+      seconds: ms / 1000,
+      requestBytes: byteCount(ex.headers['content-length']),
+      responseBytes: byteCount(ex.outgoing.getHeader('content-length')),
+    })
     ex.mesh.log.info(
       {
         requestId: ex.requestId,
+        operation,
         method: ex.method,
         bucket: ex.target.bucket,
         key: ex.target.key,
         status: ex.outgoing.statusCode,
         complete: ex.outgoing.writableFinished,
-        ms: ex.mesh.now() - startedMs,
+        ms,
         user: ex.principal?.userId,
       },
       's3 request',

@@ -1,0 +1,62 @@
+/** @module The S3 operation a request names, for metrics labels and logs: decided from the method,
+ * bucket/key and subresource alone, so even a request refused before dispatch (bad signature,
+ * denied role) is counted under the operation it attempted. Mirrors the router's dispatch. */
+
+export type S3Operation =
+  | 'ListBuckets'
+  | 'CreateBucket'
+  | 'HeadBucket'
+  | 'DeleteBucket'
+  | 'GetBucketLocation'
+  | 'ListObjectsV2'
+  | 'ListObjects'
+  | 'DeleteObjects'
+  | 'PutObject'
+  | 'CopyObject'
+  | 'GetObject'
+  | 'HeadObject'
+  | 'DeleteObject'
+  | 'NotImplemented'
+  | 'Unknown'
+
+export function operationOf(
+  method: string,
+  target: { bucket: string | null; key: string | null },
+  query: URLSearchParams,
+  headers: Record<string, string>,
+  unimplemented: readonly string[],
+): S3Operation {
+  if (unimplemented.some((name) => query.has(name))) return 'NotImplemented'
+  if (target.bucket === null) return method === 'GET' ? 'ListBuckets' : 'Unknown'
+  if (target.key === null) return bucketOperationOf(method, query)
+  switch (method) {
+    case 'GET':
+      return 'GetObject'
+    case 'HEAD':
+      return 'HeadObject'
+    case 'PUT':
+      return headers['x-amz-copy-source'] === undefined ? 'PutObject' : 'CopyObject'
+    case 'DELETE':
+      return 'DeleteObject'
+    default:
+      return 'Unknown'
+  }
+}
+
+function bucketOperationOf(method: string, query: URLSearchParams): S3Operation {
+  switch (method) {
+    case 'GET':
+      if (query.has('location')) return 'GetBucketLocation'
+      return query.get('list-type') === '2' ? 'ListObjectsV2' : 'ListObjects'
+    case 'HEAD':
+      return 'HeadBucket'
+    case 'PUT':
+      return 'CreateBucket'
+    case 'DELETE':
+      return 'DeleteBucket'
+    case 'POST':
+      return query.has('delete') ? 'DeleteObjects' : 'Unknown'
+    default:
+      return 'Unknown'
+  }
+}
