@@ -11,16 +11,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3'
 import { startServer, type TestServer } from '../support/server.js'
-
-interface Stats {
-  uptime_seconds: number
-  buckets_count: number
-  objects_count: number
-  storage_used_bytes: number
-  dedup_unique_blobs: number
-  dedup_total_references: number
-  dedup_ratio: number
-}
+import type { StatsRecord as Stats } from '../../http/stats.js'
 
 async function stats(server: TestServer): Promise<Stats> {
   const response = await fetch(`${server.url}/api/stats`)
