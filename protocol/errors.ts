@@ -38,16 +38,37 @@ export type ErrorCode =
   | 'unavailable'
   | 'corrupt'
   | 'internal'
+  // Identity and the admin API.
+  | 'unauthorized'
+  | 'invalid_credentials'
+  | 'forbidden'
+  | 'user_not_found'
+  | 'user_exists'
+  | 'invalid_username'
+  | 'no_s3_credentials'
+  | 'invalid_data'
+  | 'too_many_requests'
+  | 'admin_disabled'
 
 /** The outcome of any request between actors. `detail` is for logs and 4xx messages. */
-export type Result<T> = { ok: true; value: T } | { ok: false; code: ErrorCode; detail: string }
+export type Result<T> = { ok: true; value: T } | Failure
+
+export interface Failure {
+  ok: false
+  code: ErrorCode
+  detail: string
+  /** When the caller may try again (too_many_requests, busy), in whole seconds. */
+  retryAfterSecs?: number
+}
 
 export function ok<T>(value: T): Result<T> {
   return { ok: true, value }
 }
 
-export function fail<T = never>(code: ErrorCode, detail: string): Result<T> {
-  return { ok: false, code, detail }
+export function fail<T = never>(code: ErrorCode, detail: string, retryAfterSecs?: number): Result<T> {
+  return retryAfterSecs === undefined
+    ? { ok: false, code, detail }
+    : { ok: false, code, detail, retryAfterSecs }
 }
 
 /** Failures a client may retry unchanged: the callee was overloaded, slow or restarting. */

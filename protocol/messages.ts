@@ -10,6 +10,7 @@ import type {
   ListRequest,
   ObjectInfo,
 } from './objects.js'
+import type { Role } from './identity.js'
 
 export interface PutResult {
   etag: string
@@ -29,9 +30,15 @@ export interface DeleteManyResult {
 
 export type ObjectMsg =
   | (Request & { kind: 'bucket.create'; bucket: string })
-  | (Request & { kind: 'bucket.delete'; bucket: string })
+  | (Request & {
+      kind: 'bucket.delete'
+      bucket: string
+      /** Remove every object (and, later, versions and multipart uploads) first. */
+      force?: true
+    })
   | (Request & { kind: 'bucket.head'; bucket: string })
   | (Request & { kind: 'bucket.list' })
+  | (Request & { kind: 'bucket.stats' })
   | (Request & {
       kind: 'object.put'
       bucket: string
@@ -70,6 +77,7 @@ export type ObjectReply = {
   'bucket.delete': null
   'bucket.head': BucketInfo
   'bucket.list': BucketInfo[]
+  'bucket.stats': BucketStats[]
   'object.put': PutResult
   'object.get': GetResult
   'object.delete': null
@@ -82,7 +90,23 @@ export type ObjectReply = {
 export type SystemMsg =
   | (Request & { kind: 'system.get'; name: string })
   | (Request & { kind: 'system.put'; name: string; value: Uint8Array })
+  | (Request & { kind: 'system.delete'; name: string })
+  /** Every record whose name starts with `prefix`, ascending by name. */
+  | (Request & { kind: 'system.list'; prefix: string })
   | (Request & { kind: 'system.stats' })
+
+export interface SystemRecord {
+  name: string
+  value: Uint8Array
+}
+
+/** Per-bucket counters, kept by the same batches that change the bucket's objects. */
+export interface BucketStats {
+  name: string
+  createdMs: number
+  objectsCount: number
+  storageUsedBytes: number
+}
 
 export interface StoreStats {
   bucketsCount: number
@@ -98,11 +122,70 @@ export type StoreMsg = ObjectMsg | SystemMsg
  * (in a cluster, the coordinator is where counters of several replicas would be combined). */
 export type CoordinatorMsg = ObjectMsg | Extract<SystemMsg, { kind: 'system.stats' }>
 
-export type IamMsg = Request & { kind: 'iam.lookup-key'; accessKey: string }
+/** Requests to iam: the key lookup behind SigV4, and the admin API's identity operations. Ingress
+ * checks a bearer token with iam.authorize before it sends any other admin request. */
+export type IamMsg =
+  | (Request & { kind: 'iam.lookup-key'; accessKey: string })
+  | (Request & {
+      kind: 'iam.login'
+      username: string
+      password: string
+      /** The client's network address, for throttling repeated failures. */
+      clientAddress: string
+    })
+  | (Request & { kind: 'iam.authorize'; token: string })
+  | (Request & { kind: 'iam.user.list' })
+  | (Request & { kind: 'iam.user.create'; username: string; password: string; role: Role })
+  | (Request & { kind: 'iam.user.get'; userId: string })
+  | (Request & {
+      kind: 'iam.user.update'
+      userId: string
+      password?: string
+      role?: Role
+      isActive?: boolean
+    })
+  | (Request & { kind: 'iam.user.delete'; userId: string })
+  | (Request & { kind: 'iam.credentials.create'; userId: string })
+  | (Request & { kind: 'iam.credentials.delete'; userId: string })
+
+export type IamReply = {
+  'iam.lookup-key': KeyLookup
+  'iam.login': LoginGrant
+  'iam.authorize': Principal
+  'iam.user.list': UserView[]
+  'iam.user.create': UserView
+  'iam.user.get': UserView
+  'iam.user.update': UserView
+  'iam.user.delete': null
+  'iam.credentials.create': IssuedCredentials
+  'iam.credentials.delete': null
+}
+
+export interface LoginGrant {
+  token: string
+  /** The token's `exp` claim, in milliseconds. */
+  expiresAtMs: number
+}
+
+/** A user as the admin API shows it: never a password hash or a secret key. */
+export interface UserView {
+  id: string
+  username: string
+  role: Role
+  isActive: boolean
+  createdMs: number
+  /** The access key of the user's S3 credentials, if issued (the secret is never shown again). */
+  accessKey: string | null
+}
+
+export interface IssuedCredentials {
+  accessKey: string
+  secretKey: string
+}
 
 export interface Principal {
   userId: string
-  role: 'Reader' | 'Writer' | 'SuperUser'
+  role: Role
 }
 export interface KeyLookup {
   secretKey: string

@@ -61,6 +61,18 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'corrupt':
     case 'internal':
       return protocolOrServerError(code)
+    case 'unauthorized':
+    case 'invalid_credentials':
+    case 'forbidden':
+    case 'user_not_found':
+    case 'user_exists':
+    case 'invalid_username':
+    case 'no_s3_credentials':
+    case 'invalid_data':
+    case 'too_many_requests':
+    case 'admin_disabled':
+      // Admin API codes: an S3 request reaching one is our bug, answered as a server fault.
+      return s3Error('InternalError', 500, INTERNAL_MESSAGE)
     default:
       return unreachable(code)
   }
