@@ -1,6 +1,7 @@
 /** @module Node configuration from the environment, validated once at start. Actors receive the
  * resulting flat record; nothing else reads process.env. */
 import { resolve } from 'node:path'
+import { isAcceptablePassword, isValidUsername } from '../protocol/identity.js'
 
 export interface NodeConfig {
   mode: 'single' | 'cluster' | 'gateway'
@@ -20,6 +21,9 @@ const PASSED_THROUGH = [
   'SVC_DOMAIN',
   'SVC_REGION',
   'SVC_LOG_LEVEL',
+  'SVC_ROOT_USERNAME',
+  'SVC_ROOT_PASSWORD',
+  'SVC_JWT_TTL_SECS',
 ] as const
 
 export class ConfigError extends Error {
@@ -52,6 +56,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
   if ((env['SVC_TLS_CERT'] === undefined) !== (env['SVC_TLS_KEY'] === undefined)) {
     throw new ConfigError('set both SVC_TLS_CERT and SVC_TLS_KEY, or neither')
   }
+  checkIdentitySettings(env)
   const actorConfig: Record<string, string> = {
     SVC_MODE: mode,
     SVC_DATA_DIR: dataDir,
@@ -70,5 +75,26 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     httpPort: http.port,
     chaos: actorConfig['SVC_CHAOS'] === '1',
     actorConfig,
+  }
+}
+
+/** A JWT lifetime above a week makes a stolen token too valuable; below a second, unusable. */
+const JWT_TTL_SECS_MAX = 7 * 24 * 3600
+
+function checkIdentitySettings(env: NodeJS.ProcessEnv): void {
+  const username = env['SVC_ROOT_USERNAME']
+  if (username !== undefined && username !== '' && !isValidUsername(username)) {
+    throw new ConfigError('SVC_ROOT_USERNAME must be 3 to 32 letters, digits or underscores')
+  }
+  const password = env['SVC_ROOT_PASSWORD']
+  if (password !== undefined && password !== '' && !isAcceptablePassword(password)) {
+    throw new ConfigError('SVC_ROOT_PASSWORD must be at most 1024 bytes')
+  }
+  const ttl = env['SVC_JWT_TTL_SECS']
+  if (ttl !== undefined && ttl !== '') {
+    const secs = Number(ttl)
+    if (!/^\d+$/.test(ttl) || secs < 1 || secs > JWT_TTL_SECS_MAX) {
+      throw new ConfigError(`SVC_JWT_TTL_SECS must be an integer from 1 to ${JWT_TTL_SECS_MAX}`)
+    }
   }
 }

@@ -1,4 +1,4 @@
-/** @module Composition root of a node: reads the configuration, prepares the master key, starts
+/** @module Composition root of a node: reads the configuration, prepares the node's secrets, starts
  * the supervised actor mesh and handles signals. SIGTERM/SIGINT stop it gracefully: the ingress
  * stops accepting and drains in-flight requests (SHUTDOWN_DRAIN_MS), then the other actors stop in
  * reverse start order and the store closes cleanly; exit 0. A crash loop exits 1. */
@@ -7,7 +7,7 @@ import { loadConfig, ConfigError } from './config.js'
 import { SINGLE_NODE_ACTORS, SINGLE_NODE_LINKS } from './actor-table.js'
 import { SHUTDOWN_DRAIN_MS } from './knobs.js'
 import { createLogger } from './log.js'
-import { loadMasterKey } from './master-key.js'
+import { loadNodeSecrets } from './node-secrets.js'
 import { Supervisor } from './supervisor.js'
 
 const log = createLogger('supervisor')
@@ -19,12 +19,12 @@ async function main(): Promise<void> {
   if (config.mode !== 'single') {
     throw new ConfigError(`SVC_MODE=${config.mode} is not available yet: this build runs single`)
   }
-  const masterKey = await loadMasterKey(config.dataDir, process.env['SVC_MASTER_KEY'])
+  const secrets = await loadNodeSecrets(config.dataDir, process.env)
   let stopping: Promise<void> | null = null
   const supervisor: Supervisor = new Supervisor({
     actors: SINGLE_NODE_ACTORS,
     links: SINGLE_NODE_LINKS,
-    config: { ...config.actorConfig, SVC_MASTER_KEY: masterKey },
+    config: { ...config.actorConfig, ...secrets },
     chaos: config.chaos,
     log,
     onEscalate: (exitCode, reason) => {

@@ -1,106 +1,115 @@
-/** @module IAM: owns identities. Today that is the bootstrap SuperUser key pair: from
- * SVC_ACCESS_KEY_ID/SVC_SECRET_ACCESS_KEY, or generated on first start, kept sealed with the master
- * key in replica-store's system records and printed once when generated. Handles iam.lookup-key,
- * the secret lookup behind SigV4 verification. */
+/** @module IAM: owns identities. Users (argon2id password hashes, roles, active flag) and their S3
+ * key pairs persist as system records in replica-store and are held in memory; the bootstrap key
+ * pair is a SuperUser without a user. Handles iam.lookup-key (the secret behind SigV4), iam.login
+ * and iam.authorize (admin JWTs), and the admin API's user and credential operations.
+ *
+ * Invariants: every change is durable before it shows in memory, and changes run one at a time;
+ * a change that affects a key the ingress may have cached is announced to the ingress (and
+ * acknowledged) before the change's request returns, so the very next S3 request sees it. */
 import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
 import { fail, ok, unreachable, type Result } from '../../protocol/errors.js'
 import type { IamMsg, KeyLookup } from '../../protocol/messages.js'
-import { newAccessKey, newSecretKey } from './random-keys.js'
-import { seal, SEAL_IV_BYTES, unseal } from './sealed.js'
+import { bootstrapPair, createRootUser } from './bootstrap.js'
+import { deleteCredentials, issueCredentials } from './credentials.js'
+import type { IamState } from './iam-state.js'
+import { indexUserKey } from './iam-state.js'
+import { hashPassword, newSalt } from './passwords.js'
+import { unseal } from './sealed.js'
+import { authorize, login } from './sessions.js'
+import { newLoginThrottle } from './throttle.js'
+import { createUser, deleteUser, getUser, listUsers, updateUser } from './user-admin.js'
+import { loadUsers, type UserRecord } from './user-records.js'
 
-interface IamState {
-  keys: Map<string, KeyLookup>
-  /** Counts changes to credentials; it starts from the clock so it still grows across restarts. */
-  generation: number
-}
-
-const BOOTSTRAP_RECORD = 'iam.bootstrap-credentials'
 const INIT_TIMEOUT_MS = 10_000
+const JWT_TTL_SECS_DEFAULT = 3600
 
 export const iam: Actor<IamState, IamMsg> = {
   name: 'iam',
   async init(ctx) {
-    const pair = await bootstrapPair(ctx)
-    const generation = ctx.now()
-    const keys = new Map<string, KeyLookup>()
-    keys.set(pair.accessKey, {
+    const deadlineMs = ctx.now() + INIT_TIMEOUT_MS
+    const masterKey = ctx.config['SVC_MASTER_KEY']
+    const jwtSecret = ctx.config['SVC_JWT_SECRET']
+    assert(masterKey !== undefined && jwtSecret !== undefined, 'the runtime passes both secrets')
+    const state: IamState = {
+      users: new Map(),
+      userIdsByName: new Map(),
+      keys: new Map(),
+      generation: ctx.now(),
+      throttle: newLoginThrottle(),
+      dummyHash: await hashPassword(
+        Buffer.from(ctx.randomBytes(32)).toString('hex'),
+        newSalt(ctx.randomBytes),
+      ),
+      jwtSecret,
+      jwtTtlSecs: Number(ctx.config['SVC_JWT_TTL_SECS'] ?? JWT_TTL_SECS_DEFAULT),
+      masterKey,
+      changes: Promise.resolve(),
+    }
+    const pair = await bootstrapPair(ctx, deadlineMs)
+    state.keys.set(pair.accessKey, {
       secretKey: pair.secretKey,
       principal: { userId: 'bootstrap', role: 'SuperUser' },
-      generation,
+      generation: state.generation,
     })
-    return { keys, generation }
+    const users = await loadUsers(ctx, deadlineMs)
+    const root = await createRootUser(ctx, users.length, deadlineMs)
+    if (root !== null) users.push(root)
+    for (const user of users) addLoadedUser(state, user)
+    return state
   },
-  handle(state, msg) {
-    switch (msg.kind) {
-      case 'iam.lookup-key':
-        return lookupKey(state, msg.accessKey)
-      default:
-        return unreachable(msg.kind)
-    }
+  handle(state, msg, ctx) {
+    return dispatch(state, msg, ctx)
   },
+}
+
+function addLoadedUser(state: IamState, user: UserRecord): void {
+  state.users.set(user.id, user)
+  state.userIdsByName.set(user.username, user.id)
+  if (user.credentials === null) return
+  const secretKey = unseal(user.credentials.sealedSecret, state.masterKey)
+  if (secretKey === undefined) throw new Error(`S3 secret of user ${user.id} does not open`)
+  indexUserKey(state, user, secretKey)
+}
+
+function dispatch(
+  state: IamState,
+  msg: IamMsg,
+  ctx: Context,
+): Result<unknown> | Promise<Result<unknown>> {
+  switch (msg.kind) {
+    case 'iam.lookup-key':
+      return lookupKey(state, msg.accessKey)
+    case 'iam.login':
+      return login(state, msg, ctx)
+    case 'iam.authorize':
+      return authorize(state, msg.token, ctx)
+    case 'iam.user.list':
+      return listUsers(state)
+    case 'iam.user.create':
+      return createUser(state, msg, ctx)
+    case 'iam.user.get':
+      return getUser(state, msg.userId)
+    case 'iam.user.update':
+      return updateUser(state, msg, ctx)
+    case 'iam.user.delete':
+      return deleteUser(state, msg, ctx)
+    case 'iam.credentials.create':
+      return issueCredentials(state, msg, ctx)
+    case 'iam.credentials.delete':
+      return deleteCredentials(state, msg, ctx)
+    default:
+      return unreachable(msg)
+  }
 }
 
 function lookupKey(state: IamState, accessKey: string): Result<KeyLookup> {
   const found = state.keys.get(accessKey)
   if (found === undefined) return fail('invalid_access_key', 'unknown access key')
-  return ok(found)
-}
-
-interface Pair {
-  accessKey: string
-  secretKey: string
-}
-
-async function bootstrapPair(ctx: Context): Promise<Pair> {
-  const fromEnv = {
-    accessKey: ctx.config['SVC_ACCESS_KEY_ID'],
-    secretKey: ctx.config['SVC_SECRET_ACCESS_KEY'],
+  const { userId } = found.principal
+  if (userId !== 'bootstrap' && state.users.get(userId)?.isActive !== true) {
+    return fail('access_denied', 'the user of this access key is deactivated')
   }
-  if (fromEnv.accessKey !== undefined && fromEnv.secretKey !== undefined) {
-    return { accessKey: fromEnv.accessKey, secretKey: fromEnv.secretKey }
-  }
-  const masterKey = ctx.config['SVC_MASTER_KEY']
-  assert(masterKey !== undefined, 'the runtime always passes the master key')
-  const deadlineMs = ctx.now() + INIT_TIMEOUT_MS
-  const stored = await ctx.call<Uint8Array | null>('replica-store', {
-    kind: 'system.get',
-    name: BOOTSTRAP_RECORD,
-    requestId: 'iam-init',
-    deadlineMs,
-  })
-  if (!stored.ok) throw new Error(`cannot read bootstrap credentials: ${stored.detail}`)
-  if (stored.value !== null) {
-    const record = JSON.parse(Buffer.from(stored.value).toString('utf8')) as {
-      a: string
-      s: string
-    }
-    const secretKey = unseal(record.s, masterKey)
-    if (secretKey === undefined)
-      throw new Error('bootstrap secret does not open with this master key')
-    return { accessKey: record.a, secretKey }
-  }
-  const pair = {
-    accessKey: newAccessKey(ctx.randomBytes),
-    secretKey: newSecretKey(ctx.randomBytes),
-  }
-  const record = {
-    a: pair.accessKey,
-    s: seal(pair.secretKey, masterKey, ctx.randomBytes(SEAL_IV_BYTES)),
-  }
-  const saved = await ctx.call('replica-store', {
-    kind: 'system.put',
-    name: BOOTSTRAP_RECORD,
-    value: new Uint8Array(Buffer.from(JSON.stringify(record))),
-    requestId: 'iam-init',
-    deadlineMs,
-  })
-  if (!saved.ok) throw new Error(`cannot save bootstrap credentials: ${saved.detail}`)
-  // Shown once, when generated: the secret is stored sealed and never printed again.
-  process.stdout.write(
-    '\nGenerated S3 credentials (shown once; ' +
-      'set SVC_ACCESS_KEY_ID/SVC_SECRET_ACCESS_KEY to choose):\n' +
-      `  access key: ${pair.accessKey}\n  secret key: ${pair.secretKey}\n\n`,
-  )
-  return pair
+  // Stamped with the current generation: the ingress caches it unless a newer change was announced.
+  return ok({ ...found, generation: state.generation })
 }

@@ -1,0 +1,386 @@
+/** Goal: identities made through the admin API govern the S3 API at once. Roles give exactly their
+ * permissions (Reader reads, Writer writes, SuperUser everything); deactivating, demoting or
+ * deleting a user, or replacing or deleting its keys, takes effect on the very next request (no
+ * sleeps: the ingress's key cache is told before the admin call returns); tokens follow their
+ * user's current state; secrets are sealed on disk; logins are throttled and indistinguishable for
+ * unknown users; users, keys and the root password survive a restart. Method: a real server driven
+ * by fetch for the admin API and @aws-sdk/client-s3 with each user's keys. */
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import {
+  CopyObjectCommand,
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListBucketsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3'
+import { startServer, type TestServer } from '../support/server.js'
+
+const ROOT_PASSWORD = 'root-password-for-tests'
+
+interface Credentials {
+  access_key: string
+  secret_key: string
+}
+
+async function admin(
+  server: TestServer,
+  method: string,
+  path: string,
+  token?: string,
+  body?: unknown,
+): Promise<{ status: number; json: unknown; headers: Headers; text: string }> {
+  const headers: Record<string, string> = {}
+  if (token !== undefined) headers['authorization'] = `Bearer ${token}`
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  const response = await fetch(`${server.url}/api/admin${path}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
+  const text = await response.text()
+  return {
+    status: response.status,
+    json: text === '' ? null : (JSON.parse(text) as unknown),
+    headers: response.headers,
+    text,
+  }
+}
+
+async function login(server: TestServer, username: string, password: string): Promise<string> {
+  const answer = await admin(server, 'POST', '/login', undefined, { username, password })
+  assert.is(answer.status, 200, answer.text)
+  return (answer.json as { token: string }).token
+}
+
+async function createUser(
+  server: TestServer,
+  token: string,
+  username: string,
+  role: string,
+): Promise<string> {
+  const created = await admin(server, 'POST', '/users', token, {
+    username,
+    password: `${username}-password`,
+    role,
+  })
+  assert.is(created.status, 201, created.text)
+  return (created.json as { id: string }).id
+}
+
+async function issueKeys(server: TestServer, token: string, userId: string): Promise<Credentials> {
+  const issued = await admin(server, 'POST', `/users/${userId}/credentials`, token)
+  assert.is(issued.status, 201, issued.text)
+  return issued.json as Credentials
+}
+
+function clientOf(server: TestServer, keys: Credentials): S3Client {
+  return server.client({ accessKeyId: keys.access_key, secretAccessKey: keys.secret_key })
+}
+
+/** The S3 error code of a failed call, or 'ok'. */
+async function outcome(run: () => Promise<unknown>): Promise<string> {
+  try {
+    await run()
+    return 'ok'
+  } catch (error) {
+    return (error as { name?: string }).name ?? String(error)
+  }
+}
+
+/** One call of each S3 operation class, in an order that leaves the bucket as it found it. */
+function operations(s3: S3Client, bucket: string, tag: string): [string, () => Promise<unknown>][] {
+  const key = `${tag}-object`
+  return [
+    ['ListBuckets', () => s3.send(new ListBucketsCommand({}))],
+    ['ListObjectsV2', () => s3.send(new ListObjectsV2Command({ Bucket: bucket }))],
+    ['GetObject', () => s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'seed' }))],
+    ['HeadObject', () => s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'seed' }))],
+    ['PutObject', () => s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: 'x' }))],
+    [
+      'CopyObject',
+      () =>
+        s3.send(
+          new CopyObjectCommand({
+            Bucket: bucket,
+            Key: `${key}-copy`,
+            CopySource: `${bucket}/seed`,
+          }),
+        ),
+    ],
+    ['DeleteObject', () => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }))],
+    [
+      'DeleteObjects',
+      () =>
+        s3.send(
+          new DeleteObjectsCommand({
+            Bucket: bucket,
+            Delete: { Objects: [{ Key: `${key}-copy` }] },
+          }),
+        ),
+    ],
+    ['CreateBucket', () => s3.send(new CreateBucketCommand({ Bucket: `${tag}-bucket` }))],
+    ['DeleteBucket', () => s3.send(new DeleteBucketCommand({ Bucket: `${tag}-bucket` }))],
+  ]
+}
+
+const READS = new Set(['ListBuckets', 'ListObjectsV2', 'GetObject', 'HeadObject'])
+
+test('the role matrix: Reader reads, Writer and SuperUser do everything', async () => {
+  const server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
+  try {
+    const token = await login(server, 'root', ROOT_PASSWORD)
+    await server.client().send(new CreateBucketCommand({ Bucket: 'matrix' }))
+    await server.client().send(new PutObjectCommand({ Bucket: 'matrix', Key: 'seed', Body: 's' }))
+    for (const role of ['Reader', 'Writer', 'SuperUser']) {
+      const userId = await createUser(server, token, `user_${role.toLowerCase()}`, role)
+      const s3 = clientOf(server, await issueKeys(server, token, userId))
+      for (const [name, run] of operations(s3, 'matrix', role.toLowerCase())) {
+        const expected = role === 'Reader' && !READS.has(name) ? 'AccessDenied' : 'ok'
+        assert.is(await outcome(run), expected, `${role} ${name}`)
+      }
+    }
+  } finally {
+    await server.stop()
+    server.cleanup()
+  }
+})
+
+test('deactivation, demotion, key replacement and deletion apply on the very next request', async () => {
+  const server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
+  try {
+    const token = await login(server, 'root', ROOT_PASSWORD)
+    await server.client().send(new CreateBucketCommand({ Bucket: 'switches' }))
+    const userId = await createUser(server, token, 'switched', 'Writer')
+    const first = await issueKeys(server, token, userId)
+    const s3 = clientOf(server, first)
+    const put = (key: string): Promise<string> =>
+      outcome(() => s3.send(new PutObjectCommand({ Bucket: 'switches', Key: key, Body: 'b' })))
+    // Warm the ingress's key cache, so a stale entry would show.
+    assert.is(await put('a'), 'ok')
+    const off = await admin(server, 'PUT', `/users/${userId}`, token, { is_active: false })
+    assert.is(off.status, 200, off.text)
+    assert.is((off.json as { is_active: boolean }).is_active, false)
+    assert.is(await put('b'), 'AccessDenied')
+    assert.is(await outcome(() => s3.send(new ListBucketsCommand({}))), 'AccessDenied')
+    assert.is(
+      (await admin(server, 'PUT', `/users/${userId}`, token, { is_active: true })).status,
+      200,
+    )
+    assert.is(await put('c'), 'ok')
+    assert.is(
+      (await admin(server, 'PUT', `/users/${userId}`, token, { role: 'Reader' })).status,
+      200,
+    )
+    assert.is(await put('d'), 'AccessDenied')
+    const listed = await outcome(() => s3.send(new ListObjectsV2Command({ Bucket: 'switches' })))
+    assert.is(listed, 'ok')
+    assert.is(
+      (await admin(server, 'PUT', `/users/${userId}`, token, { role: 'Writer' })).status,
+      200,
+    )
+    assert.is(await put('e'), 'ok')
+
+    const second = await issueKeys(server, token, userId)
+    assert.is.not(second.access_key, first.access_key)
+    assert.is(await put('f'), 'InvalidAccessKeyId')
+    const renewed = clientOf(server, second)
+    const putRenewed = (key: string): Promise<string> =>
+      outcome(() => renewed.send(new PutObjectCommand({ Bucket: 'switches', Key: key, Body: 'b' })))
+    assert.is(await putRenewed('g'), 'ok')
+    assert.is((await admin(server, 'DELETE', `/users/${userId}/credentials`, token)).status, 204)
+    assert.is(await putRenewed('h'), 'InvalidAccessKeyId')
+    const again = await admin(server, 'DELETE', `/users/${userId}/credentials`, token)
+    assert.is(again.status, 404)
+    assert.is((again.json as { code: string }).code, 'NoS3Credentials')
+
+    const third = clientOf(server, await issueKeys(server, token, userId))
+    const put3 = (): Promise<string> =>
+      outcome(() => third.send(new PutObjectCommand({ Bucket: 'switches', Key: 'i', Body: 'b' })))
+    assert.is(await put3(), 'ok')
+    assert.is((await admin(server, 'DELETE', `/users/${userId}`, token)).status, 204)
+    assert.is(await put3(), 'InvalidAccessKeyId')
+  } finally {
+    await server.stop()
+    server.cleanup()
+  }
+})
+
+test('a token follows its user: demoted → 403, deactivated or deleted → 401', async () => {
+  const server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
+  try {
+    const root = await login(server, 'root', ROOT_PASSWORD)
+    const userId = await createUser(server, root, 'second_admin', 'SuperUser')
+    const token = await login(server, 'second_admin', 'second_admin-password')
+    assert.is((await admin(server, 'GET', '/users', token)).status, 200)
+    await admin(server, 'PUT', `/users/${userId}`, root, { role: 'Writer' })
+    const demoted = await admin(server, 'GET', '/users', token)
+    assert.is(demoted.status, 403)
+    assert.is((demoted.json as { code: string }).code, 'Forbidden')
+    await admin(server, 'PUT', `/users/${userId}`, root, { role: 'SuperUser' })
+    assert.is((await admin(server, 'GET', '/users', token)).status, 200)
+    await admin(server, 'PUT', `/users/${userId}`, root, { is_active: false })
+    const inactive = await admin(server, 'GET', '/users', token)
+    assert.is(inactive.status, 401)
+    assert.is((inactive.json as { code: string }).code, 'Unauthorized')
+    const refused = await admin(server, 'POST', '/login', undefined, {
+      username: 'second_admin',
+      password: 'second_admin-password',
+    })
+    assert.is(refused.status, 401)
+    assert.is((refused.json as { code: string }).code, 'InvalidCredentials')
+    await admin(server, 'PUT', `/users/${userId}`, root, { is_active: true })
+    assert.is((await admin(server, 'GET', '/users', token)).status, 200)
+    assert.is((await admin(server, 'DELETE', `/users/${userId}`, root)).status, 204)
+    assert.is((await admin(server, 'GET', '/users', token)).status, 401)
+  } finally {
+    await server.stop()
+    server.cleanup()
+  }
+})
+
+test('a token expires at its expires_at', async () => {
+  const server = await startServer({
+    env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD, SVC_JWT_TTL_SECS: '2' },
+  })
+  try {
+    const answer = await admin(server, 'POST', '/login', undefined, {
+      username: 'root',
+      password: ROOT_PASSWORD,
+    })
+    const { token, expires_at } = answer.json as { token: string; expires_at: string }
+    const expiresMs = Date.parse(expires_at)
+    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as {
+      exp: number
+      iat: number
+      sub: string
+      role: string
+      jti: string
+    }
+    assert.is(claims.exp * 1000, expiresMs)
+    assert.is(claims.exp - claims.iat, 2)
+    assert.is(claims.role, 'SuperUser')
+    assert.ok(claims.jti.length >= 16 && claims.sub.length > 0)
+    assert.is((await admin(server, 'GET', '/users', token)).status, 200)
+    // Poll past expiry (bounded): the token must stop working, and not before expires_at.
+    let status = 200
+    for (let attempt = 0; attempt < 40 && status === 200; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      status = (await admin(server, 'GET', '/users', token)).status
+      if (status === 200) assert.ok(Date.now() < expiresMs + 1000, 'still valid after expiry')
+    }
+    assert.is(status, 401)
+    assert.ok(Date.now() >= expiresMs - 1000, 'expired before expires_at')
+  } finally {
+    await server.stop()
+    server.cleanup()
+  }
+})
+
+test('login failures are identical for unknown users and wrong passwords, and throttled', async () => {
+  const server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
+  try {
+    const token = await login(server, 'root', ROOT_PASSWORD)
+    await createUser(server, token, 'known_user', 'Reader')
+    const attempt = async (username: string, password: string) => {
+      const started = performance.now()
+      const answer = await admin(server, 'POST', '/login', undefined, { username, password })
+      return { ...answer, ms: performance.now() - started }
+    }
+    const unknown = await attempt('nobody_here', 'whatever')
+    const wrong = await attempt('known_user', 'not-the-password')
+    assert.is(unknown.status, 401)
+    assert.is(unknown.text, wrong.text)
+    assert.is((unknown.json as { code: string }).code, 'InvalidCredentials')
+    const comparable = (headers: Headers): string[] =>
+      [...headers.entries()]
+        .filter(([name]) => !['date', 'x-request-id', 'x-amz-request-id'].includes(name))
+        .map(([name, value]) => `${name}: ${value}`)
+    assert.equal(comparable(unknown.headers), comparable(wrong.headers))
+    // Both checks run argon2id (tens of ms); an unknown user that skipped it would answer in well
+    // under a millisecond of server time. Medians of several attempts keep noise out.
+    const median = (values: number[]): number => values.sort((a, b) => a - b)[2] ?? 0
+    const unknownMs: number[] = []
+    const wrongMs: number[] = []
+    for (let round = 0; round < 5; round += 1) {
+      unknownMs.push((await attempt(`ghost_${round}`, 'whatever')).ms)
+      wrongMs.push((await attempt('known_user', `wrong-${round}`)).ms)
+    }
+    const ratio = median(unknownMs) / median(wrongMs)
+    assert.ok(ratio > 0.5 && ratio < 2, `unknown/wrong login time ratio ${ratio.toFixed(2)}`)
+
+    // known_user now has 6 failures: past the per-username limit, even with the right password.
+    const throttled = await attempt('known_user', 'known_user-password')
+    assert.is(throttled.status, 429, throttled.text)
+    assert.is((throttled.json as { code: string }).code, 'TooManyRequests')
+    const retryAfter = Number(throttled.headers.get('retry-after'))
+    assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 300)
+    // Other users are not locked out by someone else's failures.
+    assert.is((await attempt('root', ROOT_PASSWORD)).status, 200)
+    // Per address: 20 failures from this address, spread over usernames, lock out new names too.
+    for (let round = 0; round < 10; round += 1) await attempt(`spray_${round}`, 'x')
+    const sprayed = await attempt('root', ROOT_PASSWORD)
+    assert.is(sprayed.status, 429, sprayed.text)
+  } finally {
+    await server.stop()
+    server.cleanup()
+  }
+})
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name)
+    return entry.isDirectory() ? filesUnder(path) : [path]
+  })
+}
+
+test('secrets are sealed on disk, key files are 0600, state survives a restart', async () => {
+  let server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
+  const dataDir = server.dataDir
+  try {
+    const token = await login(server, 'root', ROOT_PASSWORD)
+    const userId = await createUser(server, token, 'durable', 'Writer')
+    const keys = await issueKeys(server, token, userId)
+    assert.match(keys.access_key, /^SVCAK[A-Za-z0-9]{20}$/)
+    assert.match(keys.secret_key, /^[A-Za-z0-9+/]{40}$/)
+    await clientOf(server, keys).send(new CreateBucketCommand({ Bucket: 'durable' }))
+    assert.is(await server.stop(), 0)
+    for (const name of ['master.key', 'jwt.secret']) {
+      assert.is(statSync(join(dataDir, name)).mode & 0o777, 0o600, name)
+    }
+    for (const file of filesUnder(dataDir)) {
+      const bytes = readFileSync(file)
+      assert.is(bytes.indexOf(keys.secret_key), -1, `secret key in ${file}`)
+      assert.is(bytes.indexOf(ROOT_PASSWORD), -1, `root password in ${file}`)
+      assert.is(bytes.indexOf('durable-password'), -1, `user password in ${file}`)
+    }
+    // A later start keeps the stored root user: a different SVC_ROOT_PASSWORD changes nothing.
+    server = await startServer({ dataDir, env: { SVC_ROOT_PASSWORD: 'another-password' } })
+    const again = await login(server, 'root', ROOT_PASSWORD)
+    const users = (await admin(server, 'GET', '/users', again)).json as { username: string }[]
+    assert.equal(users.map((user) => user.username).sort(), ['durable', 'root'])
+    const refused = await admin(server, 'POST', '/login', undefined, {
+      username: 'root',
+      password: 'another-password',
+    })
+    assert.is(refused.status, 401)
+    const listed = await clientOf(server, keys).send(new ListBucketsCommand({}))
+    assert.equal(
+      listed.Buckets?.map((bucket) => bucket.Name),
+      ['durable'],
+    )
+  } finally {
+    await server.stop()
+    server.cleanup()
+  }
+})
+
+test.run()
