@@ -65,7 +65,11 @@ export function ok<T>(value: T): Result<T> {
   return { ok: true, value }
 }
 
-export function fail<T = never>(code: ErrorCode, detail: string, retryAfterSecs?: number): Result<T> {
+export function fail<T = never>(
+  code: ErrorCode,
+  detail: string,
+  retryAfterSecs?: number,
+): Result<T> {
   return retryAfterSecs === undefined
     ? { ok: false, code, detail }
     : { ok: false, code, detail, retryAfterSecs }
