@@ -31,6 +31,8 @@ export interface ObjectSummary {
   size: number
   etag: string
   lastModifiedMs: number
+  /** Set only when the listing asked for it (ListRequest.withContentType). */
+  contentType?: string
 }
 
 export interface BucketInfo {
@@ -62,6 +64,8 @@ export interface ListRequest {
   /** List keys strictly after this one (start-after, marker or a decoded continuation token). */
   after: string
   maxKeys: number
+  /** Each summary carries the object's Content-Type (the admin listing; S3's does not ask). */
+  withContentType?: true
 }
 export interface ListPage {
   objects: ObjectSummary[]

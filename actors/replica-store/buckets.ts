@@ -1,20 +1,39 @@
-/** @module Bucket requests: bucket.create, bucket.delete, bucket.head, bucket.list. A bucket record
- * carries its creation time and its counters (objects, bytes); the store-wide bucket count lives in
- * the counters record. Name validation is the HTTP layer's: here a name is any non-empty string
- * without NUL (asserted by the key layout). */
+/** @module Bucket requests: bucket.create, bucket.delete (forced or not), bucket.head, bucket.list,
+ * bucket.stats. A bucket record carries its creation time and its counters (objects, bytes: the
+ * sum of its object sizes, as the store-wide `bytes` counter counts them), kept by the same batches
+ * that change its objects, so stats need no object scan; the store-wide bucket count lives in the
+ * counters record. A forced delete empties the bucket in bounded batches through delete-many's code
+ * path, then deletes the record in a batch prepared in the same step as the scan that found the
+ * bucket empty. Name validation is the HTTP layer's: here a name is any non-empty string without
+ * NUL (asserted by the key layout). */
+import assert from 'node:assert/strict'
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
+import { DELETE_OBJECTS_KEYS_MAX } from '../../protocol/limits.js'
+import type { BucketStats, ObjectMsg } from '../../protocol/messages.js'
 import type { BucketInfo } from '../../protocol/objects.js'
+import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
+import { deleteObjects } from './delete.js'
 import { BUCKET_END, BUCKET_PREFIX } from './keys.js'
-import { bucketHasObjects } from './list.js'
+import { firstKeys } from './list.js'
 import { Mutation } from './mutation.js'
-import { bucketInfo, decodeBucket } from './records.js'
+import { bucketInfo, decodeBucket, type BucketRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
+
+export type DeleteBucketMsg = Extract<ObjectMsg, { kind: 'bucket.delete' }>
 
 /** Bucket records read per scan while listing buckets. */
 const BUCKET_SCAN_ROWS = 1000
 /** Buckets a listing returns at most; S3 allows up to 10,000 per account. */
 const BUCKETS_LISTED_MAX = 100_000
+/** Objects a forced delete removes per batch: one delete-many's worth, through its code path, so a
+ * batch is as atomic and as large as a DeleteObjects request. */
+export const FORCE_DELETE_BATCH_OBJECTS = DELETE_OBJECTS_KEYS_MAX
+/** Batches one forced delete runs at most. Each batch waits for a synced commit (about a
+ * millisecond at the very least), so within the default deadline a request stops at its deadline
+ * first; the bound only matters where the clock does not move. Every batch is durable, so a
+ * retried delete goes on where this one stopped. */
+export const FORCE_DELETE_BATCHES_MAX = CALL_TIMEOUT_MS
 
 export async function createBucket(
   state: StoreState,
@@ -31,21 +50,39 @@ export async function createBucket(
   return ok({ name, createdMs })
 }
 
+/** Deletes an empty bucket; with `force`, removes its objects first. Between batches other
+ * requests run (each commit is awaited) and may add objects, so the loop scans again until a scan
+ * finds none, and the bucket record goes in a batch prepared in that same synchronous step. */
 export async function deleteBucket(
   state: StoreState,
-  name: string,
+  msg: DeleteBucketMsg,
   ctx: Context,
 ): Promise<Result<null>> {
-  const mutation = new Mutation(ctx.kv)
-  if (mutation.bucket(name) === undefined) {
-    return fail('no_such_bucket', `bucket ${name} does not exist`)
+  const name = msg.bucket
+  const batchObjects = msg.force === true ? FORCE_DELETE_BATCH_OBJECTS : 1
+  for (let batches = 0; ; batches++) {
+    assert(batches <= FORCE_DELETE_BATCHES_MAX)
+    const mutation = new Mutation(ctx.kv)
+    if (mutation.bucket(name) === undefined) {
+      return fail('no_such_bucket', `bucket ${name} does not exist`)
+    }
+    // TODO(issue 4): remove the bucket's versions and multipart uploads here too once they exist.
+    const keys = firstKeys(ctx.kv, name, batchObjects)
+    if (keys.length === 0) {
+      mutation.deleteBucket(name)
+      await commitMutation(state, ctx, mutation)
+      return ok(null)
+    }
+    if (msg.force !== true) return fail('bucket_not_empty', `bucket ${name} is not empty`)
+    if (msg.deadlineMs <= ctx.now()) {
+      return fail('timeout', `bucket ${name}: deadline passed after ${batches} batches`)
+    }
+    if (batches === FORCE_DELETE_BATCHES_MAX) {
+      return fail('timeout', `bucket ${name}: not empty after ${batches} batches`)
+    }
+    const deleted = await deleteObjects(state, name, keys, ctx)
+    if (!deleted.ok) return deleted
   }
-  if (bucketHasObjects(ctx.kv, name)) {
-    return fail('bucket_not_empty', `bucket ${name} is not empty`)
-  }
-  mutation.deleteBucket(name)
-  await commitMutation(state, ctx, mutation)
-  return ok(null)
 }
 
 export function headBucket(name: string, ctx: Context): Result<BucketInfo> {
@@ -54,20 +91,42 @@ export function headBucket(name: string, ctx: Context): Result<BucketInfo> {
   return ok(bucketInfo(name, record))
 }
 
-/** Every bucket, ascending by name (the key order). */
+/** Every bucket, ascending by name (the key order); at most BUCKETS_LISTED_MAX. */
 export function listBuckets(ctx: Context): Result<BucketInfo[]> {
-  const buckets: BucketInfo[] = []
-  let after: string | null = null
-  while (buckets.length < BUCKETS_LISTED_MAX) {
-    const range: { gte: string } | { gt: string } =
-      after === null ? { gte: BUCKET_PREFIX } : { gt: after }
-    const rows = ctx.kv.scan({ ...range, lt: BUCKET_END, limit: BUCKET_SCAN_ROWS })
+  const buckets = scanBuckets(ctx).slice(0, BUCKETS_LISTED_MAX)
+  return ok(buckets.map(([name, record]) => bucketInfo(name, record)))
+}
+
+/** Every bucket's counters, ascending by name, from the bucket records alone. */
+export function bucketStats(ctx: Context): Result<BucketStats[]> {
+  const buckets = scanBuckets(ctx)
+  if (buckets.length > BUCKETS_LISTED_MAX) {
+    return fail('internal', `more than ${BUCKETS_LISTED_MAX} buckets: stats refused`)
+  }
+  return ok(
+    buckets.map(([name, record]) => ({
+      name,
+      createdMs: record.createdMs,
+      objectsCount: record.objects,
+      storageUsedBytes: record.bytes,
+    })),
+  )
+}
+
+/** Bucket records by name, ascending, at most BUCKETS_LISTED_MAX + 1: one more than the bound
+ * tells a caller that the list would be cut. */
+function scanBuckets(ctx: Context): [string, BucketRecord][] {
+  const buckets: [string, BucketRecord][] = []
+  let range: { gte: string } | { gt: string } = { gte: BUCKET_PREFIX }
+  while (buckets.length <= BUCKETS_LISTED_MAX) {
+    const limit = Math.min(BUCKET_SCAN_ROWS, BUCKETS_LISTED_MAX + 1 - buckets.length)
+    const rows = ctx.kv.scan({ ...range, lt: BUCKET_END, limit })
     for (const [key, value] of rows) {
-      buckets.push(bucketInfo(key.slice(BUCKET_PREFIX.length), decodeBucket(value)))
+      buckets.push([key.slice(BUCKET_PREFIX.length), decodeBucket(value)])
     }
     const last = rows[rows.length - 1]
-    if (last === undefined || rows.length < BUCKET_SCAN_ROWS) break
-    after = last[0]
+    if (last === undefined || rows.length < limit) break
+    range = { gt: last[0] }
   }
-  return ok(buckets)
+  return buckets
 }

@@ -21,6 +21,9 @@ export const BUCKET_PREFIX = 'B\0'
 export const BUCKET_END = 'B\x01'
 export const GARBAGE_PREFIX = 'G\0'
 export const GARBAGE_END = 'G\x01'
+export const SYSTEM_PREFIX = 'Y\0'
+/** The first key after every system record. */
+export const SYSTEM_END = 'Y\x01'
 
 function checkBucket(bucket: string): void {
   assert(bucket.length > 0, 'empty bucket name')
@@ -75,7 +78,7 @@ export function garbageKey(fileId: string): string {
 
 export function systemKey(name: string): string {
   assert(name.length > 0, 'empty system record name')
-  return 'Y\0' + name
+  return SYSTEM_PREFIX + name
 }
 
 const SURROGATE_FIRST = 0xd800

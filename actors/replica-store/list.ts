@@ -3,16 +3,18 @@
  * prefix fold into a common prefix, and the scan then seeks past every key that starts with that
  * common prefix in one step: a page costs O(page) reads whatever the bucket holds. Scans fetch a
  * few rows at first and more while they find no common prefix, so folding does not read rows it
- * skips. Nothing returned is <= `after`; `truncated` is set only if another entry exists. */
+ * skips. Nothing returned is <= `after`; `truncated` is set only if another entry exists. With
+ * `withContentType` (the admin listing) each summary also carries the object's Content-Type; the
+ * S3 listing does not set it, and its summaries stay as they were. */
 import assert from 'node:assert/strict'
 import type { Context, KvStore } from '../../protocol/actor.js'
-import { fail, ok, type Result } from '../../protocol/errors.js'
+import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
 import { LIST_KEYS_MAX } from '../../protocol/limits.js'
 import type { ObjectMsg } from '../../protocol/messages.js'
 import type { ListPage } from '../../protocol/objects.js'
 import { objectEnd, objectPrefix, successor } from './keys.js'
 import { Mutation } from './mutation.js'
-import { decodeObject } from './records.js'
+import { decodeObject, type ObjectRecord } from './records.js'
 
 export type ListMsg = Extract<ObjectMsg, { kind: 'object.list' }>
 
@@ -97,18 +99,29 @@ function takeRows(
       return { kind: 'folded', next: past === null ? null : { gte: base + past } }
     }
     const record = decodeObject(value)
-    page.objects.push({
-      key,
-      size: record.size,
-      etag: record.etag,
-      lastModifiedMs: record.lastModifiedMs,
-    })
+    const { size, etag, lastModifiedMs } = record
+    if (msg.withContentType === true) {
+      page.objects.push({ key, size, etag, lastModifiedMs, contentType: contentTypeOf(record) })
+    } else {
+      page.objects.push({ key, size, etag, lastModifiedMs })
+    }
     page.lastReturned = key
   }
   return { kind: 'taken' }
 }
 
-/** True if the bucket holds at least one object (bucket.delete's check). */
-export function bucketHasObjects(kv: KvStore, bucket: string): boolean {
-  return kv.scan({ gte: objectPrefix(bucket), lt: objectEnd(bucket), limit: 1 }).length > 0
+/** The record decoder checks that `http` is an object; its Content-Type is checked here, where it
+ * is read, since only the admin listing reads it from a summary. */
+function contentTypeOf(record: ObjectRecord): string {
+  const contentType: unknown = record.http.contentType
+  if (typeof contentType !== 'string') throw new ServiceError('corrupt', 'object: bad contentType')
+  return contentType
+}
+
+/** The first `limit` object keys of a bucket, ascending (bucket.delete's emptiness check and its
+ * forced batches). */
+export function firstKeys(kv: KvStore, bucket: string, limit: number): string[] {
+  const base = objectPrefix(bucket)
+  const rows = kv.scan({ gte: base, lt: objectEnd(bucket), limit })
+  return rows.map(([storedKey]) => storedKey.slice(base.length))
 }

@@ -1,7 +1,8 @@
 /** @module Replica-store: the sole owner of the data directory. Metadata lives in ctx.kv (RocksDB),
  * bodies in blobs content-addressed by SHA-256 with reference counts: small blobs (at most
  * INLINE_BLOB_BYTES_MAX) inside the kv, larger ones as files through ctx.blobs. Handles every
- * ObjectMsg (buckets, objects, listing) and SystemMsg (system records for iam, stats).
+ * ObjectMsg (buckets and their stats, forced bucket deletes, objects, listing) and SystemMsg
+ * (system records for iam, store-wide stats).
  *
  * Invariants: a put is acknowledged only once its bytes are synced and its metadata batch is
  * durable; nothing half-written is ever visible (one batch per mutation); reference counts and
@@ -13,7 +14,7 @@ import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
 import { fail, ServiceError, unreachable, type Result } from '../../protocol/errors.js'
 import type { StoreMsg } from '../../protocol/messages.js'
-import { createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js'
+import { bucketStats, createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js'
 import { copyObject } from './copy.js'
 import { deleteObject, deleteObjects } from './delete.js'
 import { getObject } from './get.js'
@@ -23,7 +24,13 @@ import { putObject } from './put.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
 import { recover } from './recovery.js'
 import { createState, type StoreState } from './store-state.js'
-import { getSystemRecord, putSystemRecord, storeStats } from './system.js'
+import {
+  deleteSystemRecord,
+  getSystemRecord,
+  listSystemRecords,
+  putSystemRecord,
+  storeStats,
+} from './system.js'
 
 export type { StoreState } from './store-state.js'
 
@@ -69,11 +76,13 @@ function dispatch(
     case 'bucket.create':
       return createBucket(state, msg.bucket, ctx)
     case 'bucket.delete':
-      return deleteBucket(state, msg.bucket, ctx)
+      return deleteBucket(state, msg, ctx)
     case 'bucket.head':
       return headBucket(msg.bucket, ctx)
     case 'bucket.list':
       return listBuckets(ctx)
+    case 'bucket.stats':
+      return bucketStats(ctx)
     case 'object.put':
       return putObject(state, msg, ctx)
     case 'object.get':
@@ -90,6 +99,10 @@ function dispatch(
       return getSystemRecord(msg.name, ctx)
     case 'system.put':
       return putSystemRecord(state, msg.name, msg.value, ctx)
+    case 'system.delete':
+      return deleteSystemRecord(state, msg.name, ctx)
+    case 'system.list':
+      return listSystemRecords(msg.prefix, ctx)
     case 'system.stats':
       return storeStats(ctx)
     default:

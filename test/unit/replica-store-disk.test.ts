@@ -16,7 +16,13 @@ import { replicaStore, type StoreState } from '../../actors/replica-store/replic
 import type { BlobFiles, Context, KvOp, KvStore } from '../../protocol/actor.js'
 import type { Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
-import type { GetResult, StoreMsg, StoreStats } from '../../protocol/messages.js'
+import type {
+  BucketStats,
+  GetResult,
+  StoreMsg,
+  StoreStats,
+  SystemRecord,
+} from '../../protocol/messages.js'
 import type { ListPage } from '../../protocol/objects.js'
 import { openBlobFiles, type LocalBlobFiles } from '../../runtime/blob-files.js'
 import { openRocksKv, type RocksKv } from '../../runtime/rocks-kv.js'
@@ -252,6 +258,134 @@ test('a blob file that vanished under a committed record is reported corrupt, no
     assert.is(result.ok ? 'ok' : result.code, 'corrupt')
     await disk.stop()
   }))
+
+function inlinePut(bucket: string, key: string, body: Uint8Array): Body {
+  return { kind: 'object.put', bucket, key, http: HTTP, userMeta: {}, expect: {}, body }
+}
+
+/** `count` small objects k/00000... of 12 bytes each, put concurrently (their commits group). */
+async function putMany(disk: Disk, bucket: string, count: number): Promise<void> {
+  const encoder = new TextEncoder()
+  const replies = []
+  for (let index = 0; index < count; index++) {
+    const name = String(index).padStart(5, '0')
+    replies.push(disk.send(inlinePut(bucket, `k/${name}`, encoder.encode(`object ${name}`))))
+  }
+  for (const reply of await Promise.all(replies)) value(reply)
+}
+
+async function systemNames(disk: Disk, prefix: string): Promise<string[]> {
+  const listed = value(await disk.send<SystemRecord[]>({ kind: 'system.list', prefix }))
+  return listed.map((record) => record.name)
+}
+
+test('system records: a delete that returned survives a crash; list sees what is left', () =>
+  withDir(async (dir) => {
+    let disk = await openDisk(dir)
+    for (const name of ['iam.user.1', 'iam.user.2', 'iam.users']) {
+      value(await disk.send({ kind: 'system.put', name, value: new Uint8Array([name.length]) }))
+    }
+    value(await disk.send({ kind: 'system.delete', name: 'iam.user.1' }))
+    await disk.crash()
+    disk = await openDisk(dir)
+    assert.is(value(await disk.send({ kind: 'system.get', name: 'iam.user.1' })), null)
+    assert.equal(await systemNames(disk, 'iam.user.'), ['iam.user.2'])
+    assert.equal(await systemNames(disk, ''), ['iam.user.2', 'iam.users'])
+    const listed = value(await disk.send<SystemRecord[]>({ kind: 'system.list', prefix: 'iam.u' }))
+    assert.equal(
+      listed.map((record) => [...record.value]),
+      [[10], [9]],
+    )
+    await disk.stop()
+  }))
+
+test('force delete on disk: shared files stay, released ones go; counters survive restart', () =>
+  withDir(async (dir) => {
+    let disk = await openDisk(dir)
+    value(await disk.send({ kind: 'bucket.create', bucket: 'keep' }))
+    const shared = pattern(700_000, 8)
+    value(await disk.send(putMsg('keep', 'large', shared)))
+    await idle(disk.state)
+    const before = value(await disk.send<StoreStats>({ kind: 'system.stats' }))
+    const keepStats = value(await disk.send<BucketStats[]>({ kind: 'bucket.stats' }))
+    const files = await filesUnder(dir)
+    value(await disk.send({ kind: 'bucket.create', bucket: 'doomed' }))
+    await putMany(disk, 'doomed', 1100)
+    value(await disk.send(putMsg('doomed', 'dup', shared)))
+    value(await disk.send(putMsg('doomed', 'own', pattern(400_000, 9))))
+    await idle(disk.state)
+    assert.is((await filesUnder(dir)).length, 2)
+    value(await disk.send({ kind: 'bucket.delete', bucket: 'doomed', force: true }))
+    await idle(disk.state)
+    assert.equal(await filesUnder(dir), files)
+    await disk.stop()
+    disk = await openDisk(dir)
+    assert.equal(value(await disk.send<StoreStats>({ kind: 'system.stats' })), before)
+    assert.equal(value(await disk.send<BucketStats[]>({ kind: 'bucket.stats' })), keepStats)
+    assert.equal(keepStats, [
+      {
+        name: 'keep',
+        createdMs: disk.ctx.now(),
+        objectsCount: 1,
+        storageUsedBytes: 700_000,
+      },
+    ])
+    assert.ok((await read(disk, 'keep', 'large')).equals(Buffer.from(shared)))
+    const head = await disk.send({ kind: 'bucket.head', bucket: 'doomed' })
+    assert.is(head.ok ? 'ok' : head.code, 'no_such_bucket')
+    await disk.stop()
+  }))
+
+test('a crash amid a forced delete keeps its durable batches and exact counters', () =>
+  withDir(async (dir) => {
+    let disk = await openDisk(dir)
+    value(await disk.send({ kind: 'bucket.create', bucket: 'b' }))
+    await putMany(disk, 'b', 2100)
+    value(await disk.send(putMsg('b', 'large', pattern(300_000, 10))))
+    await disk.stop()
+    // The first batch commits; the second never reaches the kv: the process dies first.
+    let batches = 0
+    disk = await openDisk(dir, ({ kv, blobs }) => ({
+      kv: {
+        ...bind(kv),
+        commit: (ops) => {
+          if (!ops.some(isObjectDelete)) return kv.commit(ops)
+          batches++
+          return batches === 1 ? kv.commit(ops) : new Promise(() => undefined)
+        },
+      },
+      blobs,
+    }))
+    void disk.send({ kind: 'bucket.delete', bucket: 'b', force: true })
+    await waitFor(() => Promise.resolve(batches === 2))
+    await disk.crash()
+    disk = await openDisk(dir)
+    const left = 2100 - 1000
+    // Every open's fake clock starts at the same time and stays there: createdMs is that time.
+    assert.equal(value(await disk.send<BucketStats[]>({ kind: 'bucket.stats' }))[0], {
+      name: 'b',
+      createdMs: disk.ctx.now(),
+      objectsCount: left + 1,
+      storageUsedBytes: left * 12 + 300_000,
+    })
+    const whole = value(await disk.send<StoreStats>({ kind: 'system.stats' }))
+    assert.equal([whole.objectsCount, whole.storageUsedBytes], [left + 1, left * 12 + 300_000])
+    value(await disk.send({ kind: 'bucket.delete', bucket: 'b', force: true }))
+    await idle(disk.state)
+    assert.equal(await filesUnder(dir), [])
+    assert.equal(value(await disk.send<StoreStats>({ kind: 'system.stats' })), {
+      bucketsCount: 0,
+      objectsCount: 0,
+      storageUsedBytes: 0,
+      uniqueBlobs: 0,
+      totalReferences: 0,
+    })
+    await disk.stop()
+  }))
+
+function isObjectDelete(op: KvOp): boolean {
+  return op.type === 'del' && op.key.startsWith('O\0')
+}
 
 /** Opens the store with effects that never complete, starts the flows they cut short, waits
  * until each reached its cut, and crashes:

@@ -10,19 +10,26 @@ import { createHash } from 'node:crypto'
 import { crc32 } from 'node:zlib'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { coordinator } from '../../actors/coordinator/coordinator.js'
+import { FORCE_DELETE_BATCH_OBJECTS } from '../../actors/replica-store/buckets.js'
 import { replicaStore, type StoreState } from '../../actors/replica-store/replica-store.js'
 import { compareUtf8 } from '../../actors/replica-store/list.js'
 import { successor } from '../../actors/replica-store/keys.js'
+import { SYSTEM_RECORDS_LISTED_MAX } from '../../actors/replica-store/system.js'
+import type { KvOp } from '../../protocol/actor.js'
 import { checksumBase64 } from '../../protocol/checksums.js'
 import { evaluateConditions } from '../../protocol/conditions.js'
 import type { Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type {
+  BucketStats,
+  CoordinatorMsg,
   DeleteManyResult,
   GetResult,
   PutResult,
   StoreMsg,
   StoreStats,
+  SystemRecord,
 } from '../../protocol/messages.js'
 import type { BucketInfo, Expectations, ListPage } from '../../protocol/objects.js'
 import {
@@ -30,6 +37,7 @@ import {
   memoryStream,
   MemoryStream,
   type FakeContext,
+  type MemoryKv,
 } from '../support/fake-context.js'
 
 type Distribute<T> = T extends unknown ? Omit<T, 'requestId' | 'deadlineMs'> : never
@@ -38,7 +46,8 @@ type Body = Distribute<StoreMsg>
 interface Store {
   ctx: FakeContext
   state: StoreState
-  send<T>(body: Body): Promise<Result<T>>
+  /** Handles one request, by default with a deadline a minute away. */
+  send<T>(body: Body, deadlineMs?: number): Promise<Result<T>>
 }
 
 async function startStore(ctx: FakeContext = fakeContext()): Promise<Store> {
@@ -46,8 +55,8 @@ async function startStore(ctx: FakeContext = fakeContext()): Promise<Store> {
   return {
     ctx,
     state,
-    async send<T>(body: Body): Promise<Result<T>> {
-      const msg = { ...body, requestId: 'test', deadlineMs: ctx.now() + 60_000 } as StoreMsg
+    async send<T>(body: Body, deadlineMs = ctx.now() + 60_000): Promise<Result<T>> {
+      const msg = { ...body, requestId: 'test', deadlineMs } as StoreMsg
       return (await replicaStore.handle(state, msg, ctx)) as Result<T>
     },
   }
@@ -930,6 +939,467 @@ test('stop waits for background work, aborts GET streams; counters survive a res
     crc32(Buffer.from((await getBytes(restarted, 'b', 'k')).bytes)),
     crc32(pattern(300_000, 19)),
   )
+})
+
+// ---------------------------------------------------------------------------------------------
+// System records listed and deleted
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+/** One macrotask: every microtask runs, and (unless paused) the kv lands what was committed. */
+function tick(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
+}
+
+async function systemList(store: Store, prefix: string): Promise<SystemRecord[]> {
+  return value(await store.send<SystemRecord[]>({ kind: 'system.list', prefix }))
+}
+
+test('system.list: every record with the prefix, by name, none of other ranges', async () => {
+  const store = await startStore()
+  const names = [
+    'iam.user.b',
+    'iam.user.a',
+    'iam.users',
+    'iam.user',
+    'iam.user-',
+    'iam.user/',
+    'iam.key.1',
+    'iam.user.é',
+    'iam.user.\u{10FFFF}',
+    'iam.user.z',
+    'z',
+  ]
+  for (const name of names) {
+    value(await store.send({ kind: 'system.put', name, value: encoder.encode(`v:${name}`) }))
+  }
+  // Keys of other ranges with the same text: a bucket, an object, and the first key after Y\0.
+  value(await store.send({ kind: 'bucket.create', bucket: 'iam.user.x' }))
+  value(await store.send(putBody('iam.user.x', 'iam.user.y', pattern(3))))
+  await store.ctx.kv.commit([{ type: 'put', key: 'Y\x01iam.user.w', value: new Uint8Array(1) }])
+  const expected = (prefix: string): string[] =>
+    names.filter((name) => name.startsWith(prefix)).sort(compareUtf8)
+  for (const prefix of [
+    '',
+    'iam.user.',
+    'iam.user',
+    'iam.users',
+    'iam.user.é',
+    'iam.user.\u{10FFFF}',
+  ]) {
+    const listed = await systemList(store, prefix)
+    assert.equal(
+      listed.map((record) => record.name),
+      expected(prefix),
+      prefix,
+    )
+    assert.ok(listed.length > 0, prefix)
+    for (const record of listed) {
+      assert.is(decoder.decode(record.value), `v:${record.name}`)
+      // Each value owns its whole buffer: the reply is transferred.
+      assert.is(record.value.byteOffset, 0)
+      assert.is(record.value.buffer.byteLength, record.value.byteLength)
+    }
+  }
+  assert.equal(await systemList(store, 'iam.user.'), [
+    ...['iam.user.a', 'iam.user.b', 'iam.user.z', 'iam.user.é', 'iam.user.\u{10FFFF}'].map(
+      (name) => ({ name, value: encoder.encode(`v:${name}`) }),
+    ),
+  ])
+  for (const prefix of ['nothing', 'iam.userz', 'j', 'iam.user.c', '\u{10FFFF}']) {
+    assert.equal(await systemList(store, prefix), [], prefix)
+  }
+  // A listed value is a copy: changing it changes nothing stored.
+  const [first] = await systemList(store, 'iam.key.')
+  first?.value.fill(0)
+  const stored = value(await store.send<Uint8Array>({ kind: 'system.get', name: 'iam.key.1' }))
+  assert.is(decoder.decode(stored), 'v:iam.key.1')
+})
+
+test('system.list fails past SYSTEM_RECORDS_LISTED_MAX rather than return a cut list', async () => {
+  const store = await startStore()
+  const ops: KvOp[] = []
+  for (let index = 0; index <= SYSTEM_RECORDS_LISTED_MAX; index++) {
+    const key = `Y\0many.${String(index).padStart(6, '0')}`
+    ops.push({ type: 'put', key, value: new Uint8Array([index & 0xff]) })
+  }
+  await store.ctx.kv.commit(ops)
+  assert.is(code(await store.send({ kind: 'system.list', prefix: 'many.' })), 'internal')
+  assert.is(code(await store.send({ kind: 'system.list', prefix: '' })), 'internal')
+  assert.equal(await systemList(store, 'many.1'), [
+    { name: 'many.100000', value: Uint8Array.of(160) },
+  ])
+  value(await store.send({ kind: 'system.delete', name: 'many.000000' }))
+  const listed = await systemList(store, 'many.')
+  assert.is(listed.length, SYSTEM_RECORDS_LISTED_MAX)
+  assert.equal([listed[0]?.name, listed[listed.length - 1]?.name], ['many.000001', 'many.100000'])
+})
+
+test('system.delete: durable when it returns; get and list miss it; missing is ok', async () => {
+  const store = await startStore()
+  for (const name of ['iam.user.1', 'iam.user.2']) {
+    value(await store.send({ kind: 'system.put', name, value: encoder.encode(name) }))
+  }
+  store.ctx.kv.pause()
+  let acknowledged = false
+  const pending = store.send({ kind: 'system.delete', name: 'iam.user.1' }).then((result) => {
+    acknowledged = true
+    return result
+  })
+  await tick()
+  assert.not.ok(acknowledged)
+  store.ctx.kv.resume()
+  assert.is(value(await pending), null)
+  assert.is(store.ctx.kv.durableCopy().get('Y\0iam.user.1'), undefined)
+  assert.is(value(await store.send({ kind: 'system.get', name: 'iam.user.1' })), null)
+  assert.equal(
+    (await systemList(store, 'iam.user.')).map((record) => record.name),
+    ['iam.user.2'],
+  )
+  assert.is(value(await store.send({ kind: 'system.delete', name: 'iam.user.1' })), null)
+  assert.is(value(await store.send({ kind: 'system.delete', name: 'never.there' })), null)
+  const kept = value(await store.send<Uint8Array>({ kind: 'system.get', name: 'iam.user.2' }))
+  assert.is(decoder.decode(kept), 'iam.user.2')
+})
+
+// ---------------------------------------------------------------------------------------------
+// Bucket stats and forced bucket deletes
+
+async function bucketStats(store: Store): Promise<BucketStats[]> {
+  return value(await store.send<BucketStats[]>({ kind: 'bucket.stats' }))
+}
+
+/** Checks [name, objects, bytes] of every bucket, and that they add up to the store-wide counters
+ * (the same objects, the same sum of sizes). */
+async function expectBucketStats(
+  store: Store,
+  expected: [string, number, number][],
+): Promise<void> {
+  const listed = await bucketStats(store)
+  assert.equal(
+    listed.map((bucket) => [bucket.name, bucket.objectsCount, bucket.storageUsedBytes]),
+    expected,
+  )
+  const whole = await stats(store)
+  assert.is(whole.bucketsCount, listed.length)
+  assert.is(
+    listed.reduce((sum, bucket) => sum + bucket.objectsCount, 0),
+    whole.objectsCount,
+  )
+  assert.is(
+    listed.reduce((sum, bucket) => sum + bucket.storageUsedBytes, 0),
+    whole.storageUsedBytes,
+  )
+}
+
+function copyMsg(
+  source: [string, string],
+  target: [string, string],
+  replace?: { http: { contentType: string }; userMeta: Record<string, string> },
+): Body {
+  return {
+    kind: 'object.copy',
+    source: { bucket: source[0], key: source[1] },
+    target: { bucket: target[0], key: target[1] },
+    conditions: {},
+    ...(replace === undefined ? {} : { replace }),
+  }
+}
+
+test('bucket.stats: exact counters through puts, overwrites, copies, deletes', async () => {
+  const store = await startStore()
+  store.ctx.setNow(2_000_000)
+  value(await store.send({ kind: 'bucket.create', bucket: 'b1' }))
+  store.ctx.advance(5)
+  value(await store.send({ kind: 'bucket.create', bucket: 'a2' }))
+  assert.equal(await bucketStats(store), [
+    { name: 'a2', createdMs: 2_000_005, objectsCount: 0, storageUsedBytes: 0 },
+    { name: 'b1', createdMs: 2_000_000, objectsCount: 0, storageUsedBytes: 0 },
+  ])
+  value(await store.send(putBody('b1', 'k1', pattern(100, 20))))
+  value(await store.send(putStream('b1', 'k2', pattern(200_000, 21)).msg))
+  value(await store.send(putBody('a2', 'k', pattern(50, 22))))
+  await expectBucketStats(store, [
+    ['a2', 1, 50],
+    ['b1', 2, 200_100],
+  ])
+  // Overwrites with other sizes: inline by inline, then a file blob by an inline one.
+  value(await store.send(putBody('b1', 'k1', pattern(300, 23))))
+  await expectBucketStats(store, [
+    ['a2', 1, 50],
+    ['b1', 2, 200_300],
+  ])
+  value(await store.send(putBody('b1', 'k2', pattern(10, 24))))
+  await expectBucketStats(store, [
+    ['a2', 1, 50],
+    ['b1', 2, 310],
+  ])
+  // Copies: to another bucket, within one, onto an existing key, onto itself.
+  value(await store.send(copyMsg(['b1', 'k1'], ['a2', 'c'])))
+  await expectBucketStats(store, [
+    ['a2', 2, 350],
+    ['b1', 2, 310],
+  ])
+  value(await store.send(copyMsg(['b1', 'k1'], ['b1', 'k1copy'])))
+  value(await store.send(copyMsg(['b1', 'k2'], ['a2', 'k'])))
+  value(await store.send(copyMsg(['b1', 'k1'], ['b1', 'k1'], { http: HTTP, userMeta: { x: 'y' } })))
+  await expectBucketStats(store, [
+    ['a2', 2, 310],
+    ['b1', 3, 610],
+  ])
+  // Deletes: one key, a missing one, then delete-many with a repeat and a missing key.
+  value(await store.send({ kind: 'object.delete', bucket: 'b1', key: 'k2' }))
+  value(await store.send({ kind: 'object.delete', bucket: 'b1', key: 'missing' }))
+  await expectBucketStats(store, [
+    ['a2', 2, 310],
+    ['b1', 2, 600],
+  ])
+  value(
+    await store.send({
+      kind: 'object.delete-many',
+      bucket: 'b1',
+      keys: ['k1', 'missing', 'k1', 'k1copy'],
+    }),
+  )
+  await expectBucketStats(store, [
+    ['a2', 2, 310],
+    ['b1', 0, 0],
+  ])
+  value(await store.send({ kind: 'bucket.delete', bucket: 'b1' }))
+  assert.equal(await bucketStats(store), [
+    { name: 'a2', createdMs: 2_000_005, objectsCount: 2, storageUsedBytes: 310 },
+  ])
+})
+
+/** Counts, per kv commit, the object records of `bucket` it deletes (commits deleting none are
+ * left out). */
+function objectDeletesPerCommit(kv: MemoryKv, bucket: string): number[] {
+  const counts: number[] = []
+  const commit = kv.commit.bind(kv)
+  kv.commit = (ops) => {
+    const prefix = `O\0${bucket}\0`
+    const deleted = ops.filter((op) => op.type === 'del' && op.key.startsWith(prefix)).length
+    if (deleted > 0) counts.push(deleted)
+    return commit(ops)
+  }
+  return counts
+}
+
+function blobRecords(store: Store): [string, string][] {
+  const rows = store.ctx.kv.scan({ gte: 'H\0', lt: 'H\x01', limit: 10_000 })
+  return rows.map(([key, stored]) => [key, decoder.decode(stored)])
+}
+
+const NO_STATS: StoreStats = {
+  bucketsCount: 0,
+  objectsCount: 0,
+  storageUsedBytes: 0,
+  uniqueBlobs: 0,
+  totalReferences: 0,
+}
+
+test('force delete: 2500 objects in batches of <= 1000; counters, blobs as before', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'keep' }))
+  const sharedSmall = pattern(100, 30)
+  const sharedLarge = pattern(300_000, 31)
+  value(await store.send(putBody('keep', 'small', sharedSmall)))
+  value(await store.send(putStream('keep', 'large', sharedLarge).msg))
+  await idle(store.state)
+  const before = await stats(store)
+  const blobsBefore = blobRecords(store)
+  const filesBefore = [...store.ctx.blobs.permanent.keys()]
+  value(await store.send({ kind: 'bucket.create', bucket: 'doomed' }))
+  for (let index = 0; index < 2500; index++) {
+    value(await store.send(putBody('doomed', `k/${index}`, encoder.encode(`object ${index}`))))
+  }
+  // The same bytes as keep's objects (dedup), a file blob of its own, and a copy.
+  value(await store.send(putBody('doomed', 'dup-small', sharedSmall)))
+  value(await store.send(putStream('doomed', 'dup-large', sharedLarge).msg))
+  value(await store.send(putStream('doomed', 'own-large', pattern(250_000, 32)).msg))
+  value(await store.send(copyMsg(['keep', 'small'], ['doomed', 'copied'])))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 2)
+  const full = await stats(store)
+  assert.equal(
+    [full.objectsCount, full.uniqueBlobs, full.totalReferences],
+    [before.objectsCount + 2504, before.uniqueBlobs + 2501, before.totalReferences + 2504],
+  )
+  const batches = objectDeletesPerCommit(store.ctx.kv, 'doomed')
+  assert.is(value(await store.send({ kind: 'bucket.delete', bucket: 'doomed', force: true })), null)
+  await idle(store.state)
+  assert.ok(batches.length >= 3, `${batches.length} batches`)
+  assert.ok(batches.every((count) => count <= FORCE_DELETE_BATCH_OBJECTS))
+  assert.is(
+    batches.reduce((sum, count) => sum + count, 0),
+    2504,
+  )
+  assert.equal(await stats(store), before)
+  assert.equal(blobRecords(store), blobsBefore)
+  assert.equal([...store.ctx.blobs.permanent.keys()], filesBefore)
+  assert.equal(store.ctx.kv.scan({ gte: 'O\0doomed\0', lt: 'O\0doomed\x01', limit: 1 }), [])
+  assert.equal(store.ctx.kv.scan({ gte: 'G\0', lt: 'G\x01', limit: 10 }), [])
+  assert.is(store.ctx.kv.scan({ gte: 'F\0', lt: 'F\x01', limit: 10 }).length, 1)
+  assert.is(code(await store.send({ kind: 'bucket.head', bucket: 'doomed' })), 'no_such_bucket')
+  await expectBucketStats(store, [['keep', 2, 300_100]])
+  assert.equal((await getBytes(store, 'keep', 'small')).bytes, sharedSmall)
+  const large = (await getBytes(store, 'keep', 'large')).bytes
+  assert.ok(Buffer.from(large).equals(Buffer.from(sharedLarge)))
+})
+
+test('force delete: objects put between its batches go too; puts after it fail', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  for (let index = 0; index < 1500; index++) {
+    value(await store.send(putBody('b', `k/${index}`, encoder.encode(`object ${index}`))))
+  }
+  assert.is(code(await store.send({ kind: 'bucket.delete', bucket: 'b' })), 'bucket_not_empty')
+  // Each body is 'object ' (7 bytes) and the index's digits; nothing was deleted.
+  const bytes = 1500 * 7 + 10 * 1 + 90 * 2 + 900 * 3 + 500 * 4
+  await expectBucketStats(store, [['b', 1500, bytes]])
+  store.ctx.kv.pause()
+  const deleting = store.send({ kind: 'bucket.delete', bucket: 'b', force: true })
+  await tick()
+  // The first batch is committed (reads see it) and its sync is held: the delete waits there.
+  assert.equal(
+    (await bucketStats(store)).map((bucket) => bucket.objectsCount),
+    [500],
+  )
+  const late = ['late/1', 'late/2', 'late/3'].map((key) =>
+    store.send(putBody('b', key, pattern(7, 33))),
+  )
+  const lateLarge = store.send(putStream('b', 'late/large', pattern(150_000, 34)).msg)
+  await tick()
+  assert.equal(
+    (await bucketStats(store)).map((bucket) => bucket.objectsCount),
+    [504],
+  )
+  store.ctx.kv.resume()
+  assert.is(value(await deleting), null)
+  for (const reply of await Promise.all([...late, lateLarge])) value(reply)
+  await idle(store.state)
+  assert.equal(await stats(store), NO_STATS)
+  assert.equal(await bucketStats(store), [])
+  assert.is(store.ctx.blobs.permanent.size + store.ctx.blobs.temporary.size, 0)
+  assert.is(code(await store.send(putBody('b', 'after', pattern(3)))), 'no_such_bucket')
+})
+
+test('force delete: past its deadline it stops with timeout; a retry finishes', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  for (let index = 0; index < 2500; index++) {
+    value(await store.send(putBody('b', `k/${index}`, encoder.encode(`object ${index}`))))
+  }
+  store.ctx.kv.pause()
+  const deadlineMs = store.ctx.now() + 1_000
+  const deleting = store.send({ kind: 'bucket.delete', bucket: 'b', force: true }, deadlineMs)
+  await tick()
+  store.ctx.advance(1_000)
+  store.ctx.kv.resume()
+  assert.is(code(await deleting), 'timeout')
+  // The batch committed before the deadline stays done; the counters follow it exactly.
+  const left = await bucketStats(store)
+  assert.equal(
+    left.map((bucket) => [bucket.name, bucket.objectsCount]),
+    [['b', 1500]],
+  )
+  assert.is((await stats(store)).objectsCount, 1500)
+  value(await store.send({ kind: 'bucket.delete', bucket: 'b', force: true }))
+  assert.equal(await stats(store), NO_STATS)
+})
+
+test('bucket.delete: unknown is no_such_bucket, forced or not; empty ones go', async () => {
+  const store = await startStore()
+  for (const force of [{}, { force: true as const }]) {
+    const result = await store.send({ kind: 'bucket.delete', bucket: 'nope', ...force })
+    assert.is(code(result), 'no_such_bucket')
+  }
+  value(await store.send({ kind: 'bucket.create', bucket: 'empty' }))
+  value(await store.send({ kind: 'bucket.create', bucket: 'other' }))
+  value(await store.send({ kind: 'bucket.delete', bucket: 'empty', force: true }))
+  value(await store.send({ kind: 'bucket.delete', bucket: 'other' }))
+  assert.equal(await stats(store), NO_STATS)
+})
+
+// ---------------------------------------------------------------------------------------------
+// Listing with Content-Type, and the coordinator's pass-through
+
+test('list withContentType: summaries carry Content-Type; without it none does', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const types: [string, string][] = [
+    ['a.txt', 'text/plain'],
+    ['b.png', 'image/png'],
+    ['dir/c', 'application/json'],
+  ]
+  for (const [key, contentType] of types) {
+    value(await store.send({ ...putBody('b', key, pattern(5)), http: { contentType } } as Body))
+  }
+  const replace = { http: { contentType: 'text/csv' }, userMeta: {} }
+  value(await store.send(copyMsg(['b', 'a.txt'], ['b', 'd.csv'], replace)))
+  const list = async (delimiter: string, withType: boolean): Promise<ListPage> =>
+    value(
+      await store.send<ListPage>({
+        kind: 'object.list',
+        bucket: 'b',
+        prefix: '',
+        delimiter,
+        after: '',
+        maxKeys: 1000,
+        ...(withType ? { withContentType: true as const } : {}),
+      }),
+    )
+  const typed = (page: ListPage): [string, string | undefined][] =>
+    page.objects.map((object) => [object.key, object.contentType])
+  assert.equal(typed(await list('', true)), [...types, ['d.csv', 'text/csv']].sort())
+  const folded = await list('/', true)
+  assert.equal(typed(folded), [
+    ['a.txt', 'text/plain'],
+    ['b.png', 'image/png'],
+    ['d.csv', 'text/csv'],
+  ])
+  assert.equal(folded.commonPrefixes, ['dir/'])
+  for (const page of [await list('', false), await list('/', false)]) {
+    assert.ok(page.objects.length >= 3)
+    for (const object of page.objects) {
+      assert.equal(Object.keys(object), ['key', 'size', 'etag', 'lastModifiedMs'])
+    }
+  }
+})
+
+test('coordinator: bucket.stats and a forced bucket.delete reach the store unchanged', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  for (const key of ['x', 'y', 'z']) value(await store.send(putBody('b', key, pattern(4))))
+  const ctx = fakeContext({ self: 'coordinator' })
+  const forwarded: unknown[] = []
+  ctx.onCall((to, msg) => {
+    assert.is(to, 'replica-store')
+    forwarded.push(structuredClone(msg))
+    return replicaStore.handle(store.state, msg as StoreMsg, store.ctx)
+  })
+  const state = await coordinator.init(ctx)
+  const statsMsg: CoordinatorMsg = {
+    kind: 'bucket.stats',
+    requestId: 's',
+    deadlineMs: store.ctx.now() + 5_000,
+  }
+  const listed = value((await coordinator.handle(state, statsMsg, ctx)) as Result<BucketStats[]>)
+  assert.equal(
+    listed.map((bucket) => [bucket.name, bucket.objectsCount]),
+    [['b', 3]],
+  )
+  const deleteMsg: CoordinatorMsg = {
+    kind: 'bucket.delete',
+    bucket: 'b',
+    force: true,
+    requestId: 'd',
+    deadlineMs: store.ctx.now() + 5_000,
+  }
+  value(await coordinator.handle(state, deleteMsg, ctx))
+  assert.equal(forwarded, [statsMsg, deleteMsg])
+  assert.is(code(await store.send({ kind: 'bucket.head', bucket: 'b' })), 'no_such_bucket')
 })
 
 test.run()
