@@ -1,21 +1,25 @@
 /** @module The HTTP surface of a node as one Hono app: /health, /metrics, the chaos route (only
  * with SVC_CHAOS=1), and the S3 API for everything else. S3 handlers write to Node's response
  * directly (bodies stream without a web-stream detour) and return RESPONSE_ALREADY_SENT. The fixed
- * paths shadow buckets of the same name for those methods only (GET /health, GET /metrics). */
+ * paths shadow buckets of the same name for those methods only (GET /health, GET /metrics). While
+ * the node starts or shuts down every request answers 503 at once, S3 requests as S3 XML. */
 import type { HttpBindings } from '@hono/node-server'
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
 import { Hono } from 'hono'
 import type { Mesh } from '../protocol/actor.js'
+import { createAdminApp } from './admin/admin-app.js'
 import { killActor } from './chaos.js'
 import { statsRecord } from './stats.js'
 import { isRetryable } from '../protocol/errors.js'
-import { handleS3 } from './s3/router.js'
+import { errorXml } from '../protocol/s3-xml.js'
+import { s3ErrorFor } from './s3/errors.js'
+import { handleS3, newRequestId } from './s3/router.js'
 import type { AuthCaches } from './s3/authenticate.js'
 import { KeyCache } from './s3/key-cache.js'
 import { SigningKeyCache } from './s3/sigv4.js'
 
 export interface IngressState {
-  /** False while the node starts or shuts down: /health answers 503 then. */
+  /** False while the node starts or shuts down: every request answers 503 then. */
   serving: boolean
 }
 
@@ -27,11 +31,28 @@ export function createFetch(mesh: Mesh, state: IngressState): { fetch: Fetch; ke
   const caches: AuthCaches = { signingKeys: new SigningKeyCache(), keys: new KeyCache() }
   const app = createApp(mesh, state, caches)
   const fetch: Fetch = async (request, env) => {
+    if (!state.serving) return notServing(request)
     if (request.method !== 'HEAD') return app.fetch(request, env)
     await handleS3(env.incoming, env.outgoing, mesh, caches)
     return RESPONSE_ALREADY_SENT
   }
   return { fetch, keys: caches.keys }
+}
+
+/** The answer while the node starts or drains: 503 for /health, S3's retryable 503
+ * ServiceUnavailable for the rest, and the connection closes, so that a client's retry opens a new
+ * one (to this node once it serves, or through a load balancer to another). */
+function notServing(request: Request): Response {
+  const requestId = newRequestId()
+  const headers = { 'retry-after': '1', connection: 'close', 'x-amz-request-id': requestId }
+  const resource = new URL(request.url).pathname
+  if (request.method === 'GET' && resource === '/health') {
+    return new Response('unavailable', { status: 503, headers })
+  }
+  const { s3Code: code, status, message } = s3ErrorFor('unavailable')
+  const xml = errorXml({ code, message, resource, requestId })
+  const body = request.method === 'HEAD' ? null : xml
+  return new Response(body, { status, headers: { ...headers, 'content-type': 'application/xml' } })
 }
 
 function createApp(
@@ -57,15 +78,23 @@ function createApp(
     }
     return c.json({ error: 'Storage statistics are unavailable', code: 'InternalError' }, 500)
   })
-  app.get('/metrics', async (c) =>
-    c.text(await mesh.metricsText(), 200, { 'content-type': 'text/plain; version=0.0.4' }),
-  )
+  app.get('/metrics', async (c) => {
+    try {
+      const text = await mesh.metricsText()
+      return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4' })
+    } catch (error) {
+      // Only the supervisor not answering in time gets here; a dead actor is a line, not a 503.
+      mesh.log.error({ err: String(error) }, 'metrics unavailable')
+      return c.text('metrics unavailable', 503, { 'retry-after': '1' })
+    }
+  })
   if (mesh.config['SVC_CHAOS'] === '1') {
     app.post('/admin/chaos/kill/:actor', async (c) => {
       await killActor(c.env.incoming, c.env.outgoing, mesh, caches, c.req.param('actor'))
       return RESPONSE_ALREADY_SENT
     })
   }
+  app.route('/api/admin', createAdminApp(mesh))
   app.all('*', async (c) => {
     await handleS3(c.env.incoming, c.env.outgoing, mesh, caches)
     return RESPONSE_ALREADY_SENT

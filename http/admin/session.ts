@@ -1,0 +1,41 @@
+/** @module Admin sessions at the HTTP edge: POST /login turns a username and password into a JWT
+ * through iam.login (with the TCP peer's address, which iam throttles on), and every other route
+ * first turns its bearer token into a principal through iam.authorize and requires the SuperUser
+ * role. A missing or malformed header is refused without asking iam. */
+import type { Mesh } from '../../protocol/actor.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type { Principal } from '../../protocol/messages.js'
+import { readJsonObject } from './body.js'
+import { askIam } from './calls.js'
+import { sendFailure, sendJson, type AdminContext } from './exchange.js'
+import { parseBearer, parseLogin } from './input.js'
+import { loginJson } from './views.js'
+
+export async function login(c: AdminContext, mesh: Mesh): Promise<Response> {
+  const body = await readJsonObject(c.env.incoming)
+  if (!body.ok) return sendFailure(c, body)
+  const input = parseLogin(body.value)
+  if (!input.ok) return sendFailure(c, input)
+  const grant = await askIam(c, mesh, {
+    kind: 'iam.login',
+    username: input.value.username,
+    password: input.value.password,
+    // Throttling counts failures per address: the TCP peer, never a header the client chose.
+    clientAddress: c.env.incoming.socket.remoteAddress ?? 'unknown',
+  })
+  if (!grant.ok) return sendFailure(c, grant)
+  return sendJson(c, 200, loginJson(grant.value))
+}
+
+/** The caller's principal if its bearer token is valid and its role is SuperUser. */
+export async function authorizeSuperUser(c: AdminContext, mesh: Mesh): Promise<Result<Principal>> {
+  const token = parseBearer(c.req.header('authorization'))
+  if (!token.ok) return token
+  const principal = await askIam(c, mesh, { kind: 'iam.authorize', token: token.value })
+  if (!principal.ok) return principal
+  c.set('userId', principal.value.userId)
+  if (principal.value.role !== 'SuperUser') {
+    return fail('forbidden', `role ${principal.value.role} is not SuperUser`)
+  }
+  return ok(principal.value)
+}
