@@ -1,7 +1,7 @@
 /** @module The node's secrets, each from the environment or from a file in the data directory
  * created with mode 0600 on first start: the master key that seals secrets at rest (AES-256-GCM;
  * SVC_MASTER_KEY or master.key, 64 hex characters) and the HMAC secret of admin JWTs
- * (SVC_JWT_SECRET or jwt.secret). Never a default string: a missing file gets fresh random bytes. */
+ * (SVC_JWT_SECRET or jwt.secret). Never a default string: a missing file gets random bytes. */
 import { randomBytes } from 'node:crypto'
 import { mkdir, open, readFile } from 'node:fs/promises'
 import { join } from 'node:path'

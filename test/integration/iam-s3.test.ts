@@ -154,7 +154,7 @@ test('the role matrix: Reader reads, Writer and SuperUser do everything', async 
   }
 })
 
-test('deactivation, demotion, key replacement and deletion apply on the very next request', async () => {
+test('deactivation, demotion, key replacement and deletion apply on the next request', async () => {
   const server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
   try {
     const token = await login(server, 'root', ROOT_PASSWORD)
@@ -285,7 +285,7 @@ test('a token expires at its expires_at', async () => {
   }
 })
 
-test('login failures are identical for unknown users and wrong passwords, and throttled', async () => {
+test('login failures: identical for unknown users and wrong passwords, throttled', async () => {
   const server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
   try {
     const token = await login(server, 'root', ROOT_PASSWORD)

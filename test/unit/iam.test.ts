@@ -125,7 +125,7 @@ test('root is created once; a later start keeps the stored user and password', a
   assert.is(refused.ok ? 'ok' : refused.code, 'invalid_credentials')
 })
 
-test('tokens expire on the clock and follow the user: inactive or deleted → unauthorized', async () => {
+test('tokens expire on the clock and follow the user: inactive or deleted: 401', async () => {
   const h = harness(ROOT)
   const state = await iam.init(h.ctx)
   const grant = value(await loginAs(state, h, 'root', 'root-pass'))
@@ -193,7 +193,7 @@ test('unknown users and wrong passwords fail alike; failures are throttled', asy
   assert.ok(elsewhere.ok)
 })
 
-test('key changes are announced to the ingress before they return; secrets stored sealed', async () => {
+test('key changes are announced to the ingress before returning; secrets sealed', async () => {
   const h = harness(ROOT)
   const state = await iam.init(h.ctx)
   const user = value(
