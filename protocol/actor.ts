@@ -104,6 +104,15 @@ export interface Logger {
   error(fields: Record<string, unknown>, message: string): void
 }
 
+/** argon2id password hashing. The runtime runs it on the node's CPU pool, never on the actor's own
+ * thread: native work in flight on a thread that is killed would abort the process. Fails with a
+ * ServiceError (`busy`, `timeout`) when the pool is saturated. */
+export interface PasswordHasher {
+  hash(password: string, salt: Uint8Array): Promise<string>
+  /** False for a wrong password and for a malformed stored hash alike. */
+  verify(storedHash: string, password: string): Promise<boolean>
+}
+
 export interface Context {
   readonly self: ActorName
   now(): number
@@ -115,6 +124,7 @@ export interface Context {
   after(ms: number, task: () => void): () => void
   readonly kv: KvStore
   readonly blobs: BlobFiles
+  readonly passwords: PasswordHasher
   /** A new stream: keep one end, send the other inside a message (it is transferred). */
   openStream(): [StreamHandle, StreamHandle]
   /** Wraps the handle of a stream this actor receives bytes from. */

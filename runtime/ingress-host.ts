@@ -1,15 +1,15 @@
 /** @module The http-ingress actor: hosts the Hono app of http/ on @hono/node-server (HTTPS when
  * SVC_TLS_CERT and SVC_TLS_KEY name PEM files) inside its worker thread, and gives it the Mesh:
  * calls to other actors, streams, and the supervisor's services (chaos kills, metrics of every
- * actor merged into one Prometheus text). Stop: refuse new connections, let in-flight requests
- * finish within SHUTDOWN_DRAIN_MS, then cut what is left. */
+ * actor merged into one Prometheus text). It listens before the other actors start and serves
+ * once the supervisor says every actor is up; until then every request answers 503. Stop: answer
+ * 503 to new requests while the ones admitted earlier finish (at most SHUTDOWN_DRAIN_MS), so that
+ * health checks see the node leave; then close the port and cut what is left. */
 import { readFileSync } from 'node:fs'
 import { createServer as createHttpsServer } from 'node:https'
-import type { Server } from 'node:http'
-import type { MessagePort } from 'node:worker_threads'
+import type { Server, ServerResponse } from 'node:http'
 import { serve } from '@hono/node-server'
-import * as Comlink from 'comlink'
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
+import type * as Comlink from 'comlink'
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client'
 import { createFetch, type Fetch, type IngressState } from '../http/app.js'
 import type { Actor, Context, Mesh } from '../protocol/actor.js'
@@ -17,25 +17,36 @@ import { ok, unreachable } from '../protocol/errors.js'
 import type { IngressMsg } from '../protocol/messages.js'
 import type { KeyCache } from '../http/s3/key-cache.js'
 import { HttpMetrics } from './http-metrics.js'
-import { SHUTDOWN_DRAIN_MS } from './knobs.js'
+import { METRICS_GATHER_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
+import type { HostContext } from './thread-host.js'
 import { withTimeout } from './timeout.js'
 
 /** Bounds how long a client may take to send its headers; bodies are bounded by stream timeouts. */
 const HEADERS_TIMEOUT_MS = 60_000
 /** A socket with no traffic for this long is closed. */
 const SOCKET_IDLE_TIMEOUT_MS = 120_000
+/** The supervisor bounds each actor's answer by METRICS_GATHER_TIMEOUT_MS; this bounds the whole
+ * exchange with it, so a scrape never hangs on the main thread. */
+const METRICS_SCRAPE_TIMEOUT_MS = METRICS_GATHER_TIMEOUT_MS + 1_000
+/** Once the port is closed, connections still open after this long are cut. */
+const CLOSE_TIMEOUT_MS = 1_000
 
 interface IngressActorState extends IngressState {
   server: Server
   keys: KeyCache
+  /** Set when the stop begins: a late `started` answer must not reopen the gate. */
+  stopping: boolean
+  /** Requests admitted while serving whose response has not closed yet. */
+  inFlight: number
+  /** Resolves the drain of a stop once inFlight reaches 0. */
+  onDrained: (() => void) | null
 }
 
 export const httpIngress: Actor<IngressActorState, IngressMsg> = {
   name: 'http-ingress',
   async init(ctx) {
-    const supervisorPort = (ctx as Context & { supervisor: MessagePort }).supervisor
-    const supervisor = Comlink.wrap<SupervisorApi>(nodeEndpoint(supervisorPort as never))
+    const supervisor = (ctx as HostContext).supervisor
     const http = new HttpMetrics()
     const mesh: Mesh = {
       call: ctx.call,
@@ -50,11 +61,24 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       observeRequest: (sample) => http.observe(sample),
       metricsText: () => metricsText(supervisor, http),
     }
-    const state = { serving: false } as IngressActorState
+    const state = {
+      serving: false,
+      stopping: false,
+      inFlight: 0,
+      onDrained: null,
+    } as Omit<IngressActorState, 'server' | 'keys'> as IngressActorState
     const { fetch, keys } = createFetch(mesh, state)
     state.keys = keys
     state.server = await listen(ctx, fetch)
-    state.serving = true
+    countInFlight(state)
+    // Not awaited: init must end for the supervisor to start the other actors. A restarted
+    // ingress gets its answer at once.
+    supervisor.started().then(
+      (started) => {
+        if (started && !state.stopping) state.serving = true
+      },
+      (error: unknown) => ctx.log.error({ err: error }, 'no start signal from the supervisor'),
+    )
     return state
   },
   handle(state, msg) {
@@ -66,16 +90,43 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
         return unreachable(msg.kind)
     }
   },
-  async stop(state) {
+  async stop(state, ctx) {
+    state.stopping = true
     state.serving = false
+    // The port stays open while admitted requests finish: new ones (health checks included) are
+    // answered 503 with `connection: close`, which tells a load balancer the node is leaving.
+    if (state.inFlight > 0) {
+      const drained = new Promise<void>((resolve) => {
+        state.onDrained = resolve
+      })
+      try {
+        await withTimeout(drained, SHUTDOWN_DRAIN_MS, 'draining in-flight requests')
+      } catch {
+        ctx.log.warn({ inFlight: state.inFlight }, 'cutting requests that did not finish')
+      }
+    }
     const closed = new Promise<void>((resolve) => state.server.close(() => resolve()))
     state.server.closeIdleConnections()
     try {
-      await withTimeout(closed, SHUTDOWN_DRAIN_MS, 'draining in-flight requests')
+      await withTimeout(closed, CLOSE_TIMEOUT_MS, 'closing the port')
     } catch {
       state.server.closeAllConnections()
     }
   },
+}
+
+/** Counts the requests admitted while the node serves until their response closes (sent, or the
+ * client went away), so that a stop knows when they are done. Runs before the app sees the
+ * request, with the same view of `serving`. */
+function countInFlight(state: IngressActorState): void {
+  state.server.prependListener('request', (_request, response: ServerResponse) => {
+    if (!state.serving) return
+    state.inFlight++
+    response.once('close', () => {
+      state.inFlight--
+      if (state.inFlight === 0) state.onDrained?.()
+    })
+  })
 }
 
 function listen(ctx: Context, fetch: Fetch): Promise<Server> {
@@ -114,7 +165,11 @@ async function metricsText(
   supervisor: Comlink.Remote<SupervisorApi>,
   http: HttpMetrics,
 ): Promise<string> {
-  const gathered = await supervisor.gatherMetrics()
+  const gathered = await withTimeout(
+    supervisor.gatherMetrics(),
+    METRICS_SCRAPE_TIMEOUT_MS,
+    'gathering metrics',
+  )
   const node = new Registry()
   const up = new Gauge({
     name: 'svc_actor_up',

@@ -26,8 +26,14 @@ export const ACTOR_STOP_TIMEOUT_MS = 10_000
 export const WORKER_YOUNG_GENERATION_MB = 16
 /** Metrics gathered from actors for one scrape must answer within this. */
 export const METRICS_GATHER_TIMEOUT_MS = 2_000
+/** Password pool (argon2id, ~50 ms and 19 MiB a task): threads, tasks that may wait, and how long
+ * one task may take before it is aborted. 64 waiting is about 1.6 s of work on two threads. */
+export const PASSWORD_THREADS_MAX = 2
+export const PASSWORD_QUEUE_MAX = 64
+export const PASSWORD_TASK_TIMEOUT_MS = 10_000
 
 assert(RESTART_BACKOFF_MS_MIN < RESTART_BACKOFF_MS_MAX)
 assert(RESTART_BACKOFF_MS_MAX * RESTART_INTENSITY < RESTART_PERIOD_MS)
 assert(CALL_TIMEOUT_MS < STREAM_IDLE_TIMEOUT_MS)
 assert(MAILBOX_DEPTH_MAX <= PENDING_CALLS_MAX)
+assert(PASSWORD_TASK_TIMEOUT_MS < CALL_TIMEOUT_MS)

@@ -1,6 +1,7 @@
 /** @module Composition root of a node: reads the configuration, prepares the node's secrets, starts
- * the supervised actor mesh and handles signals. SIGTERM/SIGINT stop it gracefully: the ingress
- * stops accepting and drains in-flight requests (SHUTDOWN_DRAIN_MS), then the other actors stop in
+ * the supervised actor mesh and handles signals. The ingress starts first and answers 503 until
+ * every actor is up. SIGTERM/SIGINT stop it gracefully: the ingress answers 503 to new requests
+ * while in-flight ones drain (SHUTDOWN_DRAIN_MS), then closes its port; the other actors stop in
  * reverse start order and the store closes cleanly; exit 0. A crash loop exits 1. */
 import { setFlagsFromString } from 'node:v8'
 import { loadConfig, ConfigError } from './config.js'
@@ -25,6 +26,7 @@ async function main(): Promise<void> {
     actors: SINGLE_NODE_ACTORS,
     links: SINGLE_NODE_LINKS,
     config: { ...config.actorConfig, ...secrets },
+    ingress: 'http-ingress',
     chaos: config.chaos,
     log,
     onEscalate: (exitCode, reason) => {
@@ -38,7 +40,7 @@ async function main(): Promise<void> {
   }
   process.on('SIGTERM', () => onSignal('SIGTERM'))
   process.on('SIGINT', () => onSignal('SIGINT'))
-  await supervisor.start()
+  if (!(await supervisor.start())) return // A signal arrived first: the node is stopping.
   log.info({ host: config.httpHost, port: config.httpPort, dataDir: config.dataDir }, 'node ready')
 }
 

@@ -4,7 +4,11 @@
  * at once, so their calls fail fast with `unavailable`; after the restart only that actor's links
  * are rewired. More than RESTART_INTENSITY restarts of one actor within RESTART_PERIOD_MS is a
  * crash loop: the node stops cleanly and exits non-zero. It also serves the actors' requests to
- * the node (chaos kills, gathering metrics) over a comlink port per actor. */
+ * the node (chaos kills, gathering metrics, whether the node has started) over a comlink port per
+ * actor. The ingress, the actor that faces clients, is spawned before the others and stopped
+ * before them: its port answers 503 while the node starts and while it drains, never refuses a
+ * health check that the node could answer. */
+import assert from 'node:assert/strict'
 import { MessageChannel, Worker } from 'node:worker_threads'
 import * as Comlink from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
@@ -13,6 +17,7 @@ import {
   ACTOR_START_TIMEOUT_MS,
   ACTOR_STOP_TIMEOUT_MS,
   METRICS_GATHER_TIMEOUT_MS,
+  PASSWORD_TASK_TIMEOUT_MS,
   RESTART_BACKOFF_MS_MAX,
   RESTART_BACKOFF_MS_MIN,
   RESTART_INTENSITY,
@@ -23,18 +28,29 @@ import type { Logger } from '../protocol/actor.js'
 import type { HostApi, HostData } from './thread-host.js'
 import { withTimeout } from './timeout.js'
 import type { MetricsJson } from './actor-metrics.js'
+import { PasswordPool } from './password-pool.js'
+import type { Result } from '../protocol/errors.js'
+
+/** What one scrape learns from the supervisor: the metrics of every actor that answered in time,
+ * which actors are up, and how often each has been restarted. */
+export interface GatheredMetrics {
+  actors: MetricsJson[]
+  up: Record<string, boolean>
+  restarts: Record<string, number>
+}
 
 export interface SupervisorApi {
   /** Terminates an actor's thread abruptly (chaos testing). False if chaos is off or unknown. */
   kill(actor: string): Promise<boolean>
   /** Metrics text of every live actor, and which actors are up, for /metrics. */
-  gatherMetrics(): Promise<{
-    actors: MetricsJson[]
-    up: Record<string, boolean>
-    restarts: Record<string, number>
-  }>
+  gatherMetrics(): Promise<GatheredMetrics>
   /** Begins the graceful stop of the node (SIGTERM path), as if the signal arrived. */
   shutdown(): void
+  /** Resolves true once every actor of the node has started, false if the node stops first. */
+  started(): Promise<boolean>
+  /** argon2id on the node's password pool (runtime/password-pool.ts), for iam. */
+  hashPassword(password: string, salt: Uint8Array): Promise<Result<string>>
+  verifyPassword(storedHash: string, password: string): Promise<Result<boolean>>
 }
 
 interface Child {
@@ -51,6 +67,9 @@ export interface SupervisorOptions {
   actors: readonly ActorName[]
   links: readonly (readonly [ActorName, ActorName])[]
   config: Record<string, string>
+  /** The actor that faces clients: spawned first, so that its port answers 503 (not a refused
+   * connection) while the others start, and stopped first, so that it drains before they go. */
+  ingress: ActorName
   chaos: boolean
   log: Logger
   /** Called once when the node must stop: a crash loop (code 1) or a shutdown request (code 0). */
@@ -59,9 +78,24 @@ export interface SupervisorOptions {
 
 export class Supervisor {
   private readonly children = new Map<ActorName, Child>()
+  /** Outlives every actor thread: a kill never lands on a thread that runs argon2. */
+  private readonly passwords = new PasswordPool()
   private stopping = false
+  /** The ingress first, then the others in the table's order (a store before its readers). */
+  private readonly startOrder: readonly ActorName[]
+  /** The ingress first (it drains while the others still serve it), then the reverse order. */
+  private readonly stopOrder: readonly ActorName[]
+  private readonly started: Promise<boolean>
+  private markStarted: (started: boolean) => void = () => undefined
 
   constructor(private readonly options: SupervisorOptions) {
+    assert(options.actors.includes(options.ingress), options.ingress)
+    const others = options.actors.filter((name) => name !== options.ingress)
+    this.startOrder = [options.ingress, ...others]
+    this.stopOrder = [options.ingress, ...others.reverse()]
+    this.started = new Promise((resolve) => {
+      this.markStarted = resolve
+    })
     for (const name of options.actors) {
       this.children.set(name, {
         name,
@@ -75,19 +109,28 @@ export class Supervisor {
     }
   }
 
-  async start(): Promise<void> {
-    for (const name of this.options.actors) await this.spawn(this.child(name))
+  /** Spawns every actor; resolves true once all are up, false if a stop began meanwhile. */
+  async start(): Promise<boolean> {
+    for (const name of this.startOrder) {
+      if (this.stopping) return false
+      await this.spawn(this.child(name))
+    }
+    if (this.stopping) return false
+    this.markStarted(true)
+    return true
   }
 
-  /** Stops actors in reverse start order; each gets ACTOR_STOP_TIMEOUT_MS (the ingress gets its own
-   * drain time inside its stop), then is terminated. */
+  /** Stops the ingress first, then the other actors in reverse start order; each gets
+   * ACTOR_STOP_TIMEOUT_MS (the ingress gets its own drain time inside its stop), then is
+   * terminated. */
   async stop(drainMs: number): Promise<void> {
     this.stopping = true
-    for (const name of [...this.options.actors].reverse()) {
+    this.markStarted(false)
+    for (const name of this.stopOrder) {
       const child = this.child(name)
       child.stopping = true
       const budget =
-        name === 'http-ingress' ? drainMs + ACTOR_STOP_TIMEOUT_MS : ACTOR_STOP_TIMEOUT_MS
+        name === this.options.ingress ? drainMs + ACTOR_STOP_TIMEOUT_MS : ACTOR_STOP_TIMEOUT_MS
       try {
         if (child.api !== null) await withTimeout(child.api.stop(), budget, `stop ${name}`)
       } catch (error) {
@@ -95,6 +138,11 @@ export class Supervisor {
       }
       await child.worker?.terminate()
       child.up = false
+    }
+    try {
+      await withTimeout(this.passwords.close(), PASSWORD_TASK_TIMEOUT_MS, 'password pool close')
+    } catch (error) {
+      this.options.log.warn({ err: String(error) }, 'password pool did not close in time')
     }
   }
 
@@ -191,25 +239,32 @@ export class Supervisor {
         setTimeout(() => void worker.terminate(), 20)
         return true
       },
-      gatherMetrics: async () => {
-        const actors: MetricsJson[] = []
-        const up: Record<string, boolean> = {}
-        const restarts: Record<string, number> = {}
-        for (const child of this.children.values()) {
-          up[child.name] = child.up
-          restarts[child.name] = child.restartsTotal
-          if (child.api === null || !child.up) continue
-          try {
-            actors.push(
-              await withTimeout(child.api.metrics(), METRICS_GATHER_TIMEOUT_MS, 'metrics'),
-            )
-          } catch {
-            up[child.name] = false
-          }
-        }
-        return { actors, up, restarts }
-      },
+      gatherMetrics: () => this.gatherMetrics(),
       shutdown: () => this.options.onEscalate(0, 'shutdown requested'),
+      started: () => this.started,
+      hashPassword: (password, salt) => this.passwords.hash(password, salt),
+      verifyPassword: (storedHash, password) => this.passwords.verify(storedHash, password),
     }
+  }
+
+  /** Asks every live actor at once, each under METRICS_GATHER_TIMEOUT_MS, so one scrape takes at
+   * most that long. An actor that is down, or that cannot answer in time (it is dying or its
+   * thread is blocked), shows as down and its metrics are left out: the scrape still succeeds. */
+  private async gatherMetrics(): Promise<GatheredMetrics> {
+    const up: Record<string, boolean> = {}
+    const restarts: Record<string, number> = {}
+    const answers = [...this.children.values()].map(async (child) => {
+      restarts[child.name] = child.restartsTotal
+      up[child.name] = child.up
+      if (child.api === null || !child.up) return null
+      try {
+        return await withTimeout(child.api.metrics(), METRICS_GATHER_TIMEOUT_MS, 'metrics')
+      } catch {
+        up[child.name] = false
+        return null
+      }
+    })
+    const actors = (await Promise.all(answers)).filter((json) => json !== null)
+    return { actors, up, restarts }
   }
 }

@@ -9,8 +9,15 @@ import { randomBytes } from 'node:crypto'
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import * as Comlink from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
-import type { ActorName, AnyMsg, BlobFiles, Context, KvStore } from '../protocol/actor.js'
-import { fail } from '../protocol/errors.js'
+import type {
+  ActorName,
+  AnyMsg,
+  BlobFiles,
+  Context,
+  KvStore,
+  PasswordHasher,
+} from '../protocol/actor.js'
+import { fail, ServiceError, type Result } from '../protocol/errors.js'
 import { Mailbox } from './mailbox.js'
 import { loadActor } from './actor-table.js'
 import { MAILBOX_DEPTH_MAX } from './knobs.js'
@@ -19,6 +26,12 @@ import { createLogger } from './log.js'
 import { openStorage } from './storage.js'
 import { openStream, PortSink, PortSource } from './stream-port.js'
 import { ActorMetrics, type MetricsJson } from './actor-metrics.js'
+import { PASSWORD_TASK_TIMEOUT_MS } from './knobs.js'
+import type { SupervisorApi } from './supervisor.js'
+import { withTimeout } from './timeout.js'
+
+/** The context the runtime gives its own actors (the ingress): also the supervisor's services. */
+export type HostContext = Context & { supervisor: Comlink.Remote<SupervisorApi> }
 
 export interface HostData {
   actor: ActorName
@@ -53,7 +66,8 @@ async function main(): Promise<void> {
   const kv: KvStore = storage?.kv ?? new Proxy({} as KvStore, { get: () => notOwned('kv store') })
   const blobs: BlobFiles =
     storage?.blobs ?? new Proxy({} as BlobFiles, { get: () => notOwned('blob files') })
-  const ctx: Context & { supervisor: MessagePort } = {
+  const supervisor = Comlink.wrap<SupervisorApi>(nodeEndpoint(data.supervisor as never))
+  const ctx: HostContext = {
     self: data.actor,
     now: () => Date.now(),
     randomBytes: (length) => new Uint8Array(randomBytes(length)),
@@ -68,12 +82,13 @@ async function main(): Promise<void> {
     },
     kv,
     blobs,
+    passwords: poolPasswords(supervisor),
     openStream,
     source: (handle) => new PortSource(handle),
     sink: (handle) => new PortSink(handle),
     log,
     config: data.config,
-    supervisor: data.supervisor,
+    supervisor,
   }
   const state = await actor.init(ctx)
   const mailbox = new Mailbox(
@@ -94,6 +109,20 @@ async function main(): Promise<void> {
     await storage?.close()
   }
   for (const port of servedPorts.splice(0)) serveLink(port, dispatch)
+}
+
+/** argon2 runs on the supervisor's pool, not here: a kill of this thread mid-hash would otherwise
+ * abort the process. The pool bounds each task; the extra second covers the hop. */
+function poolPasswords(supervisor: Comlink.Remote<SupervisorApi>): PasswordHasher {
+  const answer = async <T>(call: Promise<Result<T>>): Promise<T> => {
+    const result = await withTimeout(call, PASSWORD_TASK_TIMEOUT_MS + 1_000, 'password pool')
+    if (!result.ok) throw new ServiceError(result.code, result.detail)
+    return result.value
+  }
+  return {
+    hash: (password, salt) => answer(supervisor.hashPassword(password, salt)),
+    verify: (storedHash, password) => answer(supervisor.verifyPassword(storedHash, password)),
+  }
 }
 
 /** A programmer error: let the thread die so the supervisor restarts it with fresh state. */

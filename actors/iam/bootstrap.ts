@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import type { Context } from '../../protocol/actor.js'
 import { newAccessKey, newSecretKey } from './random-keys.js'
 import { seal, SEAL_IV_BYTES, unseal } from './sealed.js'
-import { hashPassword, newSalt } from './passwords.js'
+import { hashPassword } from './passwords.js'
 import { newUserId, saveUser, type UserRecord } from './user-records.js'
 
 const BOOTSTRAP_RECORD = 'iam.bootstrap-credentials'
@@ -84,7 +84,7 @@ export async function createRootUser(
     role: 'SuperUser',
     isActive: true,
     createdMs: ctx.now(),
-    passwordHash: await hashPassword(password, newSalt(ctx.randomBytes)),
+    passwordHash: await hashPassword(ctx, password),
     credentials: null,
   }
   const saved = await saveUser(ctx, user, 'iam-init', deadlineMs)

@@ -14,7 +14,7 @@ import { bootstrapPair, createRootUser } from './bootstrap.js'
 import { deleteCredentials, issueCredentials } from './credentials.js'
 import type { IamState } from './iam-state.js'
 import { indexUserKey } from './iam-state.js'
-import { hashPassword, newSalt } from './passwords.js'
+import { hashPassword } from './passwords.js'
 import { unseal } from './sealed.js'
 import { authorize, login } from './sessions.js'
 import { newLoginThrottle } from './throttle.js'
@@ -37,10 +37,7 @@ export const iam: Actor<IamState, IamMsg> = {
       keys: new Map(),
       generation: ctx.now(),
       throttle: newLoginThrottle(),
-      dummyHash: await hashPassword(
-        Buffer.from(ctx.randomBytes(32)).toString('hex'),
-        newSalt(ctx.randomBytes),
-      ),
+      dummyHash: await hashPassword(ctx, Buffer.from(ctx.randomBytes(32)).toString('hex')),
       jwtSecret,
       jwtTtlSecs: Number(ctx.config['SVC_JWT_TTL_SECS'] ?? JWT_TTL_SECS_DEFAULT),
       masterKey,

@@ -7,7 +7,6 @@ import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { IamMsg, LoginGrant, Principal } from '../../protocol/messages.js'
 import type { IamState } from './iam-state.js'
-import { passwordMatches } from './passwords.js'
 import { loginDelaySecs, recordFailure, recordSuccess } from './throttle.js'
 import { signToken, verifiedSubject } from './tokens.js'
 
@@ -30,7 +29,7 @@ export async function login(
   const userId = state.userIdsByName.get(username)
   const user = userId === undefined ? undefined : state.users.get(userId)
   // The same work whether or not the user exists: one argon2id verification.
-  const matches = await passwordMatches(user?.passwordHash ?? state.dummyHash, msg.password)
+  const matches = await ctx.passwords.verify(user?.passwordHash ?? state.dummyHash, msg.password)
   // Re-read after the await: the user may have changed meanwhile.
   const current = userId === undefined ? undefined : state.users.get(userId)
   if (!matches || current === undefined || !current.isActive || current !== user) {

@@ -8,7 +8,7 @@ import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { IamMsg, UserView } from '../../protocol/messages.js'
 import { announceKeyChange } from './announce.js'
 import { exclusively, type IamState } from './iam-state.js'
-import { hashPassword, newSalt } from './passwords.js'
+import { hashPassword } from './passwords.js'
 import { newUserId, removeUser, saveUser, userView, type UserRecord } from './user-records.js'
 
 type Msg<K extends IamMsg['kind']> = Extract<IamMsg, { kind: K }>
@@ -41,7 +41,7 @@ export function createUser(
       role: msg.role,
       isActive: true,
       createdMs: ctx.now(),
-      passwordHash: await hashPassword(msg.password, newSalt(ctx.randomBytes)),
+      passwordHash: await hashPassword(ctx, msg.password),
       credentials: null,
     }
     const saved = await saveUser(ctx, user, msg.requestId, msg.deadlineMs)
@@ -63,9 +63,7 @@ export function updateUser(
     const user = state.users.get(msg.userId)
     if (user === undefined) return fail('user_not_found', `no user with id ${msg.userId}`)
     const passwordHash =
-      msg.password === undefined
-        ? user.passwordHash
-        : await hashPassword(msg.password, newSalt(ctx.randomBytes))
+      msg.password === undefined ? user.passwordHash : await hashPassword(ctx, msg.password)
     const updated: UserRecord = {
       ...user,
       role: msg.role ?? user.role,

@@ -104,6 +104,45 @@ test('one actor crashing again and again stops the node with a non-zero exit', a
   }
 })
 
+test('killing iam while logins hash their passwords leaves the node serving', async () => {
+  // argon2 in flight on a thread that is terminated aborts the whole process, so the hashing must
+  // not run on iam's thread. Three kills stay under the crash-loop limit.
+  const password = 'chaos-root-password'
+  const server = await startServer({ env: { SVC_CHAOS: '1', SVC_ROOT_PASSWORD: password } })
+  const login = async (): Promise<number> => {
+    try {
+      const response = await fetch(`${server.url}/api/admin/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'root', password }),
+        signal: AbortSignal.timeout(30_000),
+      })
+      await response.arrayBuffer()
+      return response.status
+    } catch {
+      return 0
+    }
+  }
+  try {
+    for (let round = 0; round < 3; round++) {
+      const logins = Array.from({ length: 8 }, () => login())
+      await sleep(20 + round * 15) // The first hashes are running now.
+      assert.is(await kill(server, 'iam'), 200)
+      const statuses = await Promise.all(logins)
+      for (const status of statuses) assert.ok([200, 503].includes(status), `status ${status}`)
+      await waitHealthy(server.url)
+      const deadline = Date.now() + 10_000
+      while ((await login()) !== 200 && Date.now() < deadline) await sleep(100)
+    }
+    assert.is(server.child.exitCode, null, server.output())
+    assert.is(server.child.signalCode, null, server.output())
+    assert.is(await login(), 200)
+  } finally {
+    await server.kill()
+    server.cleanup()
+  }
+})
+
 test('without SVC_CHAOS the chaos route does not exist', async () => {
   const server = await startServer()
   try {

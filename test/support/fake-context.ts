@@ -30,6 +30,7 @@ import type {
   StreamHandle,
 } from '../../protocol/actor.js'
 import { fail, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
+import runPasswordTask from '../../runtime/password-task.js'
 
 // ---------------------------------------------------------------------------------------------
 // Sorted in-memory kv
@@ -533,6 +534,13 @@ export function fakeContext(options: FakeContextOptions = {}): FakeContext {
     after: (ms, task) => clock.after(ms, task),
     kv: options.kv ?? new MemoryKv(),
     blobs: options.blobs ?? new MemoryBlobs(),
+    // The real argon2id of the password pool's task, run in this thread.
+    passwords: {
+      hash: async (password, salt) =>
+        String(await runPasswordTask({ kind: 'hash', password, salt })),
+      verify: async (storedHash, password) =>
+        (await runPasswordTask({ kind: 'verify', storedHash, password })) === true,
+    },
     openStream() {
       const created = memoryStream()
       return [created.handle, created.handle]

@@ -147,3 +147,20 @@ export async function waitHealthy(url: string, exited?: Promise<unknown>): Promi
   }
   throw new Error(`server at ${url} not healthy within ${HEALTH_WAIT_MS} ms`)
 }
+
+/** What one /health probe saw: a status, or 'no answer' when the port refused the connection or
+ * did not answer within HEALTH_PROBE_TIMEOUT_MS. */
+export type HealthProbe = number | 'no answer'
+const HEALTH_PROBE_TIMEOUT_MS = 1_000
+
+export async function probeHealth(url: string): Promise<HealthProbe> {
+  try {
+    const response = await fetch(`${url}/health`, {
+      signal: AbortSignal.timeout(HEALTH_PROBE_TIMEOUT_MS),
+    })
+    await response.arrayBuffer()
+    return response.status
+  } catch {
+    return 'no answer'
+  }
+}
