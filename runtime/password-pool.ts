@@ -11,10 +11,10 @@ import type { PasswordTask } from './password-task.js'
 export class PasswordPool {
   private readonly pool = new Piscina({
     filename: new URL('./password-task.js', import.meta.url).href,
-    minThreads: 1,
+    minThreads: 0,
     maxThreads: PASSWORD_THREADS_MAX,
     maxQueue: PASSWORD_QUEUE_MAX,
-    // A thread's argon2 memory is freed per task; idle threads beyond the minimum may go.
+    // No thread while nobody logs in (a thread costs several MB); one that idles 30 s goes.
     idleTimeout: 30_000,
   })
 
