@@ -22,3 +22,11 @@ export const CHUNK_HEADER_BYTES_MAX = 4096
 export const STREAM_CHUNK_BYTES = 128 * 1024
 /** Objects at most this large are kept inside RocksDB rather than in a blob file. */
 export const INLINE_BLOB_BYTES_MAX = 64 * 1024
+/** Multipart upload: part numbers 1..PART_NUMBER_MAX; every part but the last at least
+ * PART_BYTES_MIN, none over PART_BYTES_MAX (Amazon S3's numbers). */
+export const PART_NUMBER_MAX = 10_000
+export const PART_BYTES_MIN = 5 * 1024 ** 2
+export const PART_BYTES_MAX = 5 * 1024 ** 3
+/** Entries a ListParts or ListMultipartUploads page returns at most. */
+export const LIST_PARTS_MAX = 1000
+export const LIST_UPLOADS_MAX = 1000

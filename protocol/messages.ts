@@ -19,10 +19,51 @@ export interface PutResult {
 }
 export interface GetResult {
   info: ObjectInfo
+  /** The inclusive byte range of the part the request named (partNumber). */
+  part?: { start: number; end: number }
   /** Whole body of a small object, sent with the reply; otherwise the bytes come on the stream
    * after the receiver asks for a range. */
   body?: Uint8Array
 }
+/** A part as UploadPart and UploadPartCopy answer it, and as ListParts lists it. */
+export interface PartInfo {
+  partNumber: number
+  size: number
+  /** Quoted hex MD5 of the part's bytes. */
+  etag: string
+  lastModifiedMs: number
+  checksums: ObjectInfo['checksums']
+}
+export interface UploadCreated {
+  uploadId: string
+}
+export interface UploadSummary {
+  key: string
+  uploadId: string
+  initiatedMs: number
+}
+export interface UploadListing {
+  uploads: UploadSummary[]
+  commonPrefixes: string[]
+  truncated: boolean
+  /** Where the next page starts: after this key and upload id (both null when not truncated). */
+  nextKeyMarker: string | null
+  nextUploadIdMarker: string | null
+}
+export interface PartListing {
+  parts: PartInfo[]
+  truncated: boolean
+  /** The last part number of this page, or the marker when the page is empty. */
+  nextPartNumberMarker: number
+  initiatedMs: number
+  http: HttpMeta
+}
+/** A part of a CompleteMultipartUpload request: its number and the ETag the client kept. */
+export interface CompletedPart {
+  partNumber: number
+  etag: string
+}
+
 export interface DeleteManyResult {
   deleted: string[]
   errors: { key: string; code: string; message: string }[]
@@ -59,6 +100,8 @@ export type ObjectMsg =
       /** Without a stream: answer with the whole body if it is small enough to be kept inline, so
        * small GETs take one round trip and no stream; a large object is then read with a stream. */
       inline?: true
+      /** GET/HEAD ?partNumber=N: the reply says which bytes part N holds. */
+      partNumber?: number
     })
   | (Request & { kind: 'object.delete'; bucket: string; key: string })
   | (Request & { kind: 'object.delete-many'; bucket: string; keys: string[] })
@@ -71,6 +114,64 @@ export type ObjectMsg =
       conditions: Conditions
     })
   | (Request & { kind: 'object.list' } & ListRequest)
+  | UploadMsg
+
+/** Multipart uploads (S3's CreateMultipartUpload ... CompleteMultipartUpload). */
+export type UploadMsg =
+  | (Request & {
+      kind: 'upload.create'
+      bucket: string
+      key: string
+      http: HttpMeta
+      userMeta: Record<string, string>
+    })
+  | (Request & {
+      kind: 'upload.part'
+      bucket: string
+      key: string
+      uploadId: string
+      partNumber: number
+      expect: Expectations
+      /** As in object.put: small bodies inline, larger ones on a stream; exactly one is set. */
+      body?: Uint8Array
+      stream?: StreamHandle
+    })
+  | (Request & {
+      kind: 'upload.part-copy'
+      bucket: string
+      key: string
+      uploadId: string
+      partNumber: number
+      source: { bucket: string; key: string }
+      /** Inclusive byte range of the source (x-amz-copy-source-range); absent: all of it. */
+      range?: { start: number; end: number }
+      conditions: Conditions
+    })
+  | (Request & {
+      kind: 'upload.complete'
+      bucket: string
+      key: string
+      uploadId: string
+      parts: CompletedPart[]
+    })
+  | (Request & { kind: 'upload.abort'; bucket: string; key: string; uploadId: string })
+  | (Request & {
+      kind: 'upload.list-parts'
+      bucket: string
+      key: string
+      uploadId: string
+      afterPartNumber: number
+      maxParts: number
+    })
+  | (Request & {
+      kind: 'upload.list'
+      bucket: string
+      prefix: string
+      delimiter: string
+      keyMarker: string
+      uploadIdMarker: string
+      maxUploads: number
+    })
 
 export type ObjectReply = {
   'bucket.create': BucketInfo
@@ -84,6 +185,13 @@ export type ObjectReply = {
   'object.delete-many': DeleteManyResult
   'object.copy': PutResult
   'object.list': ListPage
+  'upload.create': UploadCreated
+  'upload.part': PartInfo
+  'upload.part-copy': PartInfo
+  'upload.complete': PutResult
+  'upload.abort': null
+  'upload.list-parts': PartListing
+  'upload.list': UploadListing
 }
 
 /** The replica-store also keeps small system records for other actors (iam) in its own keyspace. */

@@ -24,6 +24,8 @@ export interface ObjectInfo {
   /** x-amz-meta-* with the prefix removed, names lower-cased. */
   userMeta: Record<string, string>
   checksums: Checksums
+  /** Parts of an object made by CompleteMultipartUpload (x-amz-mp-parts-count); absent otherwise. */
+  partsCount?: number
 }
 
 export interface ObjectSummary {

@@ -24,6 +24,7 @@ const PASSED_THROUGH = [
   'SVC_ROOT_USERNAME',
   'SVC_ROOT_PASSWORD',
   'SVC_JWT_TTL_SECS',
+  'SVC_MULTIPART_EXPIRY_HOURS',
 ] as const
 
 export class ConfigError extends Error {
@@ -57,6 +58,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     throw new ConfigError('set both SVC_TLS_CERT and SVC_TLS_KEY, or neither')
   }
   checkIdentitySettings(env)
+  checkStorageSettings(env)
   const actorConfig: Record<string, string> = {
     SVC_MODE: mode,
     SVC_DATA_DIR: dataDir,
@@ -75,6 +77,21 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     httpPort: http.port,
     chaos: actorConfig['SVC_CHAOS'] === '1',
     actorConfig,
+  }
+}
+
+/** Incomplete multipart uploads are reclaimed after this many hours: at most a year; fractions
+ * are allowed (a test waits seconds, not hours). */
+const MULTIPART_EXPIRY_HOURS_MAX = 365 * 24
+
+function checkStorageSettings(env: NodeJS.ProcessEnv): void {
+  const hours = env['SVC_MULTIPART_EXPIRY_HOURS']
+  if (hours === undefined || hours === '') return
+  const value = Number(hours)
+  if (!/^\d+(\.\d+)?$/.test(hours) || value <= 0 || value > MULTIPART_EXPIRY_HOURS_MAX) {
+    throw new ConfigError(
+      `SVC_MULTIPART_EXPIRY_HOURS must be a number of hours above 0, at most ${MULTIPART_EXPIRY_HOURS_MAX}`,
+    )
   }
 }
 

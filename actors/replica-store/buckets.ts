@@ -1,24 +1,26 @@
 /** @module Bucket requests: bucket.create, bucket.delete (forced or not), bucket.head, bucket.list,
  * bucket.stats. A bucket record carries its creation time and its counters (objects, bytes: the
- * sum of its object sizes, as the store-wide `bytes` counter counts them), kept by the same batches
- * that change its objects, so stats need no object scan; the store-wide bucket count lives in the
- * counters record. A forced delete empties the bucket in bounded batches through delete-many's code
- * path, then deletes the record in a batch prepared in the same step as the scan that found the
- * bucket empty. Name validation is the HTTP layer's: here a name is any non-empty string without
+ * sum of its object sizes and of the parts of its uploads in progress, as the store-wide `bytes`
+ * counter counts them), kept by the same batches that change its objects, so stats need no object
+ * scan; the store-wide bucket count lives in the counters record. A bucket with objects or
+ * multipart uploads in progress is not empty. A forced delete empties the bucket in bounded batches
+ * (objects through delete-many's code path, then uploads as aborts), then deletes the record in a
+ * batch prepared in the same step as the scan that found the bucket empty. Name validation is the HTTP layer's: here a name is any non-empty string without
  * NUL (asserted by the key layout). */
 import assert from 'node:assert/strict'
-import type { Context } from '../../protocol/actor.js'
+import type { Context, KvStore } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { DELETE_OBJECTS_KEYS_MAX } from '../../protocol/limits.js'
 import type { BucketStats, ObjectMsg } from '../../protocol/messages.js'
 import type { BucketInfo } from '../../protocol/objects.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import { deleteObjects } from './delete.js'
-import { BUCKET_END, BUCKET_PREFIX } from './keys.js'
+import { BUCKET_END, BUCKET_PREFIX, splitUploadKey, uploadEnd, uploadPrefix } from './keys.js'
 import { firstKeys } from './list.js'
 import { Mutation } from './mutation.js'
 import { bucketInfo, decodeBucket, type BucketRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
+import { findUpload, removeUpload } from './uploads.js'
 
 export type DeleteBucketMsg = Extract<ObjectMsg, { kind: 'bucket.delete' }>
 
@@ -29,6 +31,8 @@ const BUCKETS_LISTED_MAX = 100_000
 /** Objects a forced delete removes per batch: one delete-many's worth, through its code path, so a
  * batch is as atomic and as large as a DeleteObjects request. */
 export const FORCE_DELETE_BATCH_OBJECTS = DELETE_OBJECTS_KEYS_MAX
+/** Multipart uploads a forced delete aborts per batch (each may hold up to 10,000 parts). */
+const FORCE_DELETE_BATCH_UPLOADS = 8
 /** Batches one forced delete runs at most. Each batch waits for a synced commit (about a
  * millisecond at the very least), so within the default deadline a request stops at its deadline
  * first; the bound only matters where the clock does not move. Every batch is durable, so a
@@ -66,9 +70,9 @@ export async function deleteBucket(
     if (mutation.bucket(name) === undefined) {
       return fail('no_such_bucket', `bucket ${name} does not exist`)
     }
-    // TODO(issue 4): remove the bucket's versions and multipart uploads here too once they exist.
     const keys = firstKeys(ctx.kv, name, batchObjects)
-    if (keys.length === 0) {
+    const uploads = keys.length === 0 ? firstUploads(ctx.kv, name, FORCE_DELETE_BATCH_UPLOADS) : []
+    if (keys.length === 0 && uploads.length === 0) {
       mutation.deleteBucket(name)
       await commitMutation(state, ctx, mutation)
       return ok(null)
@@ -80,9 +84,29 @@ export async function deleteBucket(
     if (batches === FORCE_DELETE_BATCHES_MAX) {
       return fail('timeout', `bucket ${name}: not empty after ${batches} batches`)
     }
-    const deleted = await deleteObjects(state, name, keys, ctx)
-    if (!deleted.ok) return deleted
+    if (keys.length > 0) {
+      const deleted = await deleteObjects(state, name, keys, ctx)
+      if (!deleted.ok) return deleted
+      continue
+    }
+    for (const at of uploads) {
+      const upload = findUpload(mutation, name, at.key, at.uploadId)
+      assert(upload.ok, 'an upload record just scanned is gone')
+      removeUpload(mutation, ctx, { bucket: name, ...at }, upload.value)
+    }
+    await commitMutation(state, ctx, mutation)
   }
+}
+
+/** The first `limit` multipart uploads of a bucket, in listing order. */
+function firstUploads(
+  kv: KvStore,
+  bucket: string,
+  limit: number,
+): { key: string; uploadId: string }[] {
+  const base = uploadPrefix(bucket)
+  const rows = kv.scan({ gte: base, lt: uploadEnd(bucket), limit })
+  return rows.map(([storedKey]) => splitUploadKey(storedKey.slice(base.length)))
 }
 
 export function headBucket(name: string, ctx: Context): Result<BucketInfo> {

@@ -7,7 +7,7 @@ import { evaluateConditions } from '../../protocol/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
 import { Mutation } from './mutation.js'
-import type { ObjectRecord } from './records.js'
+import { blobsOf, type ObjectRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 
 export type CopyMsg = Extract<ObjectMsg, { kind: 'object.copy' }>
@@ -42,7 +42,7 @@ export async function copyObject(
     http: msg.replace?.http ?? original.http,
     userMeta: msg.replace?.userMeta ?? original.userMeta,
   }
-  mutation.addReference(original.sha256)
+  for (const blob of blobsOf(original)) mutation.addReference(blob.sha256)
   mutation.putObject(target.bucket, target.key, record)
   await commitMutation(state, ctx, mutation)
   return ok({

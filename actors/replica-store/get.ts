@@ -4,17 +4,20 @@
  * (an unlinked file stays readable through an open descriptor); after the reply, a background pump
  * waits for the receiver's range and streams it in STREAM_CHUNK_BYTES reads. CRC32 is checked
  * whenever the whole blob passes: an inline body on every read, a file when the range covers all of
- * it. */
+ * it. A multipart object's parts are separate blobs: its files are pinned (their removal as garbage
+ * waits) and each is opened when the range reaches it, so a GET holds one descriptor at a time; its
+ * one possible inline part (only the last part may be under the 5 MiB minimum) is read before the
+ * reply. With `partNumber` the reply says which bytes that part holds. */
 import assert from 'node:assert/strict'
 import { crc32 } from 'node:zlib'
-import type { BlobReader, ByteSink, Context } from '../../protocol/actor.js'
+import type { BlobReader, ByteSink, Context, StreamHandle } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type { GetResult, ObjectMsg } from '../../protocol/messages.js'
 import { inlineKey } from './keys.js'
 import { Mutation } from './mutation.js'
-import { objectInfo, type BlobRecord } from './records.js'
-import { GET_STREAMS_MAX, type StoreState } from './store-state.js'
+import { blobsOf, objectInfo, type BlobRecord, type BlobRef, type ObjectRecord } from './records.js'
+import { GET_STREAMS_MAX, pin, unpin, type StoreState } from './store-state.js'
 
 export type GetMsg = Extract<ObjectMsg, { kind: 'object.get' }>
 
@@ -36,11 +39,23 @@ export async function getObject(
     const record = view.object(msg.bucket, msg.key)
     if (record === undefined) return fail('no_such_key', `no key ${msg.key} in ${msg.bucket}`)
     const info = objectInfo(msg.key, record)
-    if (msg.stream === undefined && msg.inline !== true) return ok({ info })
-    const blob = view.blob(record.sha256)
-    if (blob === undefined) return fail('corrupt', `blob ${record.sha256} has no record`)
-    if (blob.file === undefined) return inlineBody(ctx, info, record.sha256, blob)
-    if (msg.stream === undefined) return ok({ info })
+    const part = msg.partNumber === undefined ? undefined : partRange(record, msg.partNumber)
+    if (part === null) return fail('invalid_part_number', `no part ${msg.partNumber}`)
+    const head: GetResult = part === undefined ? { info } : { info, part }
+    if (msg.stream === undefined && msg.inline !== true) return ok(head)
+    const blobs = blobsOf(record)
+    if (blobs.length > 1) {
+      if (msg.stream === undefined) return ok(head)
+      return streamParts(state, ctx, view, msg.stream, msg.deadlineMs, blobs, head)
+    }
+    const sha256 = (blobs[0] as { sha256: string }).sha256
+    const blob = view.blob(sha256)
+    if (blob === undefined) return fail('corrupt', `blob ${sha256} has no record`)
+    if (blob.file === undefined) {
+      const inline = inlineBody(ctx, info, sha256, blob)
+      return inline.ok && part !== undefined ? ok({ ...inline.value, part }) : inline
+    }
+    if (msg.stream === undefined) return ok(head)
     if (state.streams.size >= GET_STREAMS_MAX) return fail('busy', 'too many GET streams open')
     await state.promoting.get(blob.file)?.catch(() => undefined)
     const reader = await ctx.blobs.open(blob.file)
@@ -55,9 +70,187 @@ export async function getObject(
     })
     state.streams.set(pump, sink)
     void pump.finally(() => state.streams.delete(pump))
-    return ok({ info })
+    return ok(head)
   }
   return fail('corrupt', `blob file of ${msg.bucket}/${msg.key} is missing`)
+}
+
+/** The inclusive byte range of part `partNumber`, or null if the object has no such part. An
+ * object not made by a multipart upload is its own part 1, as in S3. */
+function partRange(
+  record: ObjectRecord,
+  partNumber: number,
+): { start: number; end: number } | null {
+  const blobs = record.parts ?? [{ size: record.size }]
+  if (partNumber < 1 || partNumber > blobs.length) return null
+  let start = 0
+  for (const blob of blobs.slice(0, partNumber - 1)) start += blob.size
+  const size = (blobs[partNumber - 1] as { size: number }).size
+  return { start, end: start + size - 1 }
+}
+
+/** One blob of a multipart object as the pump reads it: where it starts in the object, and its
+ * bytes if it is inline. */
+interface Segment {
+  offset: number
+  sha256: string
+  blob: BlobRecord
+  inline: Uint8Array | null
+}
+
+function streamParts(
+  state: StoreState,
+  ctx: Context,
+  view: Mutation,
+  stream: StreamHandle,
+  deadlineMs: number,
+  blobs: readonly BlobRef[],
+  head: GetResult,
+): Result<GetResult> {
+  const started = streamBlobs(state, ctx, view, stream, deadlineMs, blobs)
+  return started.ok ? ok(head) : started
+}
+
+/** Starts a pump that sends the receiver's range of the concatenated `blobs` on `stream`. Their
+ * files are pinned until it ends; the inline ones are read now. */
+export function streamBlobs(
+  state: StoreState,
+  ctx: Context,
+  view: Mutation,
+  stream: StreamHandle,
+  deadlineMs: number,
+  blobs: readonly BlobRef[],
+): Result<null> {
+  if (state.streams.size >= GET_STREAMS_MAX) return fail('busy', 'too many GET streams open')
+  const segments: Segment[] = []
+  let offset = 0
+  for (const { sha256, size } of blobs) {
+    const blob = view.blob(sha256)
+    if (blob === undefined || blob.size !== size) {
+      return fail('corrupt', `part blob ${sha256} has no record or another size`)
+    }
+    const inline = blob.file === undefined ? (ctx.kv.get(inlineKey(sha256)) ?? null) : null
+    if (blob.file === undefined && inline === null) {
+      return fail('corrupt', `inline blob ${sha256} has no bytes`)
+    }
+    segments.push({ offset, sha256, blob, inline: inline === null ? null : new Uint8Array(inline) })
+    offset += size
+  }
+  const files = segments.flatMap((segment) =>
+    segment.blob.file === undefined ? [] : [segment.blob.file],
+  )
+  pin(state, files)
+  const sink = ctx.sink(stream, deadlineMs)
+  const pump = sendSegments(state, ctx, sink, segments, offset)
+    .catch((error: unknown) => ctx.log.error({ err: error }, 'GET stream of parts failed'))
+    .finally(() => unpin(state, ctx, files))
+  state.streams.set(pump, sink)
+  void pump.finally(() => state.streams.delete(pump))
+  return ok(null)
+}
+
+/** Streams the receiver's range across the segments it overlaps; each file is opened when the
+ * range reaches it and closed before the next. */
+async function sendSegments(
+  state: StoreState,
+  ctx: Context,
+  sink: ByteSink,
+  segments: readonly Segment[],
+  size: number,
+): Promise<void> {
+  try {
+    const want = await sink.demand()
+    if (want === null) return
+    const { start, end } = want
+    if (!(Number.isInteger(start) && Number.isInteger(end) && 0 <= start && start <= end)) {
+      sink.abort('invalid_range', `bad range ${start}-${end}`)
+      return
+    }
+    if (end >= size) {
+      sink.abort('invalid_range', `range ${start}-${end} past ${size} bytes`)
+      return
+    }
+    for (const segment of segments) {
+      const from = Math.max(start, segment.offset) - segment.offset
+      const to = Math.min(end, segment.offset + segment.blob.size - 1) - segment.offset
+      if (from > to) continue
+      const sent = await sendSegment(state, ctx, sink, segment, from, to)
+      if (!sent) return
+    }
+    sink.end()
+  } catch (error) {
+    sink.abort('internal', error instanceof Error ? error.message : 'read failed')
+  }
+}
+
+/** Sends bytes from..to (inclusive, within the segment); false if it aborted the stream. */
+async function sendSegment(
+  state: StoreState,
+  ctx: Context,
+  sink: ByteSink,
+  segment: Segment,
+  from: number,
+  to: number,
+): Promise<boolean> {
+  const { blob } = segment
+  if (segment.inline !== null) {
+    if (crc32(segment.inline) !== blob.crc32) {
+      ctx.log.error({ sha256: segment.sha256 }, 'inline blob fails its CRC32')
+      sink.abort('corrupt', 'blob fails its CRC32')
+      return false
+    }
+    await sink.write(segment.inline.slice(from, to + 1))
+    return true
+  }
+  assert(blob.file !== undefined)
+  await state.promoting.get(blob.file)?.catch(() => undefined)
+  const reader = await ctx.blobs.open(blob.file)
+  if (reader === undefined || reader.size !== blob.size) {
+    await reader?.close()
+    sink.abort('corrupt', `part file ${blob.file} is missing or has another size`)
+    return false
+  }
+  try {
+    return await sendSlices(state, ctx, sink, reader, blob, from, to)
+  } finally {
+    await reader.close()
+  }
+}
+
+/** Reads from..to of one blob file in STREAM_CHUNK_BYTES slices and sends them. CRC32 is checked
+ * when the slices cover the whole blob, before its last chunk goes out, so a corrupt blob never
+ * arrives complete. False if it aborted the stream. */
+async function sendSlices(
+  state: StoreState,
+  ctx: Context,
+  sink: ByteSink,
+  reader: BlobReader,
+  blob: BlobRecord,
+  from: number,
+  to: number,
+): Promise<boolean> {
+  const whole = from === 0 && to === blob.size - 1
+  let crc = 0
+  for (let offset = from; offset <= to; offset += STREAM_CHUNK_BYTES) {
+    if (state.stopping) {
+      sink.abort('unavailable', 'replica-store is stopping')
+      return false
+    }
+    const length = Math.min(STREAM_CHUNK_BYTES, to + 1 - offset)
+    const chunk = await reader.read(offset, length)
+    if (chunk.byteLength !== length) {
+      sink.abort('corrupt', `blob file ended at ${offset + chunk.byteLength}`)
+      return false
+    }
+    if (whole) crc = crc32(chunk, crc)
+    if (whole && offset + length > to && crc !== blob.crc32) {
+      ctx.log.error({ file: blob.file }, 'blob file fails its CRC32')
+      sink.abort('corrupt', 'blob fails its CRC32')
+      return false
+    }
+    await sink.write(chunk)
+  }
+  return true
 }
 
 function inlineBody(
@@ -97,28 +290,7 @@ async function sendRange(
       sink.abort('invalid_range', `range ${start}-${end} past ${blob.size} bytes`)
       return
     }
-    const whole = start === 0 && end === blob.size - 1
-    let crc = 0
-    for (let offset = start; offset <= end; offset += STREAM_CHUNK_BYTES) {
-      if (state.stopping) {
-        sink.abort('unavailable', 'replica-store is stopping')
-        return
-      }
-      const length = Math.min(STREAM_CHUNK_BYTES, end + 1 - offset)
-      const chunk = await reader.read(offset, length)
-      if (chunk.byteLength !== length) {
-        sink.abort('corrupt', `blob file ended at ${offset + chunk.byteLength}`)
-        return
-      }
-      if (whole) crc = crc32(chunk, crc)
-      // Checked before the last chunk goes out, so a corrupt blob never arrives complete.
-      if (whole && offset + length > end && crc !== blob.crc32) {
-        ctx.log.error({ file: blob.file }, 'blob file fails its CRC32')
-        sink.abort('corrupt', 'blob fails its CRC32')
-        return
-      }
-      await sink.write(chunk)
-    }
+    if (!(await sendSlices(state, ctx, sink, reader, blob, start, end))) return
     sink.end()
   } catch (error) {
     // A receiver that went away makes `write` reject; aborting then is a harmless no-op.

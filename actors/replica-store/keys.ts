@@ -9,6 +9,10 @@
  *   G\0<file id>        garbage: a file whose blob lost its last reference, removed after commit
  *   C\0                 store-wide counters
  *   Y\0<name>           system records kept for other actors (iam)
+ *   U\0<bucket>\0<key>\0<upload id>  multipart upload in progress; a bucket's uploads are one
+ *                       range in (key, upload id) order, which is ListMultipartUploads' order
+ *   P\0<upload id>\0<part number, 5 digits>  an uploaded part (it holds a blob reference)
+ *   X\0<initiated ms, 15 digits><upload id>  expiry index of uploads, oldest first
  *
  * Keys compare as UTF-8 bytes, which is the order S3 lists keys in. Bucket names never contain
  * `\0`, so `O\0<bucket>\0` is a prefix of exactly that bucket's objects; object keys are opaque and
@@ -24,6 +28,9 @@ export const GARBAGE_END = 'G\x01'
 export const SYSTEM_PREFIX = 'Y\0'
 /** The first key after every system record. */
 export const SYSTEM_END = 'Y\x01'
+
+export const EXPIRY_PREFIX = 'X\0'
+export const EXPIRY_END = 'X\x01'
 
 function checkBucket(bucket: string): void {
   assert(bucket.length > 0, 'empty bucket name')
@@ -74,6 +81,67 @@ export function fileKey(fileId: string): string {
 export function garbageKey(fileId: string): string {
   assert(isFileId(fileId), 'garbage key of a malformed file id')
   return GARBAGE_PREFIX + fileId
+}
+
+/** Upload ids are 32 hex characters: 12 of the initiation time in ms, then 20 random, so that one
+ * key's uploads list in the order they were initiated. */
+export function isUploadId(text: string): boolean {
+  return /^[0-9a-f]{32}$/.test(text)
+}
+
+export function uploadPrefix(bucket: string): string {
+  checkBucket(bucket)
+  return `U\0${bucket}\0`
+}
+
+export function uploadEnd(bucket: string): string {
+  checkBucket(bucket)
+  return `U\0${bucket}\x01`
+}
+
+export function uploadKey(bucket: string, key: string, uploadId: string): string {
+  assert(key.length > 0, 'empty object key')
+  assert(isUploadId(uploadId), 'malformed upload id')
+  return `${uploadPrefix(bucket)}${key}\0${uploadId}`
+}
+
+/** Splits the part of an upload key after its bucket prefix: the key, then the fixed-length id. */
+export function splitUploadKey(rest: string): { key: string; uploadId: string } {
+  const uploadId = rest.slice(-32)
+  assert(isUploadId(uploadId) && rest.at(-33) === '\0', 'malformed upload key')
+  return { key: rest.slice(0, -33), uploadId }
+}
+
+const PART_DIGITS = 5
+
+export function partPrefix(uploadId: string): string {
+  assert(isUploadId(uploadId), 'malformed upload id')
+  return `P\0${uploadId}\0`
+}
+
+export function partEnd(uploadId: string): string {
+  assert(isUploadId(uploadId), 'malformed upload id')
+  return `P\0${uploadId}\x01`
+}
+
+export function partKey(uploadId: string, partNumber: number): string {
+  assert(Number.isInteger(partNumber) && partNumber >= 1 && partNumber <= 99_999)
+  return partPrefix(uploadId) + String(partNumber).padStart(PART_DIGITS, '0')
+}
+
+export function partNumberOf(storedKey: string): number {
+  return Number(storedKey.slice(-PART_DIGITS))
+}
+
+export function expiryKey(initiatedMs: number, uploadId: string): string {
+  assert(Number.isSafeInteger(initiatedMs) && initiatedMs >= 0)
+  assert(isUploadId(uploadId), 'malformed upload id')
+  return EXPIRY_PREFIX + String(initiatedMs).padStart(15, '0') + uploadId
+}
+
+/** The first expiry key of uploads initiated at `ms` or later. */
+export function expiryBound(ms: number): string {
+  return EXPIRY_PREFIX + String(Math.max(0, Math.floor(ms))).padStart(15, '0')
 }
 
 export function systemKey(name: string): string {

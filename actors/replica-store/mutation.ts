@@ -5,7 +5,7 @@
  * reference count never lose an update, and the one that commits later wins.
  *
  * Invariants kept here, for every batch: a blob record's `refs` equals the number of object
- * records naming its sha256; counters (store-wide and per bucket) match the records; a blob whose
+ * records and part records naming its sha256 (a multipart object names one per part); counters (store-wide and per bucket) match the records; a blob whose
  * last reference goes is deleted with its inline bytes or file record, and a file blob leaves a
  * garbage record so its file is removed after the commit (or by recovery after a crash). */
 import assert from 'node:assert/strict'
@@ -19,18 +19,22 @@ import {
   garbageKey,
   inlineKey,
   objectKey,
+  partKey,
 } from './keys.js'
 import {
+  blobsOf,
   decodeBlob,
   decodeBucket,
   decodeCounters,
   decodeObject,
+  decodePart,
   EMPTY_COUNTERS,
   encodeRecord,
   type BlobRecord,
   type BucketRecord,
   type Counters,
   type ObjectRecord,
+  type PartRecord,
 } from './records.js'
 
 /** A blob this mutation may create, if no blob with its sha256 exists yet. */
@@ -149,15 +153,15 @@ export class Mutation {
     }
   }
 
-  /** Writes an object record; the caller has already added the reference to `record.sha256`
-   * (adding before dropping keeps a blob alive when an object is overwritten with itself). */
+  /** Writes an object record; the caller has already added the references to its blobs (adding
+   * before dropping keeps a blob alive when an object is overwritten with itself). */
   putObject(bucket: string, key: string, record: ObjectRecord): void {
     const bucketRecord = this.bucket(bucket)
     assert(bucketRecord !== undefined)
     const counters = this.counters()
     const previous = this.object(bucket, key)
     if (previous !== undefined) {
-      this.dropReference(previous.sha256)
+      for (const blob of blobsOf(previous)) this.dropReference(blob.sha256)
       bucketRecord.bytes -= previous.size
       counters.bytes -= previous.size
     } else {
@@ -175,7 +179,7 @@ export class Mutation {
     if (previous === undefined) return false
     const bucketRecord = this.bucket(bucket)
     assert(bucketRecord !== undefined)
-    this.dropReference(previous.sha256)
+    for (const blob of blobsOf(previous)) this.dropReference(blob.sha256)
     bucketRecord.objects--
     bucketRecord.bytes -= previous.size
     const counters = this.counters()
@@ -183,6 +187,46 @@ export class Mutation {
     counters.bytes -= previous.size
     this.del(objectKey(bucket, key))
     return true
+  }
+
+  part(uploadId: string, partNumber: number): PartRecord | undefined {
+    const stored = this.get(partKey(uploadId, partNumber))
+    return stored === undefined ? undefined : decodePart(stored)
+  }
+
+  /** Writes a part record of an upload in `bucket`; the caller has already added the reference to
+   * its blob. A part's bytes count in the bucket's storage until the upload ends. */
+  putPart(bucket: string, uploadId: string, partNumber: number, record: PartRecord): void {
+    const previous = this.part(uploadId, partNumber)
+    if (previous !== undefined) this.deletePart(bucket, uploadId, partNumber)
+    this.addBytes(bucket, record.size)
+    this.put(partKey(uploadId, partNumber), encodeRecord(record))
+  }
+
+  /** Removes a part record and its blob reference (abort, or a part left out of a complete). */
+  deletePart(bucket: string, uploadId: string, partNumber: number): void {
+    const previous = this.part(uploadId, partNumber)
+    assert(previous !== undefined)
+    this.dropReference(previous.sha256)
+    this.addBytes(bucket, -previous.size)
+    this.del(partKey(uploadId, partNumber))
+  }
+
+  /** Removes a part record whose blob reference moves to an object (a complete): no reference
+   * changes, and its bytes are counted again by the object's record. */
+  releasePart(bucket: string, uploadId: string, partNumber: number): PartRecord {
+    const previous = this.part(uploadId, partNumber)
+    assert(previous !== undefined)
+    this.addBytes(bucket, -previous.size)
+    this.del(partKey(uploadId, partNumber))
+    return previous
+  }
+
+  private addBytes(bucket: string, bytes: number): void {
+    const bucketRecord = this.bucket(bucket)
+    assert(bucketRecord !== undefined)
+    bucketRecord.bytes += bytes
+    this.counters().bytes += bytes
   }
 
   /** The batch: every write, plus the bucket records and counters this mutation touched. */

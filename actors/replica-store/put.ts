@@ -28,6 +28,18 @@ import type { ObjectRecord } from './records.js'
 import { commitMutation, promoteInBackground, type StoreState } from './store-state.js'
 
 export type PutMsg = Extract<ObjectMsg, { kind: 'object.put' }>
+/** A message whose body the store takes in: object.put, and upload.part (a part is stored the way
+ * an object is, only its record differs). */
+export type BodyMsg = Extract<ObjectMsg, { kind: 'object.put' | 'upload.part' }>
+
+/** Records a verified body in `mutation`, with no await: checks what must still hold, adds the
+ * blob reference (creating the blob from `created` if none has this sha256 yet) and writes the
+ * record that names it. */
+export type Recorder<T> = (
+  mutation: Mutation,
+  verified: Verified,
+  created: NewBlob | undefined,
+) => Result<{ value: T; createdBlob: boolean }>
 
 /** Random bytes in a file id (see keys.ts isFileId: 32 hex characters). */
 const FILE_ID_BYTES = 16
@@ -45,17 +57,52 @@ interface Ingest {
   file: { id: string; writer: BlobWriter } | null
 }
 
-export async function putObject(
+export function putObject(
   state: StoreState,
   msg: PutMsg,
   ctx: Context,
 ): Promise<Result<PutResult>> {
-  assert((msg.body === undefined) !== (msg.stream === undefined), 'put needs a body or a stream')
   assert(msg.key.length > 0)
-  const source = msg.stream === undefined ? null : ctx.source(msg.stream, msg.deadlineMs)
-  if (new Mutation(ctx.kv).bucket(msg.bucket) === undefined) {
-    source?.cancel('no_such_bucket', `bucket ${msg.bucket} does not exist`)
-    return fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
+  const bucketExists = (mutation: Mutation): Result<null> =>
+    mutation.bucket(msg.bucket) === undefined
+      ? fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
+      : ok(null)
+  return storeBody(state, msg, ctx, bucketExists, (mutation, verified, created) => {
+    const exists = bucketExists(mutation)
+    if (!exists.ok) return exists
+    const createdBlob = mutation.addReference(verified.sha256, created)
+    const record: ObjectRecord = {
+      size: verified.size,
+      etag: verified.etag,
+      lastModifiedMs: ctx.now(),
+      http: msg.http,
+      userMeta: msg.userMeta,
+      checksums: verified.checksums,
+      sha256: verified.sha256,
+    }
+    mutation.putObject(msg.bucket, msg.key, record)
+    const { etag, lastModifiedMs, checksums } = record
+    return ok({ value: { etag, lastModifiedMs, checksums }, createdBlob })
+  })
+}
+
+/** Takes in a body, verifies it and commits it through `record`. `admit` is checked before the
+ * first byte is read (and `record` checks again: requests run in between). `given` is the source
+ * of a stream this actor opened itself (UploadPartCopy), already asked for its bytes. */
+export async function storeBody<T>(
+  state: StoreState,
+  msg: BodyMsg,
+  ctx: Context,
+  admit: (mutation: Mutation) => Result<null>,
+  record: Recorder<T>,
+  given?: ByteSource,
+): Promise<Result<T>> {
+  assert((msg.body === undefined) !== (msg.stream === undefined), 'put needs a body or a stream')
+  const source = given ?? (msg.stream === undefined ? null : ctx.source(msg.stream, msg.deadlineMs))
+  const admitted = admit(new Mutation(ctx.kv))
+  if (!admitted.ok) {
+    source?.cancel(admitted.code, admitted.detail)
+    return admitted
   }
   const ingest = startIngest(msg)
   let verified: Verified
@@ -70,11 +117,11 @@ export async function putObject(
     if (failure === null) throw error
     return fail(failure.code, failure.message)
   }
-  return commitPut(state, msg, ctx, ingest, verified)
+  return commitBody(state, ctx, ingest, verified, record)
 }
 
 /** What the body turned out to be, once every expectation held. */
-interface Verified {
+export interface Verified {
   size: number
   crc32: number
   sha256: string
@@ -82,7 +129,7 @@ interface Verified {
   checksums: Checksums
 }
 
-function startIngest(msg: PutMsg): Ingest {
+function startIngest(msg: BodyMsg): Ingest {
   const extra = new Map<ChecksumAlgorithm, Checksum>()
   for (const algorithm of Object.keys(msg.expect.checksums ?? {}) as ChecksumAlgorithm[]) {
     if (algorithm === 'crc32c' || algorithm === 'sha1') {
@@ -102,7 +149,7 @@ function startIngest(msg: PutMsg): Ingest {
 
 async function receive(
   ingest: Ingest,
-  msg: PutMsg,
+  msg: BodyMsg,
   source: ByteSource | null,
   ctx: Context,
 ): Promise<void> {
@@ -135,7 +182,12 @@ function senderFailure(error: unknown): ServiceError {
   )
 }
 
-async function accept(ingest: Ingest, msg: PutMsg, chunk: Uint8Array, ctx: Context): Promise<void> {
+async function accept(
+  ingest: Ingest,
+  msg: BodyMsg,
+  chunk: Uint8Array,
+  ctx: Context,
+): Promise<void> {
   ingest.size += chunk.byteLength
   if (ingest.size > SINGLE_PUT_BYTES_MAX) {
     throw new ServiceError('entity_too_large', `body over ${SINGLE_PUT_BYTES_MAX} bytes`)
@@ -174,7 +226,7 @@ function newFileId(ctx: Context): string {
 
 /** Checks every expectation and returns the verified facts; the checksums stored with the object
  * are the ones the client sent, in a header or a trailer. */
-function verify(ingest: Ingest, msg: PutMsg, trailers: Record<string, string>): Verified {
+function verify(ingest: Ingest, msg: BodyMsg, trailers: Record<string, string>): Verified {
   const { expect } = msg
   if (expect.size !== undefined && ingest.size !== expect.size) {
     throw new ServiceError('incomplete_body', `got ${ingest.size} of ${expect.size} bytes`)
@@ -202,7 +254,7 @@ function verify(ingest: Ingest, msg: PutMsg, trailers: Record<string, string>): 
 /** Expected values by algorithm: from the request's headers, or (empty string there) from the
  * trailer, and any checksum trailer sent without being announced. */
 function wantedChecksums(
-  msg: PutMsg,
+  msg: BodyMsg,
   trailers: Record<string, string>,
 ): Map<ChecksumAlgorithm, string> {
   const trailing = new Map<ChecksumAlgorithm, string>()
@@ -244,24 +296,24 @@ function computedChecksum(ingest: Ingest, algorithm: ChecksumAlgorithm, sha256He
 }
 
 /** Commits the verified body: inline, as a duplicate of an existing blob, or as a new file blob. */
-async function commitPut(
+async function commitBody<T>(
   state: StoreState,
-  msg: PutMsg,
   ctx: Context,
   ingest: Ingest,
   verified: Verified,
-): Promise<Result<PutResult>> {
+  record: Recorder<T>,
+): Promise<Result<T>> {
   const blob = { size: verified.size, crc32: verified.crc32 }
   const file = ingest.file
   if (file === null) {
     const inline = Buffer.concat(ingest.memory, verified.size)
-    return (await commitObject(state, msg, ctx, verified, { ...blob, inline })).result
+    return (await commitRecord(state, ctx, verified, { ...blob, inline }, record)).result
   }
   if (new Mutation(ctx.kv).blob(verified.sha256) !== undefined) {
     // A duplicate: commit the reference now (no await since the check, so the blob is still
     // there), then drop this copy of the bytes; it was never synced.
     try {
-      return (await commitObject(state, msg, ctx, verified, undefined)).result
+      return (await commitRecord(state, ctx, verified, undefined, record)).result
     } finally {
       await file.writer.discard()
     }
@@ -274,38 +326,24 @@ async function commitPut(
   }
   // If the commit below fails, the synced file stays: whether the batch landed is unknown, and
   // recovery keeps the file exactly if its file->sha record is durable.
-  const committed = await commitObject(state, msg, ctx, verified, { ...blob, file: file.id })
+  const committed = await commitRecord(state, ctx, verified, { ...blob, file: file.id }, record)
   if (committed.createdBlob) promoteInBackground(state, ctx, file.id)
   else await ctx.blobs.removeTemporary(file.id)
   return committed.result
 }
 
-/** Prepares (synchronously, before its first await) and commits the object record and the blob
- * reference. `created` is the blob to create if none with this sha256 exists by then. */
-async function commitObject(
+/** Prepares (synchronously, before its first await) and commits what `record` writes. `created`
+ * is the blob to create if none with this sha256 exists by then. */
+async function commitRecord<T>(
   state: StoreState,
-  msg: PutMsg,
   ctx: Context,
   verified: Verified,
   created: NewBlob | undefined,
-): Promise<{ result: Result<PutResult>; createdBlob: boolean }> {
+  record: Recorder<T>,
+): Promise<{ result: Result<T>; createdBlob: boolean }> {
   const mutation = new Mutation(ctx.kv)
-  if (mutation.bucket(msg.bucket) === undefined) {
-    const result = fail<PutResult>('no_such_bucket', `bucket ${msg.bucket} was deleted`)
-    return { result, createdBlob: false }
-  }
-  const createdBlob = mutation.addReference(verified.sha256, created)
-  const record: ObjectRecord = {
-    size: verified.size,
-    etag: verified.etag,
-    lastModifiedMs: ctx.now(),
-    http: msg.http,
-    userMeta: msg.userMeta,
-    checksums: verified.checksums,
-    sha256: verified.sha256,
-  }
-  mutation.putObject(msg.bucket, msg.key, record)
+  const recorded = record(mutation, verified, created)
+  if (!recorded.ok) return { result: recorded, createdBlob: false }
   await commitMutation(state, ctx, mutation)
-  const { etag, lastModifiedMs, checksums } = record
-  return { result: ok({ etag, lastModifiedMs, checksums }), createdBlob }
+  return { result: ok(recorded.value.value), createdBlob: recorded.value.createdBlob }
 }

@@ -12,6 +12,12 @@ export interface BucketRecord {
   bytes: number
 }
 
+/** One blob of an object's bytes, in order. */
+export interface BlobRef {
+  sha256: string
+  size: number
+}
+
 export interface ObjectRecord {
   size: number
   etag: string
@@ -19,7 +25,26 @@ export interface ObjectRecord {
   http: HttpMeta
   userMeta: Record<string, string>
   checksums: Checksums
-  /** Content address: the blob holding the bytes. */
+  /** Content address of the blob holding the bytes; exactly one of `sha256` and `parts` is set. */
+  sha256?: string
+  /** A multipart object: the blobs of its parts, in order (each part's bytes are one blob, and
+   * completing an upload moves the parts' references here without copying a byte). */
+  parts?: BlobRef[]
+}
+
+/** A multipart upload in progress: what the object it makes will carry. */
+export interface UploadRecord {
+  initiatedMs: number
+  http: HttpMeta
+  userMeta: Record<string, string>
+}
+
+/** An uploaded part: it holds one reference to its blob until the upload completes or ends. */
+export interface PartRecord {
+  size: number
+  etag: string
+  lastModifiedMs: number
+  checksums: Checksums
   sha256: string
 }
 
@@ -97,15 +122,53 @@ export function decodeBucket(bytes: Uint8Array): BucketRecord {
   return record as unknown as BucketRecord
 }
 
-export function decodeObject(bytes: Uint8Array): ObjectRecord {
-  const record = decodeJson(bytes, 'object')
-  requireFields(record, 'object', ['size', 'lastModifiedMs'], ['etag', 'sha256'])
-  for (const name of ['http', 'userMeta', 'checksums']) {
+function requireObjects(record: Record<string, unknown>, what: string, names: string[]): void {
+  for (const name of names) {
     if (typeof record[name] !== 'object' || record[name] === null) {
-      throw new ServiceError('corrupt', `object record: bad ${name}`)
+      throw new ServiceError('corrupt', `${what} record: bad ${name}`)
     }
   }
+}
+
+export function decodeObject(bytes: Uint8Array): ObjectRecord {
+  const record = decodeJson(bytes, 'object')
+  requireFields(record, 'object', ['size', 'lastModifiedMs'], ['etag'])
+  requireObjects(record, 'object', ['http', 'userMeta', 'checksums'])
+  const parts = record['parts']
+  if (parts === undefined) {
+    requireFields(record, 'object', [], ['sha256'])
+  } else {
+    const valid =
+      Array.isArray(parts) &&
+      parts.length > 0 &&
+      record['sha256'] === undefined &&
+      parts.every((part: { sha256?: unknown; size?: unknown } | null) => {
+        return typeof part?.sha256 === 'string' && isCount(part.size)
+      })
+    if (!valid) throw new ServiceError('corrupt', 'object record: bad parts')
+  }
   return record as unknown as ObjectRecord
+}
+
+/** The blobs that hold an object's bytes, in order. */
+export function blobsOf(record: ObjectRecord): BlobRef[] {
+  if (record.parts !== undefined) return record.parts
+  if (record.sha256 === undefined) throw new ServiceError('corrupt', 'object record: no blob')
+  return [{ sha256: record.sha256, size: record.size }]
+}
+
+export function decodeUpload(bytes: Uint8Array): UploadRecord {
+  const record = decodeJson(bytes, 'upload')
+  requireFields(record, 'upload', ['initiatedMs'])
+  requireObjects(record, 'upload', ['http', 'userMeta'])
+  return record as unknown as UploadRecord
+}
+
+export function decodePart(bytes: Uint8Array): PartRecord {
+  const record = decodeJson(bytes, 'part')
+  requireFields(record, 'part', ['size', 'lastModifiedMs'], ['etag', 'sha256'])
+  requireObjects(record, 'part', ['checksums'])
+  return record as unknown as PartRecord
 }
 
 export function decodeBlob(bytes: Uint8Array): BlobRecord {
@@ -132,7 +195,7 @@ export function decodeText(bytes: Uint8Array, what: string): string {
 }
 
 export function objectInfo(key: string, record: ObjectRecord): ObjectInfo {
-  return {
+  const info: ObjectInfo = {
     key,
     size: record.size,
     etag: record.etag,
@@ -141,6 +204,8 @@ export function objectInfo(key: string, record: ObjectRecord): ObjectInfo {
     userMeta: record.userMeta,
     checksums: record.checksums,
   }
+  if (record.parts !== undefined) info.partsCount = record.parts.length
+  return info
 }
 
 export function bucketInfo(name: string, record: BucketRecord): BucketInfo {

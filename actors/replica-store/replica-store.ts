@@ -1,7 +1,8 @@
 /** @module Replica-store: the sole owner of the data directory. Metadata lives in ctx.kv (RocksDB),
  * bodies in blobs content-addressed by SHA-256 with reference counts: small blobs (at most
  * INLINE_BLOB_BYTES_MAX) inside the kv, larger ones as files through ctx.blobs. Handles every
- * ObjectMsg (buckets and their stats, forced bucket deletes, objects, listing) and SystemMsg
+ * ObjectMsg (buckets and their stats, forced bucket deletes, objects, listing, multipart uploads
+ * and their expiry after SVC_MULTIPART_EXPIRY_HOURS) and SystemMsg
  * (system records for iam, store-wide stats).
  *
  * Invariants: a put is acknowledged only once its bytes are synced and its metadata batch is
@@ -21,6 +22,10 @@ import { getObject } from './get.js'
 import { COUNTERS_KEY } from './keys.js'
 import { listObjects } from './list.js'
 import { putObject } from './put.js'
+import { completeUpload } from './complete.js'
+import { uploadPart, uploadPartCopy } from './parts.js'
+import { scheduleExpiry } from './expiry.js'
+import { abortUpload, createUpload, listParts, listUploads } from './uploads.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
 import { recover } from './recovery.js'
 import { createState, type StoreState } from './store-state.js'
@@ -45,6 +50,7 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
     }
     const report = await recover(state, ctx)
     ctx.log.info({ ...report }, 'replica-store recovered')
+    scheduleExpiry(state, ctx)
     return state
   },
 
@@ -61,6 +67,7 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
 
   async stop(state) {
     state.stopping = true
+    state.cancelExpiry()
     for (const sink of state.streams.values()) sink.abort('unavailable', 'replica-store stopping')
     // Tasks may start tasks (a commit starts garbage removal): wait until none is left.
     while (state.tasks.size > 0) await Promise.allSettled([...state.tasks])
@@ -95,6 +102,20 @@ function dispatch(
       return copyObject(state, msg, ctx)
     case 'object.list':
       return listObjects(msg, ctx)
+    case 'upload.create':
+      return createUpload(state, msg, ctx)
+    case 'upload.part':
+      return uploadPart(state, msg, ctx)
+    case 'upload.part-copy':
+      return uploadPartCopy(state, msg, ctx)
+    case 'upload.complete':
+      return completeUpload(state, msg, ctx)
+    case 'upload.abort':
+      return abortUpload(state, msg, ctx)
+    case 'upload.list-parts':
+      return listParts(msg, ctx)
+    case 'upload.list':
+      return listUploads(msg, ctx)
     case 'system.get':
       return getSystemRecord(msg.name, ctx)
     case 'system.put':

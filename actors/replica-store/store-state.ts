@@ -15,8 +15,15 @@ export interface StoreState {
   /** GET streams sending now, by their pump (each holds an open file); bounded by
    * GET_STREAMS_MAX. `stop` aborts them rather than wait: a slow receiver must not hold it. */
   readonly streams: Map<Promise<void>, ByteSink>
+  /** Blob files a GET of a multipart object will still read, with how many GETs will: such a
+   * file is opened only when the stream reaches it, so its removal as garbage waits until then. */
+  readonly pinned: Map<string, number>
+  /** Garbage files whose removal waits for their pins to go. */
+  readonly deferred: Set<string>
   /** Set by `stop`: GET streams end at their next chunk. */
   stopping: boolean
+  /** Cancels the next sweep of expired uploads (see expiry.ts). */
+  cancelExpiry: () => void
 }
 
 /** GET streams at once. Every other task is bounded by the requests in flight (the runtime's
@@ -25,7 +32,15 @@ export interface StoreState {
 export const GET_STREAMS_MAX = 256
 
 export function createState(): StoreState {
-  return { tasks: new Set(), promoting: new Map(), streams: new Map(), stopping: false }
+  return {
+    tasks: new Set(),
+    promoting: new Map(),
+    streams: new Map(),
+    pinned: new Map(),
+    deferred: new Set(),
+    stopping: false,
+    cancelExpiry: () => undefined,
+  }
 }
 
 /** Runs `work` in the background; failures are logged (each task reports its own failures to
@@ -70,17 +85,42 @@ export async function durably(
 }
 
 /** Removes files whose blobs are gone, then their garbage records. A file still being promoted is
- * removed after the promotion, so a rename cannot bring it back after the removal. */
+ * removed after the promotion, so a rename cannot bring it back after the removal. A pinned file
+ * (a GET will still read it) is left, with its garbage record, until its last pin goes; a crash
+ * meanwhile leaves the record to recovery. */
 export async function removeGarbage(
   state: StoreState,
   ctx: Context,
   fileIds: readonly string[],
 ): Promise<void> {
-  for (const id of fileIds) {
+  const removable = fileIds.filter((id) => !state.pinned.has(id))
+  for (const id of fileIds) if (state.pinned.has(id)) state.deferred.add(id)
+  for (const id of removable) {
     await state.promoting.get(id)?.catch(() => undefined)
     await ctx.blobs.remove(id)
   }
-  await ctx.kv.commit(fileIds.map((id) => ({ type: 'del', key: garbageKey(id) })))
+  if (removable.length === 0) return
+  await ctx.kv.commit(removable.map((id) => ({ type: 'del', key: garbageKey(id) })))
+}
+
+/** Keeps `fileIds` from removal until `unpin`; a GET pins the files it has not opened yet. */
+export function pin(state: StoreState, fileIds: readonly string[]): void {
+  for (const id of fileIds) state.pinned.set(id, (state.pinned.get(id) ?? 0) + 1)
+}
+
+export function unpin(state: StoreState, ctx: Context, fileIds: readonly string[]): void {
+  const released: string[] = []
+  for (const id of fileIds) {
+    const count = state.pinned.get(id)
+    assert(count !== undefined && count > 0, 'unpin of a file that is not pinned')
+    if (count > 1) {
+      state.pinned.set(id, count - 1)
+      continue
+    }
+    state.pinned.delete(id)
+    if (state.deferred.delete(id)) released.push(id)
+  }
+  if (released.length > 0) track(state, ctx, 'garbage', removeGarbage(state, ctx, released))
 }
 
 /** Promotes a committed temporary file in the background: the put is already durable (its file

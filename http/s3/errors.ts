@@ -50,6 +50,10 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'missing_content_length':
     case 'malformed_xml':
       return requestError(code)
+    case 'invalid_part':
+    case 'invalid_part_order':
+    case 'invalid_part_number':
+      return partError(code)
     case 'precondition_failed':
     case 'not_modified':
     case 'invalid_range':
@@ -226,6 +230,31 @@ function requestError(code: RequestCode): S3Error {
       )
     default:
       return bodyError(code)
+  }
+}
+
+type PartCode = Extract<ErrorCode, 'invalid_part' | 'invalid_part_order' | 'invalid_part_number'>
+
+/** Multipart outcomes, in Amazon S3's words. */
+function partError(code: PartCode): S3Error {
+  switch (code) {
+    case 'invalid_part':
+      return s3Error(
+        'InvalidPart',
+        400,
+        'One or more of the specified parts could not be found. The part may not have been ' +
+          "uploaded, or the specified entity tag may not match the part's entity tag.",
+      )
+    case 'invalid_part_order':
+      return s3Error(
+        'InvalidPartOrder',
+        400,
+        'The list of parts was not in ascending order. Parts must be ordered by part number.',
+      )
+    case 'invalid_part_number':
+      return s3Error('InvalidPartNumber', 416, 'The requested partnumber is not satisfiable')
+    default:
+      return unreachable(code)
   }
 }
 

@@ -1,0 +1,91 @@
+/** @module upload.complete: publishes a multipart upload as one object, in one batch and without
+ * copying a byte. The object's record lists its parts' blobs in order and takes over their
+ * references; parts uploaded but left out of the list are freed; the upload's records go. The
+ * list is checked as Amazon S3 does: part numbers strictly ascending (InvalidPartOrder), each part
+ * uploaded with that ETag (InvalidPart), every part but the last at least PART_BYTES_MIN
+ * (EntityTooSmall). The ETag is the MD5 of the parts' binary MD5s, then `-` and the part count.
+ * Everything from the first read to the batch happens with no await, so a complete racing with an
+ * abort or another complete of the same upload has exactly one outcome: the loser finds no upload
+ * (NoSuchUpload), and no reference is lost or counted twice. */
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import type { Context } from '../../protocol/actor.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import { PART_BYTES_MIN, PART_NUMBER_MAX } from '../../protocol/limits.js'
+import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
+import { expiryKey, uploadKey } from './keys.js'
+import { Mutation } from './mutation.js'
+import type { BlobRef, ObjectRecord, PartRecord } from './records.js'
+import { commitMutation, type StoreState } from './store-state.js'
+import { findUpload, partNumbers } from './uploads.js'
+
+type CompleteMsg = Extract<ObjectMsg, { kind: 'upload.complete' }>
+
+/** ETags compare without their quotes: clients send them either way. */
+function bareEtag(etag: string): string {
+  return etag.trim().replace(/^"(.*)"$/, '$1')
+}
+
+export async function completeUpload(
+  state: StoreState,
+  msg: CompleteMsg,
+  ctx: Context,
+): Promise<Result<PutResult>> {
+  assert(msg.parts.length > 0 && msg.parts.length <= PART_NUMBER_MAX, 'parts list out of bounds')
+  const mutation = new Mutation(ctx.kv)
+  const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
+  if (!upload.ok) return upload
+  const chosen = chooseParts(mutation, msg)
+  if (!chosen.ok) return chosen
+  const listed = new Set(msg.parts.map((part) => part.partNumber))
+  for (const partNumber of partNumbers(ctx, msg.uploadId)) {
+    if (!listed.has(partNumber)) mutation.deletePart(msg.bucket, msg.uploadId, partNumber)
+  }
+  const blobs: BlobRef[] = []
+  const md5s: Buffer[] = []
+  let size = 0
+  for (const { partNumber } of msg.parts) {
+    const part = mutation.releasePart(msg.bucket, msg.uploadId, partNumber)
+    blobs.push({ sha256: part.sha256, size: part.size })
+    md5s.push(Buffer.from(bareEtag(part.etag), 'hex'))
+    size += part.size
+  }
+  const digest = createHash('md5').update(Buffer.concat(md5s)).digest('hex')
+  const record: ObjectRecord = {
+    size,
+    etag: `"${digest}-${msg.parts.length}"`,
+    lastModifiedMs: ctx.now(),
+    http: upload.value.http,
+    userMeta: upload.value.userMeta,
+    checksums: {},
+    parts: blobs,
+  }
+  // The parts' references now belong to the object: putObject adds none of its own.
+  mutation.putObject(msg.bucket, msg.key, record)
+  mutation.del(uploadKey(msg.bucket, msg.key, msg.uploadId))
+  mutation.del(expiryKey(upload.value.initiatedMs, msg.uploadId))
+  await commitMutation(state, ctx, mutation)
+  return ok({ etag: record.etag, lastModifiedMs: record.lastModifiedMs, checksums: {} })
+}
+
+/** The parts the request names, checked against what was uploaded. */
+function chooseParts(mutation: Mutation, msg: CompleteMsg): Result<PartRecord[]> {
+  const parts: PartRecord[] = []
+  let previous = 0
+  for (const [index, wanted] of msg.parts.entries()) {
+    if (wanted.partNumber <= previous) {
+      return fail('invalid_part_order', `part ${wanted.partNumber} after part ${previous}`)
+    }
+    previous = wanted.partNumber
+    const part = mutation.part(msg.uploadId, wanted.partNumber)
+    if (part === undefined || bareEtag(part.etag) !== bareEtag(wanted.etag)) {
+      return fail('invalid_part', `part ${wanted.partNumber} was not uploaded with that ETag`)
+    }
+    const last = index === msg.parts.length - 1
+    if (!last && part.size < PART_BYTES_MIN) {
+      return fail('entity_too_small', `part ${wanted.partNumber} has ${part.size} bytes`)
+    }
+    parts.push(part)
+  }
+  return ok(parts)
+}

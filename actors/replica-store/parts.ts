@@ -1,0 +1,119 @@
+/** @module upload.part and upload.part-copy: a part is stored exactly as an object's body is
+ * (put.ts: streamed, hashed, verified, content-addressed, deduplicated), and recorded as a part
+ * record of its upload instead of an object record. Uploading a part number again replaces the
+ * earlier part. UploadPartCopy of a whole single-blob object only adds a reference to its blob;
+ * a range, or a multipart source, is read from the source's blobs and stored as a new part
+ * through the same path as an upload, on a stream inside this actor. */
+import type { Context } from '../../protocol/actor.js'
+import { evaluateConditions } from '../../protocol/conditions.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type { ObjectMsg, PartInfo } from '../../protocol/messages.js'
+import { streamBlobs } from './get.js'
+import { Mutation } from './mutation.js'
+import { storeBody, type BodyMsg, type Recorder } from './put.js'
+import { blobsOf, type PartRecord } from './records.js'
+import { commitMutation, type StoreState } from './store-state.js'
+import { findUpload } from './uploads.js'
+
+type PartMsg = Extract<ObjectMsg, { kind: 'upload.part' }>
+type PartCopyMsg = Extract<ObjectMsg, { kind: 'upload.part-copy' }>
+
+interface PartTarget {
+  bucket: string
+  key: string
+  uploadId: string
+  partNumber: number
+}
+
+export function uploadPart(
+  state: StoreState,
+  msg: PartMsg,
+  ctx: Context,
+): Promise<Result<PartInfo>> {
+  const admit = (mutation: Mutation): Result<null> => {
+    const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
+    return upload.ok ? ok(null) : upload
+  }
+  return storeBody(state, msg, ctx, admit, partRecorder(msg, ctx))
+}
+
+/** Records a verified body as part `partNumber` of the upload, if the upload still exists. */
+function partRecorder(at: PartTarget, ctx: Context): Recorder<PartInfo> {
+  return (mutation, verified, created) => {
+    const upload = findUpload(mutation, at.bucket, at.key, at.uploadId)
+    if (!upload.ok) return upload
+    const createdBlob = mutation.addReference(verified.sha256, created)
+    const record: PartRecord = {
+      size: verified.size,
+      etag: verified.etag,
+      lastModifiedMs: ctx.now(),
+      checksums: verified.checksums,
+      sha256: verified.sha256,
+    }
+    mutation.putPart(at.bucket, at.uploadId, at.partNumber, record)
+    return ok({ value: partInfo(at.partNumber, record), createdBlob })
+  }
+}
+
+function partInfo(partNumber: number, record: PartRecord): PartInfo {
+  const { size, etag, lastModifiedMs, checksums } = record
+  return { partNumber, size, etag, lastModifiedMs, checksums }
+}
+
+export async function uploadPartCopy(
+  state: StoreState,
+  msg: PartCopyMsg,
+  ctx: Context,
+): Promise<Result<PartInfo>> {
+  const mutation = new Mutation(ctx.kv)
+  const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
+  if (!upload.ok) return upload
+  if (mutation.bucket(msg.source.bucket) === undefined) {
+    return fail('no_such_bucket', `bucket ${msg.source.bucket} does not exist`)
+  }
+  const source = mutation.object(msg.source.bucket, msg.source.key)
+  if (source === undefined) {
+    return fail('no_such_key', `no key ${msg.source.key} in ${msg.source.bucket}`)
+  }
+  const refused = evaluateConditions(source, msg.conditions, 'copy')
+  if (refused !== null) return fail(refused, 'copy source precondition failed')
+  const range = msg.range ?? { start: 0, end: source.size - 1 }
+  if (range.start > range.end || range.end >= source.size) {
+    return fail('invalid_range', `range ${range.start}-${range.end} of ${source.size} bytes`)
+  }
+  const blobs = blobsOf(source)
+  const whole = range.start === 0 && range.end === source.size - 1
+  const only = blobs[0]
+  if (whole && blobs.length === 1 && only !== undefined) {
+    // The part is the source's blob: one more reference, no byte moves.
+    mutation.addReference(only.sha256)
+    const record: PartRecord = {
+      size: source.size,
+      etag: source.etag,
+      lastModifiedMs: ctx.now(),
+      checksums: source.checksums,
+      sha256: only.sha256,
+    }
+    mutation.putPart(msg.bucket, msg.uploadId, msg.partNumber, record)
+    await commitMutation(state, ctx, mutation)
+    return ok(partInfo(msg.partNumber, record))
+  }
+  const [sending, receiving] = ctx.openStream()
+  const sent = streamBlobs(state, ctx, mutation, sending, msg.deadlineMs, blobs)
+  if (!sent.ok) return sent
+  const bytes = ctx.source(receiving, msg.deadlineMs)
+  bytes.request(range.start, range.end)
+  const body: BodyMsg = {
+    kind: 'upload.part',
+    requestId: msg.requestId,
+    deadlineMs: msg.deadlineMs,
+    bucket: msg.bucket,
+    key: msg.key,
+    uploadId: msg.uploadId,
+    partNumber: msg.partNumber,
+    expect: { size: range.end - range.start + 1 },
+    stream: receiving,
+  }
+  const admit = (): Result<null> => ok(null)
+  return storeBody(state, body, ctx, admit, partRecorder(msg, ctx), bytes)
+}
