@@ -24,7 +24,7 @@ export interface ObjectInfo {
   /** x-amz-meta-* with the prefix removed, names lower-cased. */
   userMeta: Record<string, string>
   checksums: Checksums
-  /** Parts of an object made by CompleteMultipartUpload (x-amz-mp-parts-count); absent otherwise. */
+  /** Parts of an object made by CompleteMultipartUpload (x-amz-mp-parts-count); else absent. */
   partsCount?: number
 }
 

@@ -18,7 +18,7 @@ const S3_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/'
 const XML_DEPTH_MAX = 32
 const TEXT = '#text'
 
-type XMLBuilder = ReturnType<typeof create>
+export type XMLBuilder = ReturnType<typeof create>
 
 export interface S3Owner {
   id: string
@@ -28,7 +28,7 @@ export interface S3Owner {
 // ---------------------------------------------------------------------------------------------
 // Building
 
-function newDocument(rootName: string, namespaced: boolean): XMLBuilder {
+export function newDocument(rootName: string, namespaced: boolean): XMLBuilder {
   const root = create({ version: '1.0', encoding: 'UTF-8' })
   return namespaced ? root.ele(S3_NAMESPACE, rootName) : root.ele(rootName)
 }
@@ -41,7 +41,7 @@ const XML_UNSAFE_CHARACTERS = /[\u0000-\u0008\u000B-\u001F\uFFFE\uFFFF]/g
  * (`&#x1;`), which is how keys with control characters reach clients and how they send them back
  * (AWS SDKs decode such references). Markup we emit never contains these characters, so the
  * replacement only touches text. */
-function serialize(root: XMLBuilder): string {
+export function serialize(root: XMLBuilder): string {
   const xml = root.end({ prettyPrint: false })
   return xml.replace(XML_UNSAFE_CHARACTERS, (character) => {
     return `&#x${character.charCodeAt(0).toString(16).toUpperCase()};`
@@ -56,7 +56,7 @@ function escapedText(value: string): string {
   return value.replaceAll('&', '&amp;')
 }
 
-function text(parent: XMLBuilder, name: string, value: string | number | boolean): void {
+export function text(parent: XMLBuilder, name: string, value: string | number | boolean): void {
   parent.ele(name).txt(escapedText(String(value)))
 }
 
@@ -66,7 +66,7 @@ export function s3Timestamp(ms: number): string {
   return new Date(ms).toISOString()
 }
 
-function owner(parent: XMLBuilder, value: S3Owner): void {
+export function owner(parent: XMLBuilder, value: S3Owner): void {
   const element = parent.ele('Owner')
   text(element, 'ID', value.id)
   text(element, 'DisplayName', value.displayName)
@@ -138,7 +138,7 @@ export interface ListObjectsV1XmlOptions extends ListXmlOptions {
   owner: S3Owner
 }
 
-function encoderFor(encodingType: EncodingType | undefined): (value: string) => string {
+export function encoderFor(encodingType: EncodingType | undefined): (value: string) => string {
   return encodingType === 'url' ? s3UrlEncode : (value) => value
 }
 

@@ -90,7 +90,7 @@ function checkStorageSettings(env: NodeJS.ProcessEnv): void {
   const value = Number(hours)
   if (!/^\d+(\.\d+)?$/.test(hours) || value <= 0 || value > MULTIPART_EXPIRY_HOURS_MAX) {
     throw new ConfigError(
-      `SVC_MULTIPART_EXPIRY_HOURS must be a number of hours above 0, at most ${MULTIPART_EXPIRY_HOURS_MAX}`,
+      `SVC_MULTIPART_EXPIRY_HOURS must be hours above 0, at most ${MULTIPART_EXPIRY_HOURS_MAX}`,
     )
   }
 }

@@ -1,12 +1,12 @@
 /** @module Bucket requests: bucket.create, bucket.delete (forced or not), bucket.head, bucket.list,
- * bucket.stats. A bucket record carries its creation time and its counters (objects, bytes: the
- * sum of its object sizes and of the parts of its uploads in progress, as the store-wide `bytes`
+ * bucket.stats. A bucket record carries its creation time and its counters (objects, bytes: the sum
+ * of its object sizes and of the parts of its uploads in progress, as the store-wide `bytes`
  * counter counts them), kept by the same batches that change its objects, so stats need no object
  * scan; the store-wide bucket count lives in the counters record. A bucket with objects or
  * multipart uploads in progress is not empty. A forced delete empties the bucket in bounded batches
  * (objects through delete-many's code path, then uploads as aborts), then deletes the record in a
- * batch prepared in the same step as the scan that found the bucket empty. Name validation is the HTTP layer's: here a name is any non-empty string without
- * NUL (asserted by the key layout). */
+ * batch prepared in the same step as the scan that found the bucket empty. Name validation is the
+ * HTTP layer's: here a name is any non-empty string without NUL (asserted by the key layout). */
 import assert from 'node:assert/strict'
 import type { Context, KvStore } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'

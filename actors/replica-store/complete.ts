@@ -1,8 +1,8 @@
 /** @module upload.complete: publishes a multipart upload as one object, in one batch and without
  * copying a byte. The object's record lists its parts' blobs in order and takes over their
- * references; parts uploaded but left out of the list are freed; the upload's records go. The
- * list is checked as Amazon S3 does: part numbers strictly ascending (InvalidPartOrder), each part
- * uploaded with that ETag (InvalidPart), every part but the last at least PART_BYTES_MIN
+ * references; parts uploaded but left out of the list are freed; the upload's records go. The list
+ * is checked as Amazon S3 does, in this order: part numbers strictly ascending (InvalidPartOrder),
+ * each part uploaded with that ETag (InvalidPart), every part but the last at least PART_BYTES_MIN
  * (EntityTooSmall). The ETag is the MD5 of the parts' binary MD5s, then `-` and the part count.
  * Everything from the first read to the batch happens with no await, so a complete racing with an
  * abort or another complete of the same upload has exactly one outcome: the loser finds no upload
@@ -70,22 +70,28 @@ export async function completeUpload(
 
 /** The parts the request names, checked against what was uploaded. */
 function chooseParts(mutation: Mutation, msg: CompleteMsg): Result<PartRecord[]> {
-  const parts: PartRecord[] = []
+  // The list's order is checked first, as S3 does, before any part is looked at.
   let previous = 0
-  for (const [index, wanted] of msg.parts.entries()) {
+  for (const wanted of msg.parts) {
     if (wanted.partNumber <= previous) {
       return fail('invalid_part_order', `part ${wanted.partNumber} after part ${previous}`)
     }
     previous = wanted.partNumber
+  }
+  // Then every part must exist with its ETag, and only then do sizes count.
+  const parts: PartRecord[] = []
+  for (const wanted of msg.parts) {
     const part = mutation.part(msg.uploadId, wanted.partNumber)
     if (part === undefined || bareEtag(part.etag) !== bareEtag(wanted.etag)) {
       return fail('invalid_part', `part ${wanted.partNumber} was not uploaded with that ETag`)
     }
-    const last = index === msg.parts.length - 1
-    if (!last && part.size < PART_BYTES_MIN) {
-      return fail('entity_too_small', `part ${wanted.partNumber} has ${part.size} bytes`)
-    }
     parts.push(part)
+  }
+  for (const [index, part] of parts.slice(0, -1).entries()) {
+    if (part.size < PART_BYTES_MIN) {
+      const number = msg.parts[index]?.partNumber
+      return fail('entity_too_small', `part ${number} has ${part.size} bytes`)
+    }
   }
   return ok(parts)
 }

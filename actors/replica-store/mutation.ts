@@ -1,13 +1,13 @@
-/** @module Mutation: one atomic change of the store, prepared synchronously and committed as ONE
- * kv batch. It reads through its own pending writes to the kv (which itself shows every batch
- * handed to commit, durable or not), so a mutation prepared right before `kv.commit`, with no
- * await in between, sees every earlier mutation: concurrent writes of one key or one blob's
- * reference count never lose an update, and the one that commits later wins.
- *
- * Invariants kept here, for every batch: a blob record's `refs` equals the number of object
- * records and part records naming its sha256 (a multipart object names one per part); counters (store-wide and per bucket) match the records; a blob whose
- * last reference goes is deleted with its inline bytes or file record, and a file blob leaves a
- * garbage record so its file is removed after the commit (or by recovery after a crash). */
+/** @module Mutation: one atomic change of the store, prepared synchronously and committed as ONE kv
+ * batch. It reads through its own pending writes to the kv (which itself shows every batch handed
+ * to commit, durable or not), so a mutation prepared right before `kv.commit`, with no await in
+ * between, sees every earlier mutation: concurrent writes of one key or one blob's reference count
+ * never lose an update, and the one that commits later wins.  Invariants kept here, for every
+ * batch: a blob record's `refs` equals the number of object records and part records naming its
+ * sha256 (a multipart object names one per part); counters (store-wide and per bucket) match the
+ * records; a blob whose last reference goes is deleted with its inline bytes or file record, and a
+ * file blob leaves a garbage record so its file is removed after the commit (or by recovery after a
+ * crash). */
 import assert from 'node:assert/strict'
 import type { KvOp, KvStore } from '../../protocol/actor.js'
 import { ServiceError } from '../../protocol/errors.js'

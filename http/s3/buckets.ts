@@ -25,7 +25,7 @@ export function regionOf(ex: S3Exchange): string {
   return ex.mesh.config['SVC_REGION'] ?? 'us-east-1'
 }
 
-function ownerOf(ex: S3Exchange): S3Owner {
+export function ownerOf(ex: S3Exchange): S3Owner {
   const id = ex.principal?.userId ?? 'anonymous'
   return { id, displayName: id }
 }
@@ -112,7 +112,7 @@ function parseMaxKeys(value: string | null): Result<number> {
   return ok(Math.min(Number(value), LIST_KEYS_MAX))
 }
 
-function parseEncoding(value: string | null): Result<'url' | undefined> {
+export function parseEncoding(value: string | null): Result<'url' | undefined> {
   if (value === null) return ok(undefined)
   if (value.toLowerCase() === 'url') return ok('url')
   return fail('invalid_argument', 'Invalid Encoding Method specified in Request')

@@ -6,9 +6,11 @@ import { checksumAlgorithmFromHeader } from '../../protocol/checksums.js'
 import { evaluateConditions } from '../../protocol/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
-import type { GetResult, PutResult } from '../../protocol/messages.js'
+import type { Request } from '../../protocol/actor.js'
+import type { GetResult, ObjectMsg, PutResult } from '../../protocol/messages.js'
 import type { Conditions, Expectations } from '../../protocol/objects.js'
 import { copyObjectResultXml } from '../../protocol/s3-xml.js'
+import { parsePartNumber } from '../../protocol/s3-multipart-xml.js'
 import { CALL_TIMEOUT_MS, streamDeadlineMs } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
 import { declaredSize, pumpBody, readWholeBody } from './body.js'
@@ -21,7 +23,11 @@ interface ObjectTarget {
   key: string
 }
 
-function expectations(ex: S3Exchange, auth: Authenticated, size: number): Result<Expectations> {
+export function expectations(
+  ex: S3Exchange,
+  auth: Authenticated,
+  size: number,
+): Result<Expectations> {
   const expect: Expectations = { size }
   const md5 = ex.headers['content-md5']
   if (md5 !== undefined) {
@@ -63,34 +69,50 @@ export async function putObject(
   }
   const expect = expectations(ex, auth, size.value)
   if (!expect.ok) return sendError(ex, expect.code, expect.detail)
-  const base = {
-    kind: 'object.put' as const,
+  const reply = await sendBody<PutResult>(ex, auth, size.value, expect.value, {
+    kind: 'object.put',
     ...at,
     http: parseHttpMeta(ex.headers),
     userMeta: userMeta.value,
-    expect: expect.value,
-    requestId: ex.requestId,
-  }
-  let reply: Result<PutResult>
-  if (size.value <= INLINE_BLOB_BYTES_MAX) {
-    const body = await readWholeBody(ex, auth, size.value, 'incomplete_body')
-    if (!body.ok) return sendError(ex, body.code, body.detail)
-    const deadlineMs = ex.mesh.now() + CALL_TIMEOUT_MS
-    reply = await ex.mesh.call<PutResult>('coordinator', {
-      ...base,
-      body: body.value.bytes,
-      deadlineMs,
-      expect: { ...expect.value, ...withTrailers(expect.value, body.value.trailers) },
-    })
-  } else {
-    const deadlineMs = streamDeadlineMs(ex.mesh.now(), size.value)
-    const [local, remote] = ex.mesh.openStream()
-    const pending = ex.mesh.call<PutResult>('coordinator', { ...base, stream: remote, deadlineMs })
-    await pumpBody(ex, auth, ex.mesh.sink(local, deadlineMs))
-    reply = await pending
-  }
+  })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   send(ex, 200, { etag: reply.value.etag, ...checksumHeaders(reply.value.checksums) })
+}
+
+/** A message of the body protocol (object.put, upload.part) without its body and deadline. */
+type BodyMessage =
+  | Omit<Extract<ObjectMsg, { kind: 'object.put' }>, 'body' | 'stream' | 'expect' | keyof Request>
+  | Omit<Extract<ObjectMsg, { kind: 'upload.part' }>, 'body' | 'stream' | 'expect' | keyof Request>
+
+/** Sends the request's body to the coordinator with `message`: inline when it is small, else on a
+ * stream, pumped from the socket with backpressure while the store takes it in. */
+export async function sendBody<T>(
+  ex: S3Exchange,
+  auth: Authenticated,
+  size: number,
+  expect: Expectations,
+  message: BodyMessage,
+): Promise<Result<T>> {
+  const base = { ...message, expect, requestId: ex.requestId }
+  if (size <= INLINE_BLOB_BYTES_MAX) {
+    const body = await readWholeBody(ex, auth, size, 'incomplete_body')
+    if (!body.ok) return body
+    return ex.mesh.call<T>('coordinator', {
+      ...base,
+      body: body.value.bytes,
+      deadlineMs: ex.mesh.now() + CALL_TIMEOUT_MS,
+      expect: { ...expect, ...withTrailers(expect, body.value.trailers) },
+    } as ObjectMsg)
+  }
+  const deadlineMs = streamDeadlineMs(ex.mesh.now(), size)
+  const [local, remote] = ex.mesh.openStream()
+  const pending = ex.mesh.call<T>('coordinator', {
+    ...base,
+    stream: remote,
+    deadlineMs,
+  } as ObjectMsg)
+  await pumpBody(ex, auth, ex.mesh.sink(local, deadlineMs))
+  return pending
 }
 
 /** Trailer checksums of an inline body become plain expectations. */
@@ -109,7 +131,7 @@ function httpDateMs(value: string | undefined): number | undefined {
   return Number.isNaN(ms) ? undefined : ms
 }
 
-function conditionsFrom(headers: Record<string, string>, prefix: string): Conditions {
+export function conditionsFrom(headers: Record<string, string>, prefix: string): Conditions {
   const conditions: Conditions = {}
   const ifMatch = headers[prefix + 'if-match']
   const ifNoneMatch = headers[prefix + 'if-none-match']
@@ -131,9 +153,21 @@ interface Answer {
 
 /** Status, headers and byte range of a GET/HEAD answer for `info`, or null when an answer without
  * a body (304, 412, 416) has been sent. */
-function planAnswer(ex: S3Exchange, info: GetResult['info']): Answer | null {
+function planAnswer(
+  ex: S3Exchange,
+  info: GetResult['info'],
+  part?: GetResult['part'],
+): Answer | null {
   const failed = evaluateConditions(info, conditionsFrom(ex.headers, ''), 'read')
   const headers = objectHeaders(info, ex.query)
+  if (part !== undefined && info.partsCount !== undefined) {
+    // One part of a multipart object: S3 answers it as a range, with the object's part count.
+    headers['x-amz-mp-parts-count'] = String(info.partsCount)
+    if (failed === null && part.end >= part.start) {
+      headers['content-range'] = `bytes ${part.start}-${part.end}/${info.size}`
+      return { status: 206, headers, start: part.start, end: part.end }
+    }
+  }
   if (failed !== null) {
     if (failed === 'not_modified') {
       send(ex, 304, { etag: info.etag, 'last-modified': headers['last-modified'] ?? '' })
@@ -176,11 +210,14 @@ export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void>
   if (versionId !== null && versionId !== 'null') {
     return sendError(ex, 'invalid_argument', 'Invalid version id specified')
   }
+  const part = requestedPart(ex)
+  if (!part.ok) return sendError(ex, part.code, part.detail)
+  const byPart = part.value === null ? {} : { partNumber: part.value }
   const head = ex.method === 'HEAD'
   const deadlineMs = ex.mesh.now() + CALL_TIMEOUT_MS
-  const first = await getCall(ex, at, head ? {} : { inline: true }, deadlineMs)
+  const first = await getCall(ex, at, head ? byPart : { ...byPart, inline: true }, deadlineMs)
   if (!first.ok) return sendError(ex, first.code, first.detail)
-  const firstAnswer = planAnswer(ex, first.value.info)
+  const firstAnswer = planAnswer(ex, first.value.info, first.value.part)
   if (firstAnswer === null) return
   const length = firstAnswer.end - firstAnswer.start + 1
   if (head)
@@ -191,13 +228,14 @@ export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void>
     return send(ex, firstAnswer.status, firstAnswer.headers, bytes)
   }
   const [local, remote] = ex.mesh.openStream()
-  const second = await getCall(ex, at, { stream: remote }, streamDeadlineMs(ex.mesh.now(), length))
+  const streamed = { ...byPart, stream: remote }
+  const second = await getCall(ex, at, streamed, streamDeadlineMs(ex.mesh.now(), length))
   const source = ex.mesh.source(local, deadlineMs)
   if (!second.ok) {
     source.cancel('internal', 'request failed')
     return sendError(ex, second.code, second.detail)
   }
-  const answer = planAnswer(ex, second.value.info)
+  const answer = planAnswer(ex, second.value.info, second.value.part)
   const body = second.value.body
   if (answer === null || body !== undefined || answer.end < answer.start) {
     source.cancel('internal', 'no stream needed')
@@ -208,6 +246,19 @@ export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void>
   source.request(answer.start, answer.end)
   const contentLength = answer.end - answer.start + 1
   await streamOut(ex, answer.status, { ...answer.headers, 'content-length': contentLength }, source)
+}
+
+/** GET/HEAD ?partNumber=N: the part number, null without one. S3 refuses it with a Range. */
+function requestedPart(ex: S3Exchange): Result<number | null> {
+  const value = ex.query.get('partNumber')
+  if (value === null) return ok(null)
+  if (ex.headers['range'] !== undefined) {
+    return fail(
+      'invalid_request',
+      'Cannot specify both Range header and partNumber query parameter',
+    )
+  }
+  return parsePartNumber(value)
 }
 
 async function streamOut(
@@ -267,7 +318,7 @@ export async function deleteObject(ex: S3Exchange, at: ObjectTarget): Promise<vo
   send(ex, 204, {})
 }
 
-function parseCopySource(header: string): Result<ObjectTarget> {
+export function parseCopySource(header: string): Result<ObjectTarget> {
   const [path = '', query] = header.split('?', 2)
   if (query !== undefined) {
     const versionId = new URLSearchParams(query).get('versionId')

@@ -16,6 +16,13 @@ export type S3Operation =
   | 'GetObject'
   | 'HeadObject'
   | 'DeleteObject'
+  | 'CreateMultipartUpload'
+  | 'UploadPart'
+  | 'UploadPartCopy'
+  | 'CompleteMultipartUpload'
+  | 'AbortMultipartUpload'
+  | 'ListParts'
+  | 'ListMultipartUploads'
   | 'NotImplemented'
   | 'Unknown'
 
@@ -29,6 +36,7 @@ export function operationOf(
   if (unimplemented.some((name) => query.has(name))) return 'NotImplemented'
   if (target.bucket === null) return method === 'GET' ? 'ListBuckets' : 'Unknown'
   if (target.key === null) return bucketOperationOf(method, query)
+  if (query.has('uploadId')) return uploadOperationOf(method, headers)
   switch (method) {
     case 'GET':
       return 'GetObject'
@@ -38,6 +46,23 @@ export function operationOf(
       return headers['x-amz-copy-source'] === undefined ? 'PutObject' : 'CopyObject'
     case 'DELETE':
       return 'DeleteObject'
+    case 'POST':
+      return query.has('uploads') ? 'CreateMultipartUpload' : 'Unknown'
+    default:
+      return 'Unknown'
+  }
+}
+
+function uploadOperationOf(method: string, headers: Record<string, string>): S3Operation {
+  switch (method) {
+    case 'GET':
+      return 'ListParts'
+    case 'PUT':
+      return headers['x-amz-copy-source'] === undefined ? 'UploadPart' : 'UploadPartCopy'
+    case 'POST':
+      return 'CompleteMultipartUpload'
+    case 'DELETE':
+      return 'AbortMultipartUpload'
     default:
       return 'Unknown'
   }
@@ -47,6 +72,7 @@ function bucketOperationOf(method: string, query: URLSearchParams): S3Operation 
   switch (method) {
     case 'GET':
       if (query.has('location')) return 'GetBucketLocation'
+      if (query.has('uploads')) return 'ListMultipartUploads'
       return query.get('list-type') === '2' ? 'ListObjectsV2' : 'ListObjects'
     case 'HEAD':
       return 'HeadBucket'

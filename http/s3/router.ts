@@ -18,6 +18,14 @@ import {
 import { headerRecord, sendError, type S3Exchange } from './exchange.js'
 import { isKeyTooLong } from './names.js'
 import { copyObject, deleteObject, getObject, putObject } from './objects.js'
+import {
+  abortMultipartUpload,
+  completeMultipartUpload,
+  createMultipartUpload,
+  listMultipartUploads,
+  listParts,
+  uploadPart,
+} from './multipart.js'
 import { operationOf } from './operation.js'
 import { parseTarget } from './target.js'
 
@@ -39,7 +47,6 @@ const UNIMPLEMENTED = [
   'notification',
   'object-lock',
   'ownershipControls',
-  'partNumber',
   'policy',
   'policyStatus',
   'publicAccessBlock',
@@ -50,8 +57,6 @@ const UNIMPLEMENTED = [
   'select',
   'tagging',
   'torrent',
-  'uploadId',
-  'uploads',
   'versioning',
   'versions',
   'website',
@@ -167,6 +172,8 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
   if (key === null) return bucketOperation(ex, auth, bucket)
   if (isKeyTooLong(key)) return sendError(ex, 'key_too_long', 'Your key is too long')
   const at = { bucket, key }
+  const uploadId = ex.query.get('uploadId')
+  if (uploadId !== null) return uploadOperation(ex, auth, at, uploadId)
   switch (ex.method) {
     case 'GET':
     case 'HEAD':
@@ -178,6 +185,13 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
     }
     case 'DELETE':
       return deleteObject(ex, at)
+    case 'POST':
+      if (ex.query.has('uploads')) return createMultipartUpload(ex, at)
+      return sendError(
+        ex,
+        'method_not_allowed',
+        'The specified method is not allowed against this resource.',
+      )
     default:
       return sendError(
         ex,
@@ -187,9 +201,34 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
   }
 }
 
+/** An object request with ?uploadId: one of the multipart operations, by method. */
+function uploadOperation(
+  ex: S3Exchange,
+  auth: Authenticated,
+  at: { bucket: string; key: string },
+  uploadId: string,
+): Promise<void> {
+  switch (ex.method) {
+    case 'GET':
+      return listParts(ex, at, uploadId)
+    case 'PUT':
+      return uploadPart(ex, auth, at, uploadId)
+    case 'POST':
+      return completeMultipartUpload(ex, auth, at, uploadId)
+    case 'DELETE':
+      return abortMultipartUpload(ex, at, uploadId)
+    default:
+      return Promise.resolve(sendError(ex, 'method_not_allowed', ''))
+  }
+}
+
 /** Bucket subresources and the one method each accepts; another method is 405, never a
  * different operation (a GET ?delete must not list the bucket). */
-const BUCKET_SUBRESOURCE_METHODS: Record<string, string> = { location: 'GET', delete: 'POST' }
+const BUCKET_SUBRESOURCE_METHODS: Record<string, string> = {
+  location: 'GET',
+  delete: 'POST',
+  uploads: 'GET',
+}
 
 async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
   for (const [name, method] of Object.entries(BUCKET_SUBRESOURCE_METHODS)) {
@@ -198,6 +237,7 @@ async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: stri
   switch (ex.method) {
     case 'GET':
       if (ex.query.has('location')) return getBucketLocation(ex, bucket)
+      if (ex.query.has('uploads')) return listMultipartUploads(ex, bucket)
       if (ex.query.get('list-type') === '2') return listObjectsV2(ex, bucket)
       if (ex.query.has('list-type')) {
         return sendError(ex, 'invalid_argument', 'Invalid list type specified')

@@ -689,13 +689,13 @@ test('unimplemented subresources are 501 NotImplemented and do nothing else', as
   expectError(deleteTagging, 501, 'NotImplemented', 'DELETE ?tagging')
   await expectBytes('tagged', original)
 
-  const uploads = await request({
+  const restore = await request({
     method: 'POST',
-    path: `/${BUCKET}/multipart`,
-    query: { uploads: '' },
+    path: `/${BUCKET}/archived`,
+    query: { restore: '' },
   })
-  expectError(uploads, 501, 'NotImplemented', 'POST ?uploads')
-  await expectAbsent('multipart')
+  expectError(restore, 501, 'NotImplemented', 'POST ?restore')
+  await expectAbsent('archived')
 })
 
 function deleteRequest(xml: string): Promise<RawResponse> {
