@@ -400,7 +400,11 @@ export class MemoryStream {
         if (this.cancelled !== null) {
           return Promise.reject(new ServiceError(this.cancelled.code, this.cancelled.detail))
         }
-        this.sent.push(new Uint8Array(chunk))
+        const copy = new Uint8Array(chunk)
+        this.sent.push(copy)
+        // An actor that holds both ends (ctx.openStream) reads what it wrote.
+        this.queue.push(copy)
+        this.changed.wake()
         return Promise.resolve()
       },
       end: (trailers = {}) => {

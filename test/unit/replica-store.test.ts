@@ -1402,4 +1402,166 @@ test('coordinator: bucket.stats and a forced bucket.delete reach the store uncha
   assert.is(code(await store.send({ kind: 'bucket.head', bucket: 'b' })), 'no_such_bucket')
 })
 
+// ---------------------------------------------------------------------------------------------
+// Multipart uploads
+
+const PART_MIN = 5 * 1024 * 1024
+
+async function createUpload(store: Store, bucket: string, key: string): Promise<string> {
+  const created = value(
+    await store.send<{ uploadId: string }>({
+      kind: 'upload.create',
+      bucket,
+      key,
+      http: HTTP,
+      userMeta: {},
+    }),
+  )
+  return created.uploadId
+}
+
+async function sendPart(
+  store: Store,
+  at: { bucket: string; key: string; uploadId: string },
+  partNumber: number,
+  body: Uint8Array,
+): Promise<string> {
+  const streamed = putStream(at.bucket, at.key, body).msg as { stream: unknown }
+  const part = value(
+    await store.send<{ etag: string }>({
+      kind: 'upload.part',
+      ...at,
+      partNumber,
+      expect: {},
+      stream: streamed.stream,
+    } as Body),
+  )
+  assert.is(part.etag, etagOf(body))
+  return part.etag
+}
+
+async function uploadObject(
+  store: Store,
+  bucket: string,
+  key: string,
+  parts: Uint8Array[],
+): Promise<PutResult> {
+  const uploadId = await createUpload(store, bucket, key)
+  const listed = []
+  for (const [index, body] of parts.entries()) {
+    const etag = await sendPart(store, { bucket, key, uploadId }, index + 1, body)
+    listed.push({ partNumber: index + 1, etag })
+  }
+  return value(
+    await store.send<PutResult>({ kind: 'upload.complete', bucket, key, uploadId, parts: listed }),
+  )
+}
+
+test('multipart: a GET of parts outlives an overwrite; the part files go once it ends', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const parts = [pattern(PART_MIN, 40), pattern(PART_MIN, 41), pattern(10, 42)]
+  await uploadObject(store, 'b', 'k', parts)
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 2) // the 10-byte part is inline
+  const stream = memoryStream()
+  value(await store.send({ kind: 'object.get', bucket: 'b', key: 'k', stream: stream.handle }))
+  value(await store.send(putBody('b', 'k', pattern(5))))
+  await idle({ ...store.state, streams: new Map() })
+  assert.is(store.ctx.blobs.permanent.size, 2, 'pinned part files wait for the GET')
+  const whole = Buffer.concat(parts)
+  stream.request(PART_MIN - 5, whole.length - 1)
+  const received = await stream.received()
+  assert.ok(received.ended)
+  assert.ok(Buffer.from(received.bytes).equals(whole.subarray(PART_MIN - 5)))
+  await idle(store.state)
+  assert.is(store.ctx.blobs.permanent.size, 0)
+  assert.equal(await stats(store), {
+    bucketsCount: 1,
+    objectsCount: 1,
+    storageUsedBytes: 5,
+    uniqueBlobs: 1,
+    totalReferences: 1,
+  })
+})
+
+test('multipart: uploads and parts survive a crash and complete after the restart', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const uploadId = await createUpload(store, 'b', 'k')
+  const first = pattern(PART_MIN, 43)
+  const etag = await sendPart(store, { bucket: 'b', key: 'k', uploadId }, 1, first)
+  await idle(store.state)
+  const crashed = fakeContext({
+    kv: store.ctx.kv.durableCopy(),
+    blobs: store.ctx.blobs.afterCrash(),
+  })
+  const restarted = await startStore(crashed)
+  const second = pattern(1, 44)
+  const etag2 = await sendPart(restarted, { bucket: 'b', key: 'k', uploadId }, 2, second)
+  const parts = [
+    { partNumber: 1, etag },
+    { partNumber: 2, etag: etag2 },
+  ]
+  value(await restarted.send({ kind: 'upload.complete', bucket: 'b', key: 'k', uploadId, parts }))
+  const got = await getBytes(restarted, 'b', 'k')
+  assert.ok(Buffer.from(got.bytes).equals(Buffer.concat([first, second])))
+  assert.is(got.info.partsCount, 2)
+})
+
+test('multipart: ranged part copy re-stores bytes; uploads expire on the clock', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const source = pattern(400_000, 45)
+  value(await store.send(putStream('b', 'src', source).msg))
+  const uploadId = await createUpload(store, 'b', 'k')
+  const copied = value(
+    await store.send<{ etag: string; size: number }>({
+      kind: 'upload.part-copy',
+      bucket: 'b',
+      key: 'k',
+      uploadId,
+      partNumber: 1,
+      source: { bucket: 'b', key: 'src' },
+      range: { start: 1000, end: 299_999 },
+      conditions: {},
+    }),
+  )
+  assert.is(copied.etag, etagOf(source.subarray(1000, 300_000)))
+  assert.is(copied.size, 299_000)
+  await idle(store.state)
+  assert.is((await stats(store)).storageUsedBytes, 400_000 + 299_000)
+  store.ctx.advance(23 * 3_600_000)
+  await idle(store.state)
+  assert.is((await stats(store)).storageUsedBytes, 400_000 + 299_000, 'not expired at 23 h')
+  // Sweeps run hourly: the next one after the 24th hour aborts the upload.
+  for (let hour = 0; hour < 3; hour++) {
+    store.ctx.advance(3_600_000)
+    await idle(store.state)
+  }
+  assert.is((await stats(store)).storageUsedBytes, 400_000)
+  const after = { kind: 'upload.list-parts', bucket: 'b', key: 'k', uploadId } as const
+  const gone = await store.send({ ...after, afterPartNumber: 0, maxParts: 10 })
+  assert.is(code(gone), 'no_such_upload')
+})
+
+test('multipart: a forced bucket delete aborts uploads; a plain one refuses', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const uploadId = await createUpload(store, 'b', 'k')
+  await sendPart(store, { bucket: 'b', key: 'k', uploadId }, 1, pattern(200_000, 46))
+  assert.is(code(await store.send({ kind: 'bucket.delete', bucket: 'b' })), 'bucket_not_empty')
+  value(await store.send({ kind: 'bucket.delete', bucket: 'b', force: true }))
+  await idle(store.state)
+  assert.equal(await stats(store), {
+    bucketsCount: 0,
+    objectsCount: 0,
+    storageUsedBytes: 0,
+    uniqueBlobs: 0,
+    totalReferences: 0,
+  })
+  assert.is(store.ctx.blobs.permanent.size, 0)
+  assert.equal(store.ctx.kv.scan({ gte: 'P\0', lt: 'Y', limit: 10 }), [])
+})
+
 test.run()
