@@ -1457,7 +1457,7 @@ async function uploadObject(
   )
 }
 
-test('multipart: a GET of parts outlives an overwrite; the part files go once it ends', async () => {
+test('multipart: a GET of parts outlives an overwrite; part files go once it ends', async () => {
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   const parts = [pattern(PART_MIN, 40), pattern(PART_MIN, 41), pattern(10, 42)]
