@@ -12,12 +12,14 @@ import * as assert from 'uvu/assert'
 import {
   CopyObjectCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   DeleteBucketCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListBucketsCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   type S3Client,
@@ -127,12 +129,23 @@ function operations(s3: S3Client, bucket: string, tag: string): [string, () => P
           }),
         ),
     ],
+    ['ListMultipartUploads', () => s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))],
+    [
+      'CreateMultipartUpload',
+      () => s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: `${key}-multi` })),
+    ],
     ['CreateBucket', () => s3.send(new CreateBucketCommand({ Bucket: `${tag}-bucket` }))],
     ['DeleteBucket', () => s3.send(new DeleteBucketCommand({ Bucket: `${tag}-bucket` }))],
   ]
 }
 
-const READS = new Set(['ListBuckets', 'ListObjectsV2', 'GetObject', 'HeadObject'])
+const READS = new Set([
+  'ListBuckets',
+  'ListObjectsV2',
+  'GetObject',
+  'HeadObject',
+  'ListMultipartUploads',
+])
 
 test('the role matrix: Reader reads, Writer and SuperUser do everything', async () => {
   const server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
