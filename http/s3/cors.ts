@@ -143,7 +143,11 @@ export async function addCorsHeaders(ex: S3Exchange): Promise<void> {
 }
 
 /** `?cors` on a bucket: GET, PUT or DELETE; any other method is 405, never another operation. */
-export function bucketCors(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
+export async function bucketCors(
+  ex: S3Exchange,
+  auth: Authenticated,
+  bucket: string,
+): Promise<void> {
   switch (ex.method) {
     case 'GET':
       return getBucketCors(ex, bucket)
@@ -152,11 +156,10 @@ export function bucketCors(ex: S3Exchange, auth: Authenticated, bucket: string):
     case 'DELETE':
       return deleteBucketCors(ex, bucket)
     default:
-      sendError(
+      return sendError(
         ex,
         'method_not_allowed',
         'The specified method is not allowed against this resource.',
       )
-      return Promise.resolve()
   }
 }
