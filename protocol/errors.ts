@@ -41,6 +41,11 @@ export type ErrorCode =
   | 'unavailable'
   | 'corrupt'
   | 'internal'
+  // Bucket CORS (S3 API).
+  | 'no_such_cors_configuration'
+  | 'cors_forbidden'
+  | 'bad_request'
+  | 'max_message_length_exceeded'
   // Identity and the admin API.
   | 'unauthorized'
   | 'invalid_credentials'

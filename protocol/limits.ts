@@ -8,6 +8,11 @@ export const SINGLE_PUT_BYTES_MAX = 5 * 1024 ** 3
 export const XML_BODY_BYTES_MAX = 1024 * 1024
 export const DELETE_OBJECTS_KEYS_MAX = 1000
 export const LIST_KEYS_MAX = 1000
+/** Bucket CORS, as Amazon S3 bounds it: a configuration of at most 64 KiB and 100 rules, and rule
+ * IDs of at most 255 characters. */
+export const CORS_BODY_BYTES_MAX = 64 * 1024
+export const CORS_RULES_MAX = 100
+export const CORS_RULE_ID_CHARS_MAX = 255
 export const BUCKET_NAME_MIN = 3
 export const BUCKET_NAME_MAX = 63
 /** Presigned URLs live at most seven days (X-Amz-Expires). */

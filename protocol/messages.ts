@@ -1,6 +1,7 @@
 /** @module Messages between actors. Ingress speaks the object protocol to the coordinator, which in
  * single mode forwards it unchanged to replica-store (in cluster mode it fans out to replicas). */
 import type { Request, StreamHandle } from './actor.js'
+import type { CorsConfiguration } from './cors.js'
 import type {
   BucketInfo,
   Conditions,
@@ -80,6 +81,10 @@ export type ObjectMsg =
   | (Request & { kind: 'bucket.head'; bucket: string })
   | (Request & { kind: 'bucket.list' })
   | (Request & { kind: 'bucket.stats' })
+  /** A bucket's CORS configuration, validated by the ingress (protocol/cors.ts). */
+  | (Request & { kind: 'bucket.cors.put'; bucket: string; cors: CorsConfiguration })
+  | (Request & { kind: 'bucket.cors.get'; bucket: string })
+  | (Request & { kind: 'bucket.cors.delete'; bucket: string })
   | (Request & {
       kind: 'object.put'
       bucket: string
@@ -179,6 +184,9 @@ export type ObjectReply = {
   'bucket.head': BucketInfo
   'bucket.list': BucketInfo[]
   'bucket.stats': BucketStats[]
+  'bucket.cors.put': null
+  'bucket.cors.get': CorsConfiguration
+  'bucket.cors.delete': null
   'object.put': PutResult
   'object.get': GetResult
   'object.delete': null

@@ -12,7 +12,7 @@ import { DELETE_OBJECTS_KEYS_MAX, KEY_BYTES_MAX, XML_BODY_BYTES_MAX } from './li
 import type { BucketInfo, ListPage, ObjectSummary } from './objects.js'
 import { XmlWriter } from './xml-writer.js'
 
-const S3_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/'
+export const S3_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/'
 /** The deepest S3 request body (lifecycle rules: rule, filter, and, tag, key) nests about six
  * levels; 32 leaves room for all of them while bounding the parser's recursion. */
 const XML_DEPTH_MAX = 32

@@ -2,6 +2,7 @@
  * kind in its own contiguous range:
  *
  *   B\0<bucket>         bucket record (creation time, per-bucket counters)
+ *   R\0<bucket>         the bucket's CORS rules, if it has any; deleted with the bucket
  *   O\0<bucket>\0<key>  object record; a bucket's objects are one range, in S3's listing order
  *   H\0<sha256>         blob record (size, CRC32, reference count, file id if not inline)
  *   D\0<sha256>         bytes of an inline blob (at most INLINE_BLOB_BYTES_MAX)
@@ -40,6 +41,11 @@ function checkBucket(bucket: string): void {
 export function bucketKey(bucket: string): string {
   checkBucket(bucket)
   return BUCKET_PREFIX + bucket
+}
+
+export function corsKey(bucket: string): string {
+  checkBucket(bucket)
+  return 'R\0' + bucket
 }
 
 export function objectPrefix(bucket: string): string {

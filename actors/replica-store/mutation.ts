@@ -14,6 +14,7 @@ import { ServiceError } from '../../protocol/errors.js'
 import {
   blobKey,
   bucketKey,
+  corsKey,
   COUNTERS_KEY,
   fileKey,
   garbageKey,
@@ -93,6 +94,7 @@ export class Mutation {
     assert(record !== undefined)
     assert.equal(record.objects, 0)
     this.buckets.set(name, null)
+    this.del(corsKey(name))
     this.counters().buckets--
   }
 

@@ -17,6 +17,7 @@ import { fail, ServiceError, unreachable, type Result } from '../../protocol/err
 import type { StoreMsg } from '../../protocol/messages.js'
 import { bucketStats, createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js'
 import { copyObject } from './copy.js'
+import { deleteCors, getCors, putCors } from './cors.js'
 import { deleteObject, deleteObjects } from './delete.js'
 import { getObject } from './get.js'
 import { COUNTERS_KEY } from './keys.js'
@@ -90,6 +91,12 @@ function dispatch(
       return listBuckets(ctx)
     case 'bucket.stats':
       return bucketStats(ctx)
+    case 'bucket.cors.put':
+      return putCors(state, msg.bucket, msg.cors, ctx)
+    case 'bucket.cors.get':
+      return getCors(msg.bucket, ctx)
+    case 'bucket.cors.delete':
+      return deleteCors(state, msg.bucket, ctx)
     case 'object.put':
       return putObject(state, msg, ctx)
     case 'object.get':

@@ -90,6 +90,10 @@ export function adminErrorFor(code: ErrorCode): AdminError {
     case 'not_modified':
     case 'invalid_range':
     case 'not_implemented':
+    case 'no_such_cors_configuration':
+    case 'cors_forbidden':
+    case 'bad_request':
+    case 'max_message_length_exceeded':
       return adminError('InternalError', 500, INTERNAL_MESSAGE)
     default:
       return unreachable(code)

@@ -65,6 +65,11 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'corrupt':
     case 'internal':
       return protocolOrServerError(code)
+    case 'no_such_cors_configuration':
+    case 'cors_forbidden':
+    case 'bad_request':
+    case 'max_message_length_exceeded':
+      return corsError(code)
     case 'unauthorized':
     case 'invalid_credentials':
     case 'forbidden':
@@ -334,6 +339,28 @@ function protocolOrServerError(code: ProtocolOrServerCode): S3Error {
     case 'internal':
       // Corruption is ours to repair from a replica; the client may simply retry.
       return s3Error('InternalError', 500, INTERNAL_MESSAGE)
+    default:
+      return unreachable(code)
+  }
+}
+
+type CorsCode = Extract<
+  ErrorCode,
+  'no_such_cors_configuration' | 'cors_forbidden' | 'bad_request' | 'max_message_length_exceeded'
+>
+
+/** Bucket CORS: the configuration's operations and preflight requests (OPTIONS). */
+function corsError(code: CorsCode): S3Error {
+  switch (code) {
+    case 'no_such_cors_configuration':
+      return s3Error('NoSuchCORSConfiguration', 404, 'The CORS configuration does not exist')
+    case 'cors_forbidden':
+      // S3's code for a refused preflight; the detail says why (no configuration, no rule).
+      return s3Error('AccessForbidden', 403, 'CORSResponse: CORS is not enabled for this bucket.')
+    case 'bad_request':
+      return s3Error('BadRequest', 400, 'Bad Request')
+    case 'max_message_length_exceeded':
+      return s3Error('MaxMessageLengthExceeded', 400, 'Your request was too big.')
     default:
       return unreachable(code)
   }

@@ -8,6 +8,10 @@ export type S3Operation =
   | 'HeadBucket'
   | 'DeleteBucket'
   | 'GetBucketLocation'
+  | 'PutBucketCors'
+  | 'GetBucketCors'
+  | 'DeleteBucketCors'
+  | 'CorsPreflight'
   | 'ListObjectsV2'
   | 'ListObjects'
   | 'DeleteObjects'
@@ -33,6 +37,7 @@ export function operationOf(
   headers: Record<string, string>,
   unimplemented: readonly string[],
 ): S3Operation {
+  if (method === 'OPTIONS') return 'CorsPreflight'
   if (unimplemented.some((name) => query.has(name))) return 'NotImplemented'
   if (target.bucket === null) return method === 'GET' ? 'ListBuckets' : 'Unknown'
   if (target.key === null) return bucketOperationOf(method, query)
@@ -69,6 +74,7 @@ function uploadOperationOf(method: string, headers: Record<string, string>): S3O
 }
 
 function bucketOperationOf(method: string, query: URLSearchParams): S3Operation {
+  if (query.has('cors')) return corsOperationOf(method)
   switch (method) {
     case 'GET':
       if (query.has('location')) return 'GetBucketLocation'
@@ -85,4 +91,10 @@ function bucketOperationOf(method: string, query: URLSearchParams): S3Operation 
     default:
       return 'Unknown'
   }
+}
+
+function corsOperationOf(method: string): S3Operation {
+  if (method === 'GET') return 'GetBucketCors'
+  if (method === 'PUT') return 'PutBucketCors'
+  return method === 'DELETE' ? 'DeleteBucketCors' : 'Unknown'
 }

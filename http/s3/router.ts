@@ -15,6 +15,7 @@ import {
   listObjectsV1,
   listObjectsV2,
 } from './buckets.js'
+import { addCorsHeaders, bucketCors, preflight } from './cors.js'
 import { headerRecord, sendError, type S3Exchange } from './exchange.js'
 import { isKeyTooLong } from './names.js'
 import { copyObject, deleteObject, getObject, putObject } from './objects.js'
@@ -35,7 +36,6 @@ const UNIMPLEMENTED = [
   'acl',
   'analytics',
   'attributes',
-  'cors',
   'encryption',
   'intelligent-tiering',
   'inventory',
@@ -147,6 +147,9 @@ export async function handleS3(
   const target = parseTarget(ex.rawPath, headers['host'] ?? '', mesh.config['SVC_DOMAIN'])
   if (!target.ok) return sendError(ex, target.code, target.detail)
   ex.target = target.value
+  // Preflights carry no credentials (browsers send none); Origin costs one call for the rules.
+  if (ex.method === 'OPTIONS') return preflight(ex)
+  if (headers['origin'] !== undefined) await addCorsHeaders(ex)
   const auth = await authenticate(ex, caches)
   if (!auth.ok) return sendError(ex, auth.code, auth.detail)
   ex.principal = auth.value.principal
@@ -170,6 +173,7 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
     )
   }
   if (key === null) return bucketOperation(ex, auth, bucket)
+  if (ex.query.has('cors')) return sendError(ex, 'method_not_allowed', 'CORS is a bucket setting')
   if (isKeyTooLong(key)) return sendError(ex, 'key_too_long', 'Your key is too long')
   const at = { bucket, key }
   const uploadId = ex.query.get('uploadId')
@@ -231,6 +235,7 @@ const BUCKET_SUBRESOURCE_METHODS: Record<string, string> = {
 }
 
 async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
+  if (ex.query.has('cors')) return bucketCors(ex, auth, bucket)
   for (const [name, method] of Object.entries(BUCKET_SUBRESOURCE_METHODS)) {
     if (ex.query.has(name) && ex.method !== method) return sendError(ex, 'method_not_allowed', '')
   }

@@ -64,6 +64,10 @@ const EXPECTED: Record<ErrorCode, [code: string, status: number]> = {
   not_modified: INTERNAL,
   invalid_range: INTERNAL,
   not_implemented: INTERNAL,
+  no_such_cors_configuration: INTERNAL,
+  cors_forbidden: INTERNAL,
+  bad_request: INTERNAL,
+  max_message_length_exceeded: INTERNAL,
 }
 
 /** What the server alone is to blame for, or a callee that may recover. */
@@ -89,12 +93,16 @@ const SERVER_SIDE = new Set<ErrorCode>([
   'not_modified',
   'invalid_range',
   'not_implemented',
+  'no_such_cors_configuration',
+  'cors_forbidden',
+  'bad_request',
+  'max_message_length_exceeded',
 ])
 
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the code and status of the table', () => {
-  assert.is(CODES.length, 48)
+  assert.is(CODES.length, 52)
   for (const code of CODES) {
     const mapped = adminErrorFor(code)
     assert.equal([mapped.code, mapped.status], EXPECTED[code], code)

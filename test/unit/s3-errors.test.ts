@@ -46,6 +46,10 @@ const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
   unavailable: ['ServiceUnavailable', 503],
   corrupt: ['InternalError', 500],
   internal: ['InternalError', 500],
+  no_such_cors_configuration: ['NoSuchCORSConfiguration', 404],
+  cors_forbidden: ['AccessForbidden', 403],
+  bad_request: ['BadRequest', 400],
+  max_message_length_exceeded: ['MaxMessageLengthExceeded', 400],
   // Admin API codes never reach the S3 surface; if one did, it would be our fault.
   unauthorized: ['InternalError', 500],
   invalid_credentials: ['InternalError', 500],
@@ -84,7 +88,7 @@ const SERVER_SIDE = new Set<ErrorCode>([
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the S3 code and status of the table', () => {
-  assert.is(CODES.length, 48)
+  assert.is(CODES.length, 52)
   for (const code of CODES) {
     const mapped = s3ErrorFor(code)
     assert.equal([mapped.s3Code, mapped.status], EXPECTED[code], code)
@@ -117,6 +121,14 @@ test('messages follow Amazon S3 where clients or people look for them', () => {
   assert.is(s3ErrorFor('expired_request').message, 'Request has expired')
   assert.is(s3ErrorFor('no_such_key').message, 'The specified key does not exist.')
   assert.is(s3ErrorFor('no_such_bucket').message, 'The specified bucket does not exist')
+  assert.is(
+    s3ErrorFor('no_such_cors_configuration').message,
+    'The CORS configuration does not exist',
+  )
+  assert.is(
+    s3ErrorFor('cors_forbidden').message,
+    'CORSResponse: CORS is not enabled for this bucket.',
+  )
   assert.is(
     s3ErrorFor('signature_mismatch').message,
     'The request signature we calculated does not match the signature you provided. ' +
