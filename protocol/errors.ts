@@ -6,6 +6,7 @@ export type ErrorCode =
   | 'no_such_bucket'
   | 'no_such_key'
   | 'no_such_upload'
+  | 'no_such_version'
   | 'bucket_exists'
   | 'bucket_not_empty'
   | 'invalid_bucket_name'

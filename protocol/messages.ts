@@ -17,6 +17,10 @@ export interface PutResult {
   etag: string
   lastModifiedMs: number
   checksums: ObjectInfo['checksums']
+  /** The new version's id when the bucket has versioning configured (`null` when suspended). */
+  versionId?: string
+  /** CopyObject from a bucket with versioning: the version that was copied. */
+  sourceVersionId?: string
 }
 export interface GetResult {
   info: ObjectInfo
@@ -65,8 +69,48 @@ export interface CompletedPart {
   etag: string
 }
 
+/** A delete marker where an object was asked for. */
+export interface MarkerResult {
+  marker: {
+    versionId: string
+    lastModifiedMs: number
+    /** The request named this version by id (S3 answers 405), or wanted the current one (404). */
+    byId: boolean
+  }
+}
+
+/** What a delete did: the version it removed (by id), or the delete marker it added. */
+export interface DeleteResult {
+  versionId?: string
+  deleteMarker: boolean
+}
+
+export interface DeletedEntry extends DeleteResult {
+  key: string
+  /** The version id the request named, if any. */
+  requestedVersionId?: string
+}
+
+export interface VersionEntry {
+  key: string
+  versionId: string
+  isLatest: boolean
+  deleteMarker: boolean
+  size: number
+  etag: string
+  lastModifiedMs: number
+}
+
+export interface VersionListing {
+  versions: VersionEntry[]
+  commonPrefixes: string[]
+  truncated: boolean
+  nextKeyMarker: string | null
+  nextVersionIdMarker: string | null
+}
+
 export interface DeleteManyResult {
-  deleted: string[]
+  deleted: DeletedEntry[]
   errors: { key: string; code: string; message: string }[]
 }
 
@@ -107,12 +151,29 @@ export type ObjectMsg =
       inline?: true
       /** GET/HEAD ?partNumber=N: the reply says which bytes part N holds. */
       partNumber?: number
+      /** A version by id (`null` included); absent, the current version. */
+      versionId?: string
     })
-  | (Request & { kind: 'object.delete'; bucket: string; key: string })
-  | (Request & { kind: 'object.delete-many'; bucket: string; keys: string[] })
+  | (Request & { kind: 'object.delete'; bucket: string; key: string; versionId?: string })
+  | (Request & {
+      kind: 'object.delete-many'
+      bucket: string
+      objects: { key: string; versionId?: string }[]
+    })
+  | (Request & { kind: 'bucket.versioning.put'; bucket: string; status: 'Enabled' | 'Suspended' })
+  | (Request & { kind: 'bucket.versioning.get'; bucket: string })
+  | (Request & {
+      kind: 'object.list-versions'
+      bucket: string
+      prefix: string
+      delimiter: string
+      keyMarker: string
+      versionIdMarker: string
+      maxKeys: number
+    })
   | (Request & {
       kind: 'object.copy'
-      source: { bucket: string; key: string }
+      source: { bucket: string; key: string; versionId?: string }
       target: { bucket: string; key: string }
       /** Replacement metadata (REPLACE directive); absent means COPY. */
       replace?: { http: HttpMeta; userMeta: Record<string, string> }
@@ -147,7 +208,7 @@ export type UploadMsg =
       key: string
       uploadId: string
       partNumber: number
-      source: { bucket: string; key: string }
+      source: { bucket: string; key: string; versionId?: string }
       /** Inclusive byte range of the source (x-amz-copy-source-range); absent: all of it. */
       range?: { start: number; end: number }
       conditions: Conditions
@@ -188,11 +249,14 @@ export type ObjectReply = {
   'bucket.cors.get': CorsConfiguration
   'bucket.cors.delete': null
   'object.put': PutResult
-  'object.get': GetResult
-  'object.delete': null
+  'object.get': GetResult | MarkerResult
+  'object.delete': DeleteResult
   'object.delete-many': DeleteManyResult
   'object.copy': PutResult
   'object.list': ListPage
+  'bucket.versioning.put': null
+  'bucket.versioning.get': { status: 'Enabled' | 'Suspended' | null }
+  'object.list-versions': VersionListing
   'upload.create': UploadCreated
   'upload.part': PartInfo
   'upload.part-copy': PartInfo

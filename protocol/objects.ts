@@ -26,6 +26,8 @@ export interface ObjectInfo {
   checksums: Checksums
   /** Parts of an object made by CompleteMultipartUpload (x-amz-mp-parts-count); else absent. */
   partsCount?: number
+  /** The version's id (`null` for the null version) when the bucket has versioning configured. */
+  versionId?: string
 }
 
 export interface ObjectSummary {

@@ -222,7 +222,13 @@ export function listObjectsV1Xml(options: ListObjectsV1XmlOptions): string {
 }
 
 export interface DeleteResultXmlOptions {
-  deleted: readonly { key: string; versionId?: string | undefined }[]
+  deleted: readonly {
+    key: string
+    versionId?: string | undefined
+    /** A delete marker was added (with this id) or removed by this delete. */
+    deleteMarker?: boolean | undefined
+    deleteMarkerVersionId?: string | undefined
+  }[]
   /** `code` is already an S3 error code (e.g. AccessDenied). */
   errors: readonly { key: string; versionId?: string | undefined; code: string; message: string }[]
   quiet: boolean
@@ -236,6 +242,10 @@ export function deleteResultXml(options: DeleteResultXmlOptions): string {
       const element = root.ele('Deleted')
       text(element, 'Key', entry.key)
       if (entry.versionId !== undefined) text(element, 'VersionId', entry.versionId)
+      if (entry.deleteMarker === true) text(element, 'DeleteMarker', true)
+      if (entry.deleteMarkerVersionId !== undefined) {
+        text(element, 'DeleteMarkerVersionId', entry.deleteMarkerVersionId)
+      }
     }
   }
   for (const entry of options.errors) {

@@ -9,16 +9,24 @@
  * HTTP layer's: here a name is any non-empty string without NUL (asserted by the key layout). */
 import assert from 'node:assert/strict'
 import type { Context, KvStore } from '../../protocol/actor.js'
-import { fail, ok, type Result } from '../../protocol/errors.js'
+import { fail, ok, unreachable, type Result } from '../../protocol/errors.js'
 import { DELETE_OBJECTS_KEYS_MAX } from '../../protocol/limits.js'
 import type { BucketStats, ObjectMsg } from '../../protocol/messages.js'
 import type { BucketInfo } from '../../protocol/objects.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
-import { deleteObjects } from './delete.js'
-import { BUCKET_END, BUCKET_PREFIX, splitUploadKey, uploadEnd, uploadPrefix } from './keys.js'
+import {
+  BUCKET_END,
+  BUCKET_PREFIX,
+  splitUploadKey,
+  splitVersionKey,
+  uploadEnd,
+  uploadPrefix,
+  versionEnd,
+  versionPrefix,
+} from './keys.js'
 import { firstKeys } from './list.js'
 import { Mutation } from './mutation.js'
-import { bucketInfo, decodeBucket, type BucketRecord } from './records.js'
+import { bucketInfo, decodeBucket, type BucketRecord, type VersioningStatus } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload, removeUpload } from './uploads.js'
 
@@ -28,8 +36,8 @@ export type DeleteBucketMsg = Extract<ObjectMsg, { kind: 'bucket.delete' }>
 const BUCKET_SCAN_ROWS = 1000
 /** Buckets a listing returns at most; S3 allows up to 10,000 per account. */
 const BUCKETS_LISTED_MAX = 100_000
-/** Objects a forced delete removes per batch: one delete-many's worth, through its code path, so a
- * batch is as atomic and as large as a DeleteObjects request. */
+/** Objects (or versions) a forced delete removes per batch: as many as one DeleteObjects request
+ * may, so a batch is as large as one. */
 export const FORCE_DELETE_BATCH_OBJECTS = DELETE_OBJECTS_KEYS_MAX
 /** Multipart uploads a forced delete aborts per batch (each may hold up to 10,000 parts). */
 const FORCE_DELETE_BATCH_UPLOADS = 8
@@ -70,9 +78,8 @@ export async function deleteBucket(
     if (mutation.bucket(name) === undefined) {
       return fail('no_such_bucket', `bucket ${name} does not exist`)
     }
-    const keys = firstKeys(ctx.kv, name, batchObjects)
-    const uploads = keys.length === 0 ? firstUploads(ctx.kv, name, FORCE_DELETE_BATCH_UPLOADS) : []
-    if (keys.length === 0 && uploads.length === 0) {
+    const content = firstContent(ctx.kv, name, batchObjects)
+    if (content === null) {
       mutation.deleteBucket(name)
       await commitMutation(state, ctx, mutation)
       return ok(null)
@@ -84,18 +91,73 @@ export async function deleteBucket(
     if (batches === FORCE_DELETE_BATCHES_MAX) {
       return fail('timeout', `bucket ${name}: not empty after ${batches} batches`)
     }
-    if (keys.length > 0) {
-      const deleted = await deleteObjects(state, name, keys, ctx)
-      if (!deleted.ok) return deleted
-      continue
-    }
-    for (const at of uploads) {
-      const upload = findUpload(mutation, name, at.key, at.uploadId)
-      assert(upload.ok, 'an upload record just scanned is gone')
-      removeUpload(mutation, ctx, { bucket: name, ...at }, upload.value)
-    }
+    removeContent(ctx, mutation, name, content)
     await commitMutation(state, ctx, mutation)
   }
+}
+
+/** What keeps a bucket from being empty, a batch of one kind at a time: current objects, then
+ * other versions and delete markers, then multipart uploads; null when there is nothing. */
+type Content =
+  | { kind: 'objects'; keys: string[] }
+  | { kind: 'versions'; versions: { key: string; token: string }[] }
+  | { kind: 'uploads'; uploads: { key: string; uploadId: string }[] }
+
+function firstContent(kv: KvStore, bucket: string, batchObjects: number): Content | null {
+  const keys = firstKeys(kv, bucket, batchObjects)
+  if (keys.length > 0) return { kind: 'objects', keys }
+  const base = versionPrefix(bucket)
+  const versions = kv
+    .scan({ gte: base, lt: versionEnd(bucket), limit: batchObjects })
+    .map(([storedKey]) => splitVersionKey(storedKey.slice(base.length)))
+  if (versions.length > 0) return { kind: 'versions', versions }
+  const uploads = firstUploads(kv, bucket, FORCE_DELETE_BATCH_UPLOADS)
+  return uploads.length > 0 ? { kind: 'uploads', uploads } : null
+}
+
+/** Removes one batch for good, with no delete markers and no versions made current. */
+function removeContent(ctx: Context, mutation: Mutation, bucket: string, content: Content): void {
+  switch (content.kind) {
+    case 'objects':
+      for (const key of content.keys) mutation.deleteObject(bucket, key)
+      return
+    case 'versions':
+      for (const { key, token } of content.versions) mutation.deleteVersion(bucket, key, token)
+      return
+    case 'uploads':
+      for (const at of content.uploads) {
+        const upload = findUpload(mutation, bucket, at.key, at.uploadId)
+        assert(upload.ok, 'an upload record just scanned is gone')
+        removeUpload(mutation, ctx, { bucket, ...at }, upload.value)
+      }
+      return
+    default:
+      unreachable(content)
+  }
+}
+
+/** PutBucketVersioning: Enabled or Suspended; a bucket never goes back to unversioned. */
+export async function putVersioning(
+  state: StoreState,
+  bucket: string,
+  status: VersioningStatus,
+  ctx: Context,
+): Promise<Result<null>> {
+  const mutation = new Mutation(ctx.kv)
+  const record = mutation.bucket(bucket)
+  if (record === undefined) return fail('no_such_bucket', `bucket ${bucket} does not exist`)
+  record.versioning = status
+  await commitMutation(state, ctx, mutation)
+  return ok(null)
+}
+
+export function getVersioning(
+  bucket: string,
+  ctx: Context,
+): Result<{ status: VersioningStatus | null }> {
+  const record = new Mutation(ctx.kv).bucket(bucket)
+  if (record === undefined) return fail('no_such_bucket', `bucket ${bucket} does not exist`)
+  return ok({ status: record.versioning ?? null })
 }
 
 /** The first `limit` multipart uploads of a bucket, in listing order. */

@@ -18,6 +18,7 @@ import { Mutation } from './mutation.js'
 import type { BlobRef, ObjectRecord, PartRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload, partNumbers } from './uploads.js'
+import { writeCurrent } from './versions.js'
 
 type CompleteMsg = Extract<ObjectMsg, { kind: 'upload.complete' }>
 
@@ -60,12 +61,18 @@ export async function completeUpload(
     checksums: {},
     parts: blobs,
   }
-  // The parts' references now belong to the object: putObject adds none of its own.
-  mutation.putObject(msg.bucket, msg.key, record)
+  // The parts' references now belong to the object: writing it adds none of its own.
+  const versionId = writeCurrent(state, ctx, mutation, msg, record)
   mutation.del(uploadKey(msg.bucket, msg.key, msg.uploadId))
   mutation.del(expiryKey(upload.value.initiatedMs, msg.uploadId))
   await commitMutation(state, ctx, mutation)
-  return ok({ etag: record.etag, lastModifiedMs: record.lastModifiedMs, checksums: {} })
+  const result: PutResult = {
+    etag: record.etag,
+    lastModifiedMs: record.lastModifiedMs,
+    checksums: {},
+  }
+  if (versionId !== undefined) result.versionId = versionId
+  return ok(result)
 }
 
 /** The parts the request names, checked against what was uploaded. */

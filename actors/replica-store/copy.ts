@@ -9,6 +9,7 @@ import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
 import { Mutation } from './mutation.js'
 import { blobsOf, type ObjectRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
+import { findVersion, writeCurrent } from './versions.js'
 
 export type CopyMsg = Extract<ObjectMsg, { kind: 'object.copy' }>
 
@@ -22,17 +23,16 @@ export async function copyObject(
   if (mutation.bucket(source.bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${source.bucket} does not exist`)
   }
-  const original = mutation.object(source.bucket, source.key)
-  if (original === undefined) {
-    return fail('no_such_key', `no key ${source.key} in ${source.bucket}`)
-  }
+  const found = findSource(ctx, mutation, source)
+  if (!found.ok) return found
+  const { record: original, versioned } = found.value
   const refused = evaluateConditions(original, msg.conditions, 'copy')
   if (refused !== null) return fail(refused, 'copy source precondition failed')
   if (mutation.bucket(target.bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${target.bucket} does not exist`)
   }
   const samePlace = source.bucket === target.bucket && source.key === target.key
-  if (samePlace && msg.replace === undefined) {
+  if (samePlace && msg.replace === undefined && source.versionId === undefined) {
     // S3's wording: a copy onto itself must change something.
     return fail('invalid_request', 'copying an object to itself requires replacing its metadata')
   }
@@ -43,11 +43,32 @@ export async function copyObject(
     userMeta: msg.replace?.userMeta ?? original.userMeta,
   }
   for (const blob of blobsOf(original)) mutation.addReference(blob.sha256)
-  mutation.putObject(target.bucket, target.key, record)
+  const versionId = writeCurrent(state, ctx, mutation, target, record)
   await commitMutation(state, ctx, mutation)
-  return ok({
+  const result: PutResult = {
     etag: record.etag,
     lastModifiedMs: record.lastModifiedMs,
     checksums: record.checksums,
-  })
+  }
+  if (versionId !== undefined) result.versionId = versionId
+  if (versioned) result.sourceVersionId = original.versionId ?? 'null'
+  return ok(result)
+}
+
+/** The source version of a copy (current, or by id); a delete marker is no source. */
+export function findSource(
+  ctx: Context,
+  mutation: Mutation,
+  source: { bucket: string; key: string; versionId?: string },
+): Result<{ record: ObjectRecord; versioned: boolean }> {
+  const found = findVersion(ctx, mutation, source, source.versionId)
+  if (!found.ok) return found
+  if (found.value.kind === 'object') return ok(found.value)
+  if (found.value.byId) {
+    return fail(
+      'invalid_request',
+      'The source of a copy request may not specifically refer to a delete marker by version id.',
+    )
+  }
+  return fail('no_such_key', `no key ${source.key} in ${source.bucket}`)
 }

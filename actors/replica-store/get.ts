@@ -13,11 +13,12 @@ import { crc32 } from 'node:zlib'
 import type { BlobReader, ByteSink, Context, StreamHandle } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
-import type { GetResult, ObjectMsg } from '../../protocol/messages.js'
+import type { GetResult, MarkerResult, ObjectMsg } from '../../protocol/messages.js'
 import { inlineKey } from './keys.js'
 import { Mutation } from './mutation.js'
 import { blobsOf, objectInfo, type BlobRecord, type BlobRef, type ObjectRecord } from './records.js'
 import { GET_STREAMS_MAX, pin, unpin, type StoreState } from './store-state.js'
+import { findVersion } from './versions.js'
 
 export type GetMsg = Extract<ObjectMsg, { kind: 'object.get' }>
 
@@ -30,15 +31,20 @@ export async function getObject(
   state: StoreState,
   msg: GetMsg,
   ctx: Context,
-): Promise<Result<GetResult>> {
+): Promise<Result<GetResult | MarkerResult>> {
   for (let attempt = 0; attempt < OPEN_ATTEMPTS_MAX; attempt++) {
     const view = new Mutation(ctx.kv)
     if (view.bucket(msg.bucket) === undefined) {
       return fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
     }
-    const record = view.object(msg.bucket, msg.key)
-    if (record === undefined) return fail('no_such_key', `no key ${msg.key} in ${msg.bucket}`)
-    const info = objectInfo(msg.key, record)
+    const found = findVersion(ctx, view, msg, msg.versionId)
+    if (!found.ok) return found
+    if (found.value.kind === 'marker') {
+      const { versionId, lastModifiedMs, byId } = found.value
+      return ok({ marker: { versionId, lastModifiedMs, byId } })
+    }
+    const { record, versioned } = found.value
+    const info = objectInfo(msg.key, record, versioned)
     const part = msg.partNumber === undefined ? undefined : partRange(record, msg.partNumber)
     if (part === null) return fail('invalid_part_number', `no part ${msg.partNumber}`)
     const head: GetResult = part === undefined ? { info } : { info, part }

@@ -14,6 +14,9 @@
  *                       range in (key, upload id) order, which is ListMultipartUploads' order
  *   P\0<upload id>\0<part number, 5 digits>  an uploaded part (it holds a blob reference)
  *   X\0<initiated ms, 15 digits><upload id>  expiry index of uploads, oldest first
+ *   V\0<bucket>\0<key>\0<version token>  a version that is not the current object (an older
+ *                       version, or a delete marker); tokens sort newest first
+ *   N\0<bucket>\0<key>  the token of the key's `null` version when it is under V\0
  *
  * Keys compare as UTF-8 bytes, which is the order S3 lists keys in. Bucket names never contain
  * `\0`, so `O\0<bucket>\0` is a prefix of exactly that bucket's objects; object keys are opaque and
@@ -148,6 +151,56 @@ export function expiryKey(initiatedMs: number, uploadId: string): string {
 /** The first expiry key of uploads initiated at `ms` or later. */
 export function expiryBound(ms: number): string {
   return EXPIRY_PREFIX + String(Math.max(0, Math.floor(ms))).padStart(15, '0')
+}
+
+/** Version tokens: 16 decimal digits counting down from the write's time in microseconds, then 8
+ * random hex digits, so that within a key they sort newest first. A version's id is its token (or
+ * `null`, see versions.ts). */
+export const VERSION_TOKEN_LENGTH = 24
+const VERSION_CLOCK_TOP = 9_999_999_999_999_999
+
+export function isVersionToken(text: string): boolean {
+  return /^[0-9]{16}[0-9a-f]{8}$/.test(text)
+}
+
+export function versionToken(micros: number, random: string): string {
+  assert(Number.isSafeInteger(micros) && micros >= 0 && micros < VERSION_CLOCK_TOP)
+  assert(/^[0-9a-f]{8}$/.test(random))
+  return String(VERSION_CLOCK_TOP - micros).padStart(16, '0') + random
+}
+
+export function versionPrefix(bucket: string): string {
+  checkBucket(bucket)
+  return `V\0${bucket}\0`
+}
+
+export function versionEnd(bucket: string): string {
+  checkBucket(bucket)
+  return `V\0${bucket}\x01`
+}
+
+/** Every version key of one object key starts with this. */
+export function keyVersionsPrefix(bucket: string, key: string): string {
+  assert(key.length > 0, 'empty object key')
+  return `${versionPrefix(bucket)}${key}\0`
+}
+
+export function versionKey(bucket: string, key: string, token: string): string {
+  assert(isVersionToken(token), 'malformed version token')
+  return keyVersionsPrefix(bucket, key) + token
+}
+
+/** Splits the part of a version key after its bucket prefix: the key, then the fixed token. */
+export function splitVersionKey(rest: string): { key: string; token: string } {
+  const token = rest.slice(-VERSION_TOKEN_LENGTH)
+  assert(isVersionToken(token) && rest.at(-VERSION_TOKEN_LENGTH - 1) === '\0', 'bad version key')
+  return { key: rest.slice(0, -VERSION_TOKEN_LENGTH - 1), token }
+}
+
+export function nullVersionKey(bucket: string, key: string): string {
+  checkBucket(bucket)
+  assert(key.length > 0, 'empty object key')
+  return `N\0${bucket}\0${key}`
 }
 
 export function systemKey(name: string): string {

@@ -20,7 +20,9 @@ import {
   garbageKey,
   inlineKey,
   objectKey,
+  nullVersionKey,
   partKey,
+  versionKey,
 } from './keys.js'
 import {
   blobsOf,
@@ -191,6 +193,73 @@ export class Mutation {
     return true
   }
 
+  version(bucket: string, key: string, token: string): ObjectRecord | undefined {
+    const stored = this.get(versionKey(bucket, key, token))
+    return stored === undefined ? undefined : decodeObject(stored)
+  }
+
+  /** Moves the current object to the versions, keeping its references and bytes: it stops being
+   * current (one object less), and a `null` version is indexed under N\0. */
+  archiveCurrent(bucket: string, key: string, token: string): void {
+    const current = this.object(bucket, key)
+    assert(current !== undefined)
+    const bucketRecord = this.bucket(bucket)
+    assert(bucketRecord !== undefined)
+    bucketRecord.objects--
+    this.counters().objects--
+    this.del(objectKey(bucket, key))
+    this.put(versionKey(bucket, key, token), encodeRecord({ ...current, versionToken: token }))
+    if ((current.versionId ?? 'null') === 'null') {
+      this.put(nullVersionKey(bucket, key), new TextEncoder().encode(token))
+    }
+  }
+
+  /** Writes the current object when there is none (the caller archived or removed it), its
+   * references already added. */
+  setCurrent(bucket: string, key: string, record: ObjectRecord): void {
+    assert(this.object(bucket, key) === undefined)
+    assert(record.deleteMarker !== true)
+    const bucketRecord = this.bucket(bucket)
+    assert(bucketRecord !== undefined)
+    bucketRecord.objects++
+    this.counters().objects++
+    this.addBytes(bucket, record.size)
+    this.put(objectKey(bucket, key), encodeRecord(record))
+  }
+
+  /** Adds a version that is not current (a delete marker), its references already added. */
+  putVersion(bucket: string, key: string, token: string, record: ObjectRecord): void {
+    this.addBytes(bucket, record.size)
+    this.put(versionKey(bucket, key, token), encodeRecord({ ...record, versionToken: token }))
+    if ((record.versionId ?? 'null') === 'null') {
+      this.put(nullVersionKey(bucket, key), new TextEncoder().encode(token))
+    }
+  }
+
+  /** Removes a version that is not current, with its references and bytes. */
+  deleteVersion(bucket: string, key: string, token: string): void {
+    const previous = this.version(bucket, key, token)
+    assert(previous !== undefined)
+    for (const blob of blobsOf(previous)) this.dropReference(blob.sha256)
+    this.addBytes(bucket, -previous.size)
+    this.del(versionKey(bucket, key, token))
+    if ((previous.versionId ?? 'null') === 'null') this.del(nullVersionKey(bucket, key))
+  }
+
+  /** Makes a version current again (the newer ones were deleted): it counts as an object. */
+  promoteVersion(bucket: string, key: string, token: string): void {
+    const version = this.version(bucket, key, token)
+    assert(version !== undefined && version.deleteMarker !== true)
+    assert(this.object(bucket, key) === undefined)
+    const bucketRecord = this.bucket(bucket)
+    assert(bucketRecord !== undefined)
+    bucketRecord.objects++
+    this.counters().objects++
+    this.del(versionKey(bucket, key, token))
+    if ((version.versionId ?? 'null') === 'null') this.del(nullVersionKey(bucket, key))
+    this.put(objectKey(bucket, key), encodeRecord(version))
+  }
+
   part(uploadId: string, partNumber: number): PartRecord | undefined {
     const stored = this.get(partKey(uploadId, partNumber))
     return stored === undefined ? undefined : decodePart(stored)
@@ -224,11 +293,16 @@ export class Mutation {
     return previous
   }
 
-  private addBytes(bucket: string, bytes: number): void {
+  addBytes(bucket: string, bytes: number): void {
     const bucketRecord = this.bucket(bucket)
     assert(bucketRecord !== undefined)
     bucketRecord.bytes += bytes
     this.counters().bytes += bytes
+  }
+
+  /** Whether anything was changed (a record written or deleted, a counter moved). */
+  hasWrites(): boolean {
+    return this.writes.size > 0 || this.counterCache !== null
   }
 
   /** The batch: every write, plus the bucket records and counters this mutation touched. */

@@ -14,6 +14,7 @@ import { storeBody, type BodyMsg, type Recorder } from './put.js'
 import { blobsOf, type PartRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload } from './uploads.js'
+import { findSource } from './copy.js'
 
 type PartMsg = Extract<ObjectMsg, { kind: 'upload.part' }>
 type PartCopyMsg = Extract<ObjectMsg, { kind: 'upload.part-copy' }>
@@ -71,10 +72,9 @@ export async function uploadPartCopy(
   if (mutation.bucket(msg.source.bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${msg.source.bucket} does not exist`)
   }
-  const source = mutation.object(msg.source.bucket, msg.source.key)
-  if (source === undefined) {
-    return fail('no_such_key', `no key ${msg.source.key} in ${msg.source.bucket}`)
-  }
+  const found = findSource(ctx, mutation, msg.source)
+  if (!found.ok) return found
+  const source = found.value.record
   const refused = evaluateConditions(source, msg.conditions, 'copy')
   if (refused !== null) return fail(refused, 'copy source precondition failed')
   const range = msg.range ?? { start: 0, end: source.size - 1 }

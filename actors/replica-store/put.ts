@@ -26,6 +26,7 @@ import { fileKey, garbageKey } from './keys.js'
 import { Mutation, type NewBlob } from './mutation.js'
 import type { ObjectRecord } from './records.js'
 import { commitMutation, promoteInBackground, type StoreState } from './store-state.js'
+import { writeCurrent } from './versions.js'
 
 export type PutMsg = Extract<ObjectMsg, { kind: 'object.put' }>
 /** A message whose body the store takes in: object.put, and upload.part (a part is stored the way
@@ -80,9 +81,11 @@ export function putObject(
       checksums: verified.checksums,
       sha256: verified.sha256,
     }
-    mutation.putObject(msg.bucket, msg.key, record)
+    const versionId = writeCurrent(state, ctx, mutation, msg, record)
     const { etag, lastModifiedMs, checksums } = record
-    return ok({ value: { etag, lastModifiedMs, checksums }, createdBlob })
+    const value: PutResult = { etag, lastModifiedMs, checksums }
+    if (versionId !== undefined) value.versionId = versionId
+    return ok({ value, createdBlob })
   })
 }
 

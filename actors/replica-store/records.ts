@@ -5,8 +5,12 @@
 import { ServiceError } from '../../protocol/errors.js'
 import type { BucketInfo, Checksums, HttpMeta, ObjectInfo } from '../../protocol/objects.js'
 
+export type VersioningStatus = 'Enabled' | 'Suspended'
+
 export interface BucketRecord {
   createdMs: number
+  /** Absent until versioning is first configured; it can be suspended, never removed. */
+  versioning?: VersioningStatus
   /** Objects in the bucket and the sum of their sizes, kept by every mutating batch. */
   objects: number
   bytes: number
@@ -30,6 +34,13 @@ export interface ObjectRecord {
   /** A multipart object: the blobs of its parts, in order (each part's bytes are one blob, and
    * completing an upload moves the parts' references here without copying a byte). */
   parts?: BlobRef[]
+  /** Versioning (see versions.ts): the version's id (`null`, or its token) and its token, set on
+   * objects written while the bucket had versioning configured; absent, the object is the `null`
+   * version. */
+  versionId?: string
+  versionToken?: string
+  /** A delete marker: a version without bytes (size 0, no blob), only ever under V\0. */
+  deleteMarker?: true
 }
 
 /** A multipart upload in progress: what the object it makes will carry. */
@@ -135,7 +146,11 @@ export function decodeObject(bytes: Uint8Array): ObjectRecord {
   requireFields(record, 'object', ['size', 'lastModifiedMs'], ['etag'])
   requireObjects(record, 'object', ['http', 'userMeta', 'checksums'])
   const parts = record['parts']
-  if (parts === undefined) {
+  if (record['deleteMarker'] === true) {
+    if (record['sha256'] !== undefined || parts !== undefined || record['size'] !== 0) {
+      throw new ServiceError('corrupt', 'object record: a delete marker with bytes')
+    }
+  } else if (parts === undefined) {
     requireFields(record, 'object', [], ['sha256'])
   } else {
     const valid =
@@ -152,6 +167,7 @@ export function decodeObject(bytes: Uint8Array): ObjectRecord {
 
 /** The blobs that hold an object's bytes, in order. */
 export function blobsOf(record: ObjectRecord): BlobRef[] {
+  if (record.deleteMarker === true) return []
   if (record.parts !== undefined) return record.parts
   if (record.sha256 === undefined) throw new ServiceError('corrupt', 'object record: no blob')
   return [{ sha256: record.sha256, size: record.size }]
@@ -194,7 +210,8 @@ export function decodeText(bytes: Uint8Array, what: string): string {
   }
 }
 
-export function objectInfo(key: string, record: ObjectRecord): ObjectInfo {
+/** `versioned`: the bucket has versioning configured, so the answer names the version. */
+export function objectInfo(key: string, record: ObjectRecord, versioned = false): ObjectInfo {
   const info: ObjectInfo = {
     key,
     size: record.size,
@@ -205,6 +222,7 @@ export function objectInfo(key: string, record: ObjectRecord): ObjectInfo {
     checksums: record.checksums,
   }
   if (record.parts !== undefined) info.partsCount = record.parts.length
+  if (versioned) info.versionId = record.versionId ?? 'null'
   return info
 }
 

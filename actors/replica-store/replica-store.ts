@@ -26,6 +26,8 @@ import { putObject } from './put.js'
 import { completeUpload } from './complete.js'
 import { uploadPart, uploadPartCopy } from './parts.js'
 import { scheduleExpiry } from './expiry.js'
+import { getVersioning, putVersioning } from './buckets.js'
+import { listVersions } from './versions-list.js'
 import { abortUpload, createUpload, listParts, listUploads } from './uploads.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
 import { recover } from './recovery.js'
@@ -101,10 +103,18 @@ function dispatch(
       return putObject(state, msg, ctx)
     case 'object.get':
       return getObject(state, msg, ctx)
-    case 'object.delete':
-      return deleteObject(state, msg.bucket, msg.key, ctx)
+    case 'object.delete': {
+      const target = msg.versionId === undefined ? { key: msg.key } : msg
+      return deleteObject(state, msg.bucket, target, ctx)
+    }
     case 'object.delete-many':
-      return deleteObjects(state, msg.bucket, msg.keys, ctx)
+      return deleteObjects(state, msg.bucket, msg.objects, ctx)
+    case 'bucket.versioning.put':
+      return putVersioning(state, msg.bucket, msg.status, ctx)
+    case 'bucket.versioning.get':
+      return getVersioning(msg.bucket, ctx)
+    case 'object.list-versions':
+      return listVersions(msg, ctx)
     case 'object.copy':
       return copyObject(state, msg, ctx)
     case 'object.list':

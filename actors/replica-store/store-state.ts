@@ -24,6 +24,8 @@ export interface StoreState {
   stopping: boolean
   /** Cancels the next sweep of expired uploads (see expiry.ts). */
   cancelExpiry: () => void
+  /** The clock of the last version token drawn (versions.ts): tokens strictly increase. */
+  lastVersionMicros: number
 }
 
 /** GET streams at once. Every other task is bounded by the requests in flight (the runtime's
@@ -40,6 +42,7 @@ export function createState(): StoreState {
     deferred: new Set(),
     stopping: false,
     cancelExpiry: () => undefined,
+    lastVersionMicros: 0,
   }
 }
 

@@ -76,6 +76,7 @@ export function adminErrorFor(code: ErrorCode): AdminError {
     // S3-only outcomes: the admin API sends no request that can produce them.
     case 'no_such_key':
     case 'no_such_upload':
+    case 'no_such_version':
     case 'invalid_part':
     case 'invalid_part_order':
     case 'invalid_part_number':

@@ -2,7 +2,13 @@
  * GetBucketLocation, ListObjectsV2, ListObjects (v1) and DeleteObjects. */
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { LIST_KEYS_MAX, XML_BODY_BYTES_MAX } from '../../protocol/limits.js'
-import type { DeleteManyResult } from '../../protocol/messages.js'
+import type { DeleteManyResult, VersionListing } from '../../protocol/messages.js'
+import {
+  listVersionsXml,
+  parseVersioningConfiguration,
+  versioningConfigurationXml,
+  type VersioningStatus,
+} from '../../protocol/s3-versioning-xml.js'
 import type { BucketInfo, ListPage } from '../../protocol/objects.js'
 import {
   decodeContinuationToken,
@@ -217,15 +223,95 @@ export async function deleteObjects(
   const reply = await ex.mesh.call<DeleteManyResult>('coordinator', {
     kind: 'object.delete-many',
     bucket,
-    keys: request.value.keys.map((entry) => entry.key),
+    objects: request.value.keys,
     requestId: ex.requestId,
     deadlineMs: deadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
-  const deleted = reply.value.deleted.map((key) => ({ key }))
+  // S3's fields: VersionId is the one asked for; a marker added carries its own id apart.
+  const deleted = reply.value.deleted.map((entry) => ({
+    key: entry.key,
+    versionId: entry.requestedVersionId,
+    deleteMarker: entry.deleteMarker,
+    deleteMarkerVersionId:
+      entry.deleteMarker && entry.requestedVersionId === undefined ? entry.versionId : undefined,
+  }))
   sendXml(
     ex,
     200,
     deleteResultXml({ deleted, errors: reply.value.errors, quiet: request.value.quiet }),
   )
+}
+
+export async function putBucketVersioning(
+  ex: S3Exchange,
+  auth: Authenticated,
+  bucket: string,
+): Promise<void> {
+  const body = await readWholeBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
+  if (!body.ok) return sendError(ex, body.code, body.detail)
+  const digests = checkBodyDigests(ex, body.value.bytes, body.value.trailers)
+  if (!digests.ok) return sendError(ex, digests.code, digests.detail)
+  const status = parseVersioningConfiguration(body.value.bytes)
+  if (!status.ok) return sendError(ex, status.code, status.detail)
+  const reply = await ex.mesh.call('coordinator', {
+    kind: 'bucket.versioning.put',
+    bucket,
+    status: status.value,
+    requestId: ex.requestId,
+    deadlineMs: deadline(ex),
+  })
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
+  send(ex, 200, {})
+}
+
+export async function getBucketVersioning(ex: S3Exchange, bucket: string): Promise<void> {
+  const reply = await ex.mesh.call<{ status: VersioningStatus | null }>('coordinator', {
+    kind: 'bucket.versioning.get',
+    bucket,
+    requestId: ex.requestId,
+    deadlineMs: deadline(ex),
+  })
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
+  sendXml(ex, 200, versioningConfigurationXml(reply.value.status))
+}
+
+export async function listObjectVersions(ex: S3Exchange, bucket: string): Promise<void> {
+  const { query } = ex
+  const maxKeys = parseMaxKeys(query.get('max-keys'))
+  if (!maxKeys.ok) return sendError(ex, maxKeys.code, maxKeys.detail)
+  const encodingType = parseEncoding(query.get('encoding-type'))
+  if (!encodingType.ok) return sendError(ex, encodingType.code, encodingType.detail)
+  const keyMarker = query.get('key-marker') ?? ''
+  const versionIdMarker = query.get('version-id-marker') ?? ''
+  if (versionIdMarker !== '' && keyMarker === '') {
+    return sendError(
+      ex,
+      'invalid_argument',
+      'A version-id marker cannot be specified without a key marker.',
+    )
+  }
+  const options = {
+    prefix: query.get('prefix') ?? '',
+    delimiter: query.get('delimiter') ?? '',
+    keyMarker,
+    versionIdMarker,
+    maxKeys: maxKeys.value,
+  }
+  const reply = await ex.mesh.call<VersionListing>('coordinator', {
+    kind: 'object.list-versions',
+    bucket,
+    ...options,
+    requestId: ex.requestId,
+    deadlineMs: deadline(ex),
+  })
+  if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
+  const xml = listVersionsXml({
+    bucket,
+    listing: reply.value,
+    ...options,
+    encodingType: encodingType.value,
+    by: ownerOf(ex),
+  })
+  sendXml(ex, 200, xml)
 }

@@ -25,6 +25,7 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'no_such_bucket':
     case 'no_such_key':
     case 'no_such_upload':
+    case 'no_such_version':
     case 'bucket_exists':
     case 'bucket_not_empty':
     case 'invalid_bucket_name':
@@ -92,6 +93,7 @@ type ResourceCode = Extract<
   | 'no_such_bucket'
   | 'no_such_key'
   | 'no_such_upload'
+  | 'no_such_version'
   | 'bucket_exists'
   | 'bucket_not_empty'
   | 'invalid_bucket_name'
@@ -110,6 +112,8 @@ function resourceError(code: ResourceCode): S3Error {
         'The specified upload does not exist. The upload ID may be invalid, or the upload may ' +
           'have been aborted or completed.',
       )
+    case 'no_such_version':
+      return s3Error('NoSuchVersion', 404, 'The specified version does not exist.')
     case 'bucket_exists':
       // Buckets are per store, not global: an existing one is always the caller's own.
       return s3Error(

@@ -27,7 +27,7 @@ import type { Authenticated } from './authenticate.js'
 import { checkBodyDigests, declaredSize, readWholeBody } from './body.js'
 import { ownerOf, parseEncoding } from './buckets.js'
 import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
-import { checksumHeaders, parseHttpMeta, parseUserMeta } from './object-headers.js'
+import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
 import { conditionsFrom, expectations, parseCopySource, sendBody } from './objects.js'
 
 interface ObjectTarget {
@@ -154,6 +154,9 @@ export async function completeMultipartUpload(
   const scheme = ex.incoming.socket && 'encrypted' in ex.incoming.socket ? 'https' : 'http'
   const host = ex.headers['host'] ?? 'localhost'
   const location = `${scheme}://${host}/${at.bucket}/${encodeURI(at.key)}`
+  for (const [name, value] of Object.entries(versionHeaders(reply.value))) {
+    ex.outgoing.setHeader(name, value)
+  }
   sendXml(ex, 200, completeUploadResultXml({ location, ...at, etag: reply.value.etag }))
 }
 

@@ -74,6 +74,7 @@ export function objectHeaders(info: ObjectInfo, query: URLSearchParams): Record<
   if (http.cacheControl !== undefined) headers['cache-control'] = http.cacheControl
   if (http.expires !== undefined) headers['expires'] = http.expires
   for (const [name, value] of Object.entries(info.userMeta)) headers['x-amz-meta-' + name] = value
+  if (info.versionId !== undefined) headers['x-amz-version-id'] = info.versionId
   for (const [param, header] of OVERRIDES) {
     const value = query.get(param)
     if (value !== null) headers[header] = value
@@ -91,4 +92,9 @@ export function checksumHeaders(checksums: ObjectInfo['checksums']): Record<stri
     }
   }
   return headers
+}
+
+/** x-amz-version-id of a write's answer, when the bucket has versioning configured. */
+export function versionHeaders(result: { versionId?: string }): Record<string, string> {
+  return result.versionId === undefined ? {} : { 'x-amz-version-id': result.versionId }
 }

@@ -7,7 +7,13 @@ import { evaluateConditions } from '../../protocol/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
 import type { Request } from '../../protocol/actor.js'
-import type { GetResult, ObjectMsg, PutResult } from '../../protocol/messages.js'
+import type {
+  DeleteResult,
+  GetResult,
+  MarkerResult,
+  ObjectMsg,
+  PutResult,
+} from '../../protocol/messages.js'
 import type { Conditions, Expectations } from '../../protocol/objects.js'
 import { copyObjectResultXml } from '../../protocol/s3-xml.js'
 import { parsePartNumber } from '../../protocol/s3-multipart-xml.js'
@@ -15,7 +21,13 @@ import { CALL_TIMEOUT_MS, streamDeadlineMs } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
 import { declaredSize, pumpBody, readWholeBody } from './body.js'
 import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
-import { checksumHeaders, objectHeaders, parseHttpMeta, parseUserMeta } from './object-headers.js'
+import {
+  checksumHeaders,
+  objectHeaders,
+  parseHttpMeta,
+  parseUserMeta,
+  versionHeaders,
+} from './object-headers.js'
 import { resolveRange } from './range.js'
 
 interface ObjectTarget {
@@ -76,7 +88,11 @@ export async function putObject(
     userMeta: userMeta.value,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
-  send(ex, 200, { etag: reply.value.etag, ...checksumHeaders(reply.value.checksums) })
+  send(ex, 200, {
+    etag: reply.value.etag,
+    ...checksumHeaders(reply.value.checksums),
+    ...versionHeaders(reply.value),
+  })
 }
 
 /** A message of the body protocol (object.put, upload.part) without its body and deadline. */
@@ -193,7 +209,7 @@ function planAnswer(
 }
 
 function getCall(ex: S3Exchange, at: ObjectTarget, extra: object, deadlineMs: number) {
-  return ex.mesh.call<GetResult>('coordinator', {
+  return ex.mesh.call<GetResult | MarkerResult>('coordinator', {
     kind: 'object.get',
     ...at,
     ...extra,
@@ -207,16 +223,17 @@ function getCall(ex: S3Exchange, at: ObjectTarget, extra: object, deadlineMs: nu
  * been replaced in between: what is sent is always one complete version). */
 export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void> {
   const versionId = ex.query.get('versionId')
-  if (versionId !== null && versionId !== 'null') {
-    return sendError(ex, 'invalid_argument', 'Invalid version id specified')
-  }
   const part = requestedPart(ex)
   if (!part.ok) return sendError(ex, part.code, part.detail)
-  const byPart = part.value === null ? {} : { partNumber: part.value }
+  const byPart = {
+    ...(part.value === null ? {} : { partNumber: part.value }),
+    ...(versionId === null ? {} : { versionId }),
+  }
   const head = ex.method === 'HEAD'
   const deadlineMs = ex.mesh.now() + CALL_TIMEOUT_MS
   const first = await getCall(ex, at, head ? byPart : { ...byPart, inline: true }, deadlineMs)
   if (!first.ok) return sendError(ex, first.code, first.detail)
+  if ('marker' in first.value) return sendMarker(ex, first.value)
   const firstAnswer = planAnswer(ex, first.value.info, first.value.part)
   if (firstAnswer === null) return
   const length = firstAnswer.end - firstAnswer.start + 1
@@ -231,8 +248,9 @@ export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void>
   const streamed = { ...byPart, stream: remote }
   const second = await getCall(ex, at, streamed, streamDeadlineMs(ex.mesh.now(), length))
   const source = ex.mesh.source(local, deadlineMs)
-  if (!second.ok) {
+  if (!second.ok || 'marker' in second.value) {
     source.cancel('internal', 'request failed')
+    if (second.ok) return sendMarker(ex, second.value as MarkerResult)
     return sendError(ex, second.code, second.detail)
   }
   const answer = planAnswer(ex, second.value.info, second.value.part)
@@ -246,6 +264,24 @@ export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void>
   source.request(answer.start, answer.end)
   const contentLength = answer.end - answer.start + 1
   await streamOut(ex, answer.status, { ...answer.headers, 'content-length': contentLength }, source)
+}
+
+/** A delete marker where an object was asked for: 404 NoSuchKey for the current version, 405
+ * MethodNotAllowed for a marker named by id; both say it is a marker, and which. */
+function sendMarker(ex: S3Exchange, found: MarkerResult): void {
+  const { versionId, lastModifiedMs, byId } = found.marker
+  ex.outgoing.setHeader('x-amz-delete-marker', 'true')
+  ex.outgoing.setHeader('x-amz-version-id', versionId)
+  ex.outgoing.setHeader('last-modified', new Date(lastModifiedMs).toUTCString())
+  if (byId) {
+    ex.outgoing.setHeader('allow', 'DELETE')
+    return sendError(
+      ex,
+      'method_not_allowed',
+      'The specified method is not allowed against this resource.',
+    )
+  }
+  sendError(ex, 'no_such_key', 'The specified key does not exist.')
 }
 
 /** GET/HEAD ?partNumber=N: the part number, null without one. S3 refuses it with a Range. */
@@ -308,24 +344,23 @@ function drained(out: ServerResponse): Promise<void> {
 }
 
 export async function deleteObject(ex: S3Exchange, at: ObjectTarget): Promise<void> {
-  const reply = await ex.mesh.call('coordinator', {
+  const versionId = ex.query.get('versionId')
+  const reply = await ex.mesh.call<DeleteResult>('coordinator', {
     kind: 'object.delete',
     ...at,
+    ...(versionId === null ? {} : { versionId }),
     requestId: ex.requestId,
     deadlineMs: ex.mesh.now() + CALL_TIMEOUT_MS,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
-  send(ex, 204, {})
+  const headers: Record<string, string> = versionHeaders(reply.value)
+  if (reply.value.deleteMarker) headers['x-amz-delete-marker'] = 'true'
+  send(ex, 204, headers)
 }
 
-export function parseCopySource(header: string): Result<ObjectTarget> {
+export function parseCopySource(header: string): Result<ObjectTarget & { versionId?: string }> {
   const [path = '', query] = header.split('?', 2)
-  if (query !== undefined) {
-    const versionId = new URLSearchParams(query).get('versionId')
-    if (versionId !== null && versionId !== 'null') {
-      return fail('invalid_argument', 'Invalid version id specified')
-    }
-  }
+  const versionId = query === undefined ? null : new URLSearchParams(query).get('versionId')
   let decoded: string
   try {
     decoded = decodeURIComponent(path.startsWith('/') ? path.slice(1) : path)
@@ -336,7 +371,8 @@ export function parseCopySource(header: string): Result<ObjectTarget> {
   if (slash <= 0 || slash === decoded.length - 1) {
     return fail('invalid_argument', 'Copy Source must mention the source bucket and key')
   }
-  return ok({ bucket: decoded.slice(0, slash), key: decoded.slice(slash + 1) })
+  const source = { bucket: decoded.slice(0, slash), key: decoded.slice(slash + 1) }
+  return ok(versionId === null ? source : { ...source, versionId })
 }
 
 export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: string): Promise<void> {
@@ -347,7 +383,7 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
     return sendError(ex, 'invalid_argument', 'Unknown metadata directive.')
   }
   const same = source.value.bucket === at.bucket && source.value.key === at.key
-  if (same && directive === 'COPY') {
+  if (same && directive === 'COPY' && source.value.versionId === undefined) {
     return sendError(
       ex,
       'invalid_request',
@@ -372,5 +408,10 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
     deadlineMs: ex.mesh.now() + CALL_TIMEOUT_MS,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
+  const headers = versionHeaders(reply.value)
+  if (reply.value.sourceVersionId !== undefined) {
+    headers['x-amz-copy-source-version-id'] = reply.value.sourceVersionId
+  }
+  for (const [name, value] of Object.entries(headers)) ex.outgoing.setHeader(name, value)
   sendXml(ex, 200, copyObjectResultXml(reply.value))
 }

@@ -27,6 +27,9 @@ export type S3Operation =
   | 'AbortMultipartUpload'
   | 'ListParts'
   | 'ListMultipartUploads'
+  | 'PutBucketVersioning'
+  | 'GetBucketVersioning'
+  | 'ListObjectVersions'
   | 'NotImplemented'
   | 'Unknown'
 
@@ -79,11 +82,13 @@ function bucketOperationOf(method: string, query: URLSearchParams): S3Operation 
     case 'GET':
       if (query.has('location')) return 'GetBucketLocation'
       if (query.has('uploads')) return 'ListMultipartUploads'
+      if (query.has('versioning')) return 'GetBucketVersioning'
+      if (query.has('versions')) return 'ListObjectVersions'
       return query.get('list-type') === '2' ? 'ListObjectsV2' : 'ListObjects'
     case 'HEAD':
       return 'HeadBucket'
     case 'PUT':
-      return 'CreateBucket'
+      return query.has('versioning') ? 'PutBucketVersioning' : 'CreateBucket'
     case 'DELETE':
       return 'DeleteBucket'
     case 'POST':

@@ -10,6 +10,9 @@ import {
   deleteBucket,
   deleteObjects,
   getBucketLocation,
+  getBucketVersioning,
+  listObjectVersions,
+  putBucketVersioning,
   headBucket,
   listBuckets,
   listObjectsV1,
@@ -57,8 +60,6 @@ const UNIMPLEMENTED = [
   'select',
   'tagging',
   'torrent',
-  'versioning',
-  'versions',
   'website',
 ]
 
@@ -228,21 +229,27 @@ function uploadOperation(
 
 /** Bucket subresources and the one method each accepts; another method is 405, never a
  * different operation (a GET ?delete must not list the bucket). */
-const BUCKET_SUBRESOURCE_METHODS: Record<string, string> = {
-  location: 'GET',
-  delete: 'POST',
-  uploads: 'GET',
+const BUCKET_SUBRESOURCE_METHODS: Record<string, readonly string[]> = {
+  location: ['GET'],
+  delete: ['POST'],
+  uploads: ['GET'],
+  versioning: ['GET', 'PUT'],
+  versions: ['GET'],
 }
 
 async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
   if (ex.query.has('cors')) return bucketCors(ex, auth, bucket)
-  for (const [name, method] of Object.entries(BUCKET_SUBRESOURCE_METHODS)) {
-    if (ex.query.has(name) && ex.method !== method) return sendError(ex, 'method_not_allowed', '')
+  for (const [name, methods] of Object.entries(BUCKET_SUBRESOURCE_METHODS)) {
+    if (ex.query.has(name) && !methods.includes(ex.method)) {
+      return sendError(ex, 'method_not_allowed', '')
+    }
   }
   switch (ex.method) {
     case 'GET':
       if (ex.query.has('location')) return getBucketLocation(ex, bucket)
       if (ex.query.has('uploads')) return listMultipartUploads(ex, bucket)
+      if (ex.query.has('versioning')) return getBucketVersioning(ex, bucket)
+      if (ex.query.has('versions')) return listObjectVersions(ex, bucket)
       if (ex.query.get('list-type') === '2') return listObjectsV2(ex, bucket)
       if (ex.query.has('list-type')) {
         return sendError(ex, 'invalid_argument', 'Invalid list type specified')
@@ -251,6 +258,7 @@ async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: stri
     case 'HEAD':
       return headBucket(ex, bucket)
     case 'PUT':
+      if (ex.query.has('versioning')) return putBucketVersioning(ex, auth, bucket)
       return createBucket(ex, auth, bucket)
     case 'DELETE':
       return deleteBucket(ex, bucket)

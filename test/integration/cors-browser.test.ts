@@ -1,11 +1,11 @@
 /** @module Browser test of bucket CORS. Goal: a real browser enforces our answers as it enforces
  * Amazon S3's: page code on another origin can PUT and GET an object through presigned URLs and
- * read its ETag when the bucket has a rule for that origin (ExposeHeader ETag and
- * x-amz-version-id), and its fetch is refused when the bucket has no rule. Method: the real server,
- * a page served by a small HTTP server on another loopback port (another port is another origin),
- * and headless Chromium (Debian's `chromium`, installed by .ci/test-deps) driven by playwright-core
- * through `executablePath`. CI requires Chromium; elsewhere, without it, the check says so and is
- * not run. */
+ * read its ETag and version id when the bucket (versioned) has a rule for that origin
+ * (ExposeHeader ETag and x-amz-version-id), and its fetch is refused when the bucket has no rule.
+ * Method: the real server, a page served by a small HTTP server on another loopback port (another
+ * port is another origin), and headless Chromium (Debian's `chromium`, installed by .ci/test-deps)
+ * driven by playwright-core through `executablePath`. CI requires Chromium; elsewhere, without it,
+ * the check says so and is not run. */
 import { existsSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { delimiter, join } from 'node:path'
@@ -16,6 +16,7 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   PutBucketCorsCommand,
+  PutBucketVersioningCommand,
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3'
@@ -68,6 +69,12 @@ test.before(async () => {
   }
   await s3.send(
     new PutBucketCorsCommand({ Bucket: 'with-rule', CORSConfiguration: { CORSRules: [rule] } }),
+  )
+  await s3.send(
+    new PutBucketVersioningCommand({
+      Bucket: 'with-rule',
+      VersioningConfiguration: { Status: 'Enabled' },
+    }),
   )
 })
 
@@ -153,9 +160,8 @@ test('a page on another origin reads ETag with the rule and is refused without i
     assert.is(allowed.put.error, undefined, 'the PUT is allowed')
     assert.is(allowed.put.status, 200)
     assert.match(allowed.put.etag ?? '', /^"[0-9a-f]{32}"$/)
-    // Versioning does not exist in this build yet, so the store sends no x-amz-version-id: the
-    // header is exposed (checked below) and page code reads it without error, as null for now.
-    assert.is(allowed.put.versionId, null)
+    // The bucket has versioning: page code reads the new version's id through the exposed header.
+    assert.match(allowed.put.versionId ?? '', /^[0-9a-f]{24}$/)
     assert.is(allowed.get.status, 200)
     assert.is(allowed.get.text, 'from the page')
     assert.is(allowed.get.etag, allowed.put.etag)

@@ -653,17 +653,17 @@ test('unimplemented subresources are 501 NotImplemented and do nothing else', as
   expectError(acl, 501, 'NotImplemented', 'GET ?acl')
   assert.not.ok(acl.body.toString().includes('ListBucketResult'), 'GET ?acl listed the bucket')
 
-  const versioning = '<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>'
-  const putVersioning = await request({
+  const lifecycle = '<LifecycleConfiguration></LifecycleConfiguration>'
+  const putLifecycle = await request({
     method: 'PUT',
     path: '/ghost-bucket',
-    query: { versioning: '' },
-    headers: { 'content-length': String(versioning.length) },
-    body: versioning,
+    query: { lifecycle: '' },
+    headers: { 'content-length': String(lifecycle.length) },
+    body: lifecycle,
   })
-  expectError(putVersioning, 501, 'NotImplemented', 'PUT ?versioning')
+  expectError(putLifecycle, 501, 'NotImplemented', 'PUT ?lifecycle')
   const head = await request({ method: 'HEAD', path: '/ghost-bucket' })
-  expectOk(head, 404, 'PUT ?versioning must not create the bucket')
+  expectOk(head, 404, 'PUT ?lifecycle must not create the bucket')
   const getTagging = await request({
     method: 'GET',
     path: `/${BUCKET}/tagged`,

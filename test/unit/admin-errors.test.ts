@@ -50,6 +50,7 @@ const EXPECTED: Record<ErrorCode, [code: string, status: number]> = {
   internal: INTERNAL,
   no_such_key: INTERNAL,
   no_such_upload: INTERNAL,
+  no_such_version: INTERNAL,
   invalid_part: INTERNAL,
   invalid_part_order: INTERNAL,
   invalid_part_number: INTERNAL,
@@ -79,6 +80,7 @@ const SERVER_SIDE = new Set<ErrorCode>([
   'internal',
   'no_such_key',
   'no_such_upload',
+  'no_such_version',
   'invalid_part',
   'invalid_part_order',
   'invalid_part_number',
@@ -102,7 +104,7 @@ const SERVER_SIDE = new Set<ErrorCode>([
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the code and status of the table', () => {
-  assert.is(CODES.length, 52)
+  assert.is(CODES.length, 53)
   for (const code of CODES) {
     const mapped = adminErrorFor(code)
     assert.equal([mapped.code, mapped.status], EXPECTED[code], code)

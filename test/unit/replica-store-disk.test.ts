@@ -190,7 +190,11 @@ test('objects, listing and stats survive a graceful restart', () =>
       totalReferences: 4,
     })
     value(
-      await disk.send({ kind: 'object.delete-many', bucket: 'b', keys: ['large', 'dup/of/large'] }),
+      await disk.send({
+        kind: 'object.delete-many',
+        bucket: 'b',
+        objects: [{ key: 'large' }, { key: 'dup/of/large' }],
+      }),
     )
     await idle(disk.state)
     assert.equal(await filesUnder(dir), [])

@@ -616,7 +616,9 @@ test('delete is idempotent; delete-many reports every key', async () => {
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   for (const key of ['a', 'b', 'c'])
     value(await store.send(putBody('b', key, pattern(10, key.charCodeAt(0)))))
-  assert.equal(value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'zz' })), null)
+  assert.equal(value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'zz' })), {
+    deleteMarker: false,
+  })
   assert.is(
     code(await store.send({ kind: 'object.delete', bucket: 'x', key: 'a' })),
     'no_such_bucket',
@@ -625,10 +627,11 @@ test('delete is idempotent; delete-many reports every key', async () => {
     await store.send<DeleteManyResult>({
       kind: 'object.delete-many',
       bucket: 'b',
-      keys: ['a', 'b', 'missing', 'a'],
+      objects: ['a', 'b', 'missing', 'a'].map((key) => ({ key })),
     }),
   )
-  assert.equal(many, { deleted: ['a', 'b', 'missing', 'a'], errors: [] })
+  const deleted = ['a', 'b', 'missing', 'a'].map((key) => ({ key, deleteMarker: false }))
+  assert.equal(many, { deleted, errors: [] })
   const left = await stats(store)
   assert.equal([left.objectsCount, left.storageUsedBytes, left.uniqueBlobs], [1, 10, 1])
 })
@@ -1159,7 +1162,7 @@ test('bucket.stats: exact counters through puts, overwrites, copies, deletes', a
     await store.send({
       kind: 'object.delete-many',
       bucket: 'b1',
-      keys: ['k1', 'missing', 'k1', 'k1copy'],
+      objects: ['k1', 'missing', 'k1', 'k1copy'].map((key) => ({ key })),
     }),
   )
   await expectBucketStats(store, [

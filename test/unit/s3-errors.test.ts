@@ -11,6 +11,7 @@ const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
   no_such_bucket: ['NoSuchBucket', 404],
   no_such_key: ['NoSuchKey', 404],
   no_such_upload: ['NoSuchUpload', 404],
+  no_such_version: ['NoSuchVersion', 404],
   bucket_exists: ['BucketAlreadyOwnedByYou', 409],
   bucket_not_empty: ['BucketNotEmpty', 409],
   invalid_bucket_name: ['InvalidBucketName', 400],
@@ -88,7 +89,7 @@ const SERVER_SIDE = new Set<ErrorCode>([
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the S3 code and status of the table', () => {
-  assert.is(CODES.length, 52)
+  assert.is(CODES.length, 53)
   for (const code of CODES) {
     const mapped = s3ErrorFor(code)
     assert.equal([mapped.s3Code, mapped.status], EXPECTED[code], code)

@@ -1,0 +1,230 @@
+/** @module Object versioning, as Amazon S3 does it per bucket. A bucket never configured keeps one
+ * object per key (O\0), as before. Once configured (Enabled or Suspended, never back):
+ * - O\0 holds the key's newest version exactly when that version is not a delete marker, so S3
+ *   listings and plain GETs read O\0 alone; every other version, markers included, is under V\0,
+ *   keyed by a token that sorts newest first, and holds its own blob references and bytes.
+ * - Enabled: a write gets a new version id (its token) and the current object moves to V\0; a
+ *   delete without a version id adds a marker.
+ * - Suspended: a write or delete gets the id `null` and replaces the key's earlier `null` version
+ *   (N\0 finds it when it is under V\0); other versions stay.
+ * - Deleting a version by id removes it for good; when it was the newest, the next newest becomes
+ *   current unless it is a marker (deleting a marker "undeletes" the key).
+ * Objects written before versioning was configured are the `null` version. Every function here
+ * prepares a Mutation with no await; the caller commits it. */
+import type { Context } from '../../protocol/actor.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import { decodeText, type ObjectRecord, type VersioningStatus } from './records.js'
+import {
+  isVersionToken,
+  keyVersionsPrefix,
+  nullVersionKey,
+  successor,
+  versionToken,
+} from './keys.js'
+import type { Mutation } from './mutation.js'
+import type { StoreState } from './store-state.js'
+
+/** What a delete did: the version it removed or the marker it added. */
+export interface DeleteOutcome {
+  versionId?: string
+  deleteMarker: boolean
+}
+
+/** A version found for a GET, HEAD or copy: an object, or a delete marker. */
+export type FoundVersion =
+  | { kind: 'object'; record: ObjectRecord; versioned: boolean }
+  | { kind: 'marker'; versionId: string; lastModifiedMs: number; byId: boolean }
+
+export function versioningOf(mutation: Mutation, bucket: string): VersioningStatus | undefined {
+  return mutation.bucket(bucket)?.versioning
+}
+
+/** A new version token: the write's time in microseconds, strictly increasing in this store
+ * incarnation (so two writes in one millisecond still sort), then random bits. */
+export function newVersionToken(state: StoreState, ctx: Context): string {
+  const micros = Math.max(Math.floor(ctx.now() * 1000), state.lastVersionMicros + 1)
+  state.lastVersionMicros = micros
+  return versionToken(micros, Buffer.from(ctx.randomBytes(4)).toString('hex'))
+}
+
+/** The token of a current object when it moves to V\0: its own, or (written before versioning
+ * was configured) one made from its last-modified time, which is older than any later write. */
+function tokenOf(record: ObjectRecord): string {
+  return record.versionToken ?? versionToken(record.lastModifiedMs * 1000, '00000000')
+}
+
+/** Writes `record` as the key's new current object, its references already added, as the
+ * bucket's versioning asks. Returns the version id, undefined for a never-versioned bucket. */
+export function writeCurrent(
+  state: StoreState,
+  ctx: Context,
+  mutation: Mutation,
+  at: { bucket: string; key: string },
+  record: ObjectRecord,
+): string | undefined {
+  const status = versioningOf(mutation, at.bucket)
+  if (status === undefined) {
+    mutation.putObject(at.bucket, at.key, record)
+    return undefined
+  }
+  const token = newVersionToken(state, ctx)
+  const versionId = status === 'Enabled' ? token : 'null'
+  if (status === 'Suspended') removeNullVersion(mutation, at)
+  const current = mutation.object(at.bucket, at.key)
+  if (current !== undefined) mutation.archiveCurrent(at.bucket, at.key, tokenOf(current))
+  mutation.setCurrent(at.bucket, at.key, { ...record, versionId, versionToken: token })
+  return versionId
+}
+
+/** Removes the key's `null` version, current or not (a Suspended bucket's write replaces it). */
+function removeNullVersion(mutation: Mutation, at: { bucket: string; key: string }): void {
+  const current = mutation.object(at.bucket, at.key)
+  if (current !== undefined && (current.versionId ?? 'null') === 'null') {
+    mutation.deleteObject(at.bucket, at.key)
+    return
+  }
+  const token = nullToken(mutation, at)
+  if (token !== undefined) mutation.deleteVersion(at.bucket, at.key, token)
+}
+
+function nullToken(mutation: Mutation, at: { bucket: string; key: string }): string | undefined {
+  const stored = mutation.get(nullVersionKey(at.bucket, at.key))
+  return stored === undefined ? undefined : decodeText(stored, 'null version')
+}
+
+/** DeleteObject without a version id. */
+export function deleteCurrent(
+  state: StoreState,
+  ctx: Context,
+  mutation: Mutation,
+  at: { bucket: string; key: string },
+): DeleteOutcome {
+  const status = versioningOf(mutation, at.bucket)
+  if (status === undefined) {
+    mutation.deleteObject(at.bucket, at.key)
+    return { deleteMarker: false }
+  }
+  const token = newVersionToken(state, ctx)
+  const versionId = status === 'Enabled' ? token : 'null'
+  if (status === 'Suspended') removeNullVersion(mutation, at)
+  const current = mutation.object(at.bucket, at.key)
+  if (current !== undefined) mutation.archiveCurrent(at.bucket, at.key, tokenOf(current))
+  mutation.putVersion(at.bucket, at.key, token, markerRecord(ctx.now(), versionId))
+  return { versionId, deleteMarker: true }
+}
+
+function markerRecord(nowMs: number, versionId: string): ObjectRecord {
+  return {
+    size: 0,
+    etag: '',
+    lastModifiedMs: nowMs,
+    http: { contentType: '' },
+    userMeta: {},
+    checksums: {},
+    versionId,
+    deleteMarker: true,
+  }
+}
+
+/** A version id from a request: `null` or a token; anything else is S3's InvalidArgument. */
+export function checkVersionId(versionId: string): Result<string> {
+  if (versionId === 'null' || isVersionToken(versionId)) return ok(versionId)
+  return fail('invalid_argument', 'Invalid version id specified')
+}
+
+/** DeleteObject with a version id: removes that version for good. */
+export function deleteById(
+  ctx: Context,
+  mutation: Mutation,
+  at: { bucket: string; key: string },
+  versionId: string,
+): Result<DeleteOutcome> {
+  const checked = checkVersionId(versionId)
+  if (!checked.ok) return checked
+  const current = mutation.object(at.bucket, at.key)
+  if (current !== undefined && (current.versionId ?? 'null') === versionId) {
+    mutation.deleteObject(at.bucket, at.key)
+    promoteNewest(ctx, mutation, at)
+    return ok({ versionId, deleteMarker: false })
+  }
+  const token = versionId === 'null' ? nullToken(mutation, at) : versionId
+  const record = token === undefined ? undefined : mutation.version(at.bucket, at.key, token)
+  if (token === undefined || record === undefined) return ok({ versionId, deleteMarker: false })
+  const wasNewest = current === undefined && newestToken(ctx, mutation, at) === token
+  mutation.deleteVersion(at.bucket, at.key, token)
+  if (wasNewest) promoteNewest(ctx, mutation, at)
+  return ok({ versionId, deleteMarker: record.deleteMarker === true })
+}
+
+/** The newest token under V\0 for the key that this mutation has not deleted. */
+function newestToken(
+  ctx: Context,
+  mutation: Mutation,
+  at: { bucket: string; key: string },
+): string | undefined {
+  const prefix = keyVersionsPrefix(at.bucket, at.key)
+  const end = successor(prefix)
+  if (end === null) return undefined
+  // A mutation deletes at most two versions of a key before asking: three rows always suffice.
+  const rows = ctx.kv.scan({ gte: prefix, lt: end, limit: 3 })
+  for (const [storedKey] of rows) {
+    const token = storedKey.slice(prefix.length)
+    if (mutation.version(at.bucket, at.key, token) !== undefined) return token
+  }
+  return undefined
+}
+
+/** After the current version went: the newest remaining one becomes current, unless it is a
+ * marker (then the key stays deleted) or there is none. */
+function promoteNewest(
+  ctx: Context,
+  mutation: Mutation,
+  at: { bucket: string; key: string },
+): void {
+  const token = newestToken(ctx, mutation, at)
+  if (token === undefined) return
+  const version = mutation.version(at.bucket, at.key, token)
+  if (version !== undefined && version.deleteMarker !== true) {
+    mutation.promoteVersion(at.bucket, at.key, token)
+  }
+}
+
+/** The version a GET, HEAD or copy names: the current one without an id. */
+export function findVersion(
+  ctx: Context,
+  mutation: Mutation,
+  at: { bucket: string; key: string },
+  versionId: string | undefined,
+): Result<FoundVersion> {
+  const versioned = versioningOf(mutation, at.bucket) !== undefined
+  const current = mutation.object(at.bucket, at.key)
+  if (versionId === undefined) {
+    if (current !== undefined) return ok({ kind: 'object', record: current, versioned })
+    const token = versioned ? newestToken(ctx, mutation, at) : undefined
+    const newest = token === undefined ? undefined : mutation.version(at.bucket, at.key, token)
+    if (newest?.deleteMarker === true) {
+      const { lastModifiedMs } = newest
+      return ok({
+        kind: 'marker',
+        versionId: newest.versionId ?? 'null',
+        lastModifiedMs,
+        byId: false,
+      })
+    }
+    return fail('no_such_key', `no key ${at.key} in ${at.bucket}`)
+  }
+  const checked = checkVersionId(versionId)
+  if (!checked.ok) return checked
+  if (current !== undefined && (current.versionId ?? 'null') === versionId) {
+    return ok({ kind: 'object', record: current, versioned })
+  }
+  const token = versionId === 'null' ? nullToken(mutation, at) : versionId
+  const record = token === undefined ? undefined : mutation.version(at.bucket, at.key, token)
+  if (record === undefined) {
+    return fail('no_such_version', `no version ${versionId} of ${at.key}`)
+  }
+  if (record.deleteMarker === true) {
+    return ok({ kind: 'marker', versionId, lastModifiedMs: record.lastModifiedMs, byId: true })
+  }
+  return ok({ kind: 'object', record, versioned })
+}
