@@ -44,13 +44,16 @@ export function versioningOf(mutation: Mutation, bucket: string): VersioningStat
 export function newVersionToken(state: StoreState, ctx: Context): string {
   const micros = Math.max(Math.floor(ctx.now() * 1000), state.lastVersionMicros + 1)
   state.lastVersionMicros = micros
-  return versionToken(micros, Buffer.from(ctx.randomBytes(4)).toString('hex'))
+  // Below ffffffff, which is kept for objects written before versioning (see tokenOf).
+  const random = Buffer.from(ctx.randomBytes(4)).readUInt32BE(0) % 0xffffffff
+  return versionToken(micros, random.toString(16).padStart(8, '0'))
 }
 
 /** The token of a current object when it moves to V\0: its own, or (written before versioning
- * was configured) one made from its last-modified time, which is older than any later write. */
+ * was configured) one made from its last-modified time. Its random part is the largest, so it
+ * sorts older than a version written in the same microsecond, which can only have come later. */
 function tokenOf(record: ObjectRecord): string {
-  return record.versionToken ?? versionToken(record.lastModifiedMs * 1000, '00000000')
+  return record.versionToken ?? versionToken(record.lastModifiedMs * 1000, 'ffffffff')
 }
 
 /** Writes `record` as the key's new current object, its references already added, as the

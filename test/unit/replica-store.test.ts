@@ -1567,4 +1567,51 @@ test('multipart: a forced bucket delete aborts uploads; a plain one refuses', as
   assert.equal(store.ctx.kv.scan({ gte: 'P\0', lt: 'Y', limit: 10 }), [])
 })
 
+// ---------------------------------------------------------------------------------------------
+// Versioning
+
+test('versioning: references and counters follow versions, markers and removals', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  value(await store.send(putStream('b', 'k', pattern(200_000, 50)).msg)) // the null version
+  value(await store.send({ kind: 'bucket.versioning.put', bucket: 'b', status: 'Enabled' }))
+  const second = value(await store.send<PutResult>(putStream('b', 'k', pattern(300_000, 51)).msg))
+  const marker = value(
+    await store.send<{ versionId: string; deleteMarker: boolean }>({
+      kind: 'object.delete',
+      bucket: 'b',
+      key: 'k',
+    }),
+  )
+  assert.is(marker.deleteMarker, true)
+  await idle(store.state)
+  assert.equal(await stats(store), {
+    bucketsCount: 1,
+    objectsCount: 0,
+    storageUsedBytes: 500_000,
+    uniqueBlobs: 2,
+    totalReferences: 2,
+  })
+  // Removing the marker makes the newest version current again.
+  const removed = { kind: 'object.delete', bucket: 'b', key: 'k' } as const
+  value(await store.send({ ...removed, versionId: marker.versionId }))
+  assert.is((await stats(store)).objectsCount, 1)
+  const current = await getBytes(store, 'b', 'k')
+  assert.is(current.info.versionId, second.versionId)
+  value(await store.send({ ...removed, versionId: second.versionId ?? '' }))
+  const old = await getBytes(store, 'b', 'k')
+  assert.is(old.info.versionId, 'null')
+  value(await store.send({ ...removed, versionId: 'null' }))
+  await idle(store.state)
+  assert.equal(await stats(store), {
+    bucketsCount: 1,
+    objectsCount: 0,
+    storageUsedBytes: 0,
+    uniqueBlobs: 0,
+    totalReferences: 0,
+  })
+  assert.is(store.ctx.blobs.permanent.size, 0)
+  value(await store.send({ kind: 'bucket.delete', bucket: 'b' }))
+})
+
 test.run()
