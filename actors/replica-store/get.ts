@@ -165,17 +165,9 @@ async function sendSegments(
   size: number,
 ): Promise<void> {
   try {
-    const want = await sink.demand()
+    const want = await demandedRange(sink, size)
     if (want === null) return
     const { start, end } = want
-    if (!(Number.isInteger(start) && Number.isInteger(end) && 0 <= start && start <= end)) {
-      sink.abort('invalid_range', `bad range ${start}-${end}`)
-      return
-    }
-    if (end >= size) {
-      sink.abort('invalid_range', `range ${start}-${end} past ${size} bytes`)
-      return
-    }
     for (const segment of segments) {
       const from = Math.max(start, segment.offset) - segment.offset
       const to = Math.min(end, segment.offset + segment.blob.size - 1) - segment.offset
@@ -187,6 +179,26 @@ async function sendSegments(
   } catch (error) {
     sink.abort('internal', error instanceof Error ? error.message : 'read failed')
   }
+}
+
+/** The receiver's range, once it asks; null (and the stream aborted when the range is bad) if it
+ * cancelled or asked for bytes outside 0..size-1. */
+async function demandedRange(
+  sink: ByteSink,
+  size: number,
+): Promise<{ start: number; end: number } | null> {
+  const want = await sink.demand()
+  if (want === null) return null
+  const { start, end } = want
+  if (!(Number.isInteger(start) && Number.isInteger(end) && 0 <= start && start <= end)) {
+    sink.abort('invalid_range', `bad range ${start}-${end}`)
+    return null
+  }
+  if (end >= size) {
+    sink.abort('invalid_range', `range ${start}-${end} past ${size} bytes`)
+    return null
+  }
+  return want
 }
 
 /** Sends bytes from..to (inclusive, within the segment); false if it aborted the stream. */
@@ -285,17 +297,9 @@ async function sendRange(
 ): Promise<void> {
   assert.equal(reader.size, blob.size)
   try {
-    const want = await sink.demand()
+    const want = await demandedRange(sink, blob.size)
     if (want === null) return
     const { start, end } = want
-    if (!(Number.isInteger(start) && Number.isInteger(end) && 0 <= start && start <= end)) {
-      sink.abort('invalid_range', `bad range ${start}-${end}`)
-      return
-    }
-    if (end >= blob.size) {
-      sink.abort('invalid_range', `range ${start}-${end} past ${blob.size} bytes`)
-      return
-    }
     if (!(await sendSlices(state, ctx, sink, reader, blob, start, end))) return
     sink.end()
   } catch (error) {

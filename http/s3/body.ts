@@ -81,6 +81,21 @@ export async function readWholeBody(
 /** Checks a request body that does not go to the store (XML requests) against the Content-MD5 and
  * x-amz-checksum-* the client sent with it, in headers or trailers. Object bodies are checked by
  * the store while it hashes them. */
+/** A whole request body of at most `maxBytes` (an XML configuration or request), checked against
+ * its Content-MD5 and x-amz-checksum-* headers or trailers. */
+export async function readCheckedBody(
+  ex: S3Exchange,
+  auth: Authenticated,
+  maxBytes: number,
+  tooLarge: ErrorCode,
+): Promise<Result<Uint8Array>> {
+  const body = await readWholeBody(ex, auth, maxBytes, tooLarge)
+  if (!body.ok) return body
+  const digests = checkBodyDigests(ex, body.value.bytes, body.value.trailers)
+  if (!digests.ok) return digests
+  return ok(body.value.bytes)
+}
+
 export function checkBodyDigests(
   ex: S3Exchange,
   bytes: Uint8Array,

@@ -23,7 +23,7 @@ import {
 } from '../../protocol/s3-xml.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
-import { checkBodyDigests, readWholeBody } from './body.js'
+import { readCheckedBody } from './body.js'
 import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { isValidBucketName } from './names.js'
 
@@ -61,12 +61,10 @@ export async function createBucket(
     })
   }
   // An optional CreateBucketConfiguration names a region; it must be well-formed.
-  const body = await readWholeBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
+  const body = await readCheckedBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
   if (!body.ok) return sendError(ex, body.code, body.detail)
-  const digests = checkBodyDigests(ex, body.value.bytes, body.value.trailers)
-  if (!digests.ok) return sendError(ex, digests.code, digests.detail)
-  if (body.value.bytes.length > 0) {
-    const parsed = parseXmlBody(body.value.bytes, 'CreateBucketConfiguration')
+  if (body.value.length > 0) {
+    const parsed = parseXmlBody(body.value, 'CreateBucketConfiguration')
     if (!parsed.ok) return sendError(ex, parsed.code, parsed.detail)
   }
   const reply = await ex.mesh.call('coordinator', {
@@ -214,11 +212,9 @@ export async function deleteObjects(
   auth: Authenticated,
   bucket: string,
 ): Promise<void> {
-  const body = await readWholeBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
+  const body = await readCheckedBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
   if (!body.ok) return sendError(ex, body.code, body.detail)
-  const digests = checkBodyDigests(ex, body.value.bytes, body.value.trailers)
-  if (!digests.ok) return sendError(ex, digests.code, digests.detail)
-  const request = parseDeleteObjects(body.value.bytes)
+  const request = parseDeleteObjects(body.value)
   if (!request.ok) return sendError(ex, request.code, request.detail)
   const reply = await ex.mesh.call<DeleteManyResult>('coordinator', {
     kind: 'object.delete-many',
@@ -248,11 +244,9 @@ export async function putBucketVersioning(
   auth: Authenticated,
   bucket: string,
 ): Promise<void> {
-  const body = await readWholeBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
+  const body = await readCheckedBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
   if (!body.ok) return sendError(ex, body.code, body.detail)
-  const digests = checkBodyDigests(ex, body.value.bytes, body.value.trailers)
-  if (!digests.ok) return sendError(ex, digests.code, digests.detail)
-  const status = parseVersioningConfiguration(body.value.bytes)
+  const status = parseVersioningConfiguration(body.value)
   if (!status.ok) return sendError(ex, status.code, status.detail)
   const reply = await ex.mesh.call('coordinator', {
     kind: 'bucket.versioning.put',

@@ -21,7 +21,7 @@ import type { Result } from '../../protocol/errors.js'
 import { CORS_BODY_BYTES_MAX } from '../../protocol/limits.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
-import { checkBodyDigests, readWholeBody } from './body.js'
+import { readCheckedBody } from './body.js'
 import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
 
 /** S3's words for a preflight no rule allows (its spelling of "evaluation" included). */
@@ -50,11 +50,9 @@ export async function putBucketCors(
   auth: Authenticated,
   bucket: string,
 ): Promise<void> {
-  const body = await readWholeBody(ex, auth, CORS_BODY_BYTES_MAX, 'max_message_length_exceeded')
+  const body = await readCheckedBody(ex, auth, CORS_BODY_BYTES_MAX, 'max_message_length_exceeded')
   if (!body.ok) return sendError(ex, body.code, body.detail)
-  const digests = checkBodyDigests(ex, body.value.bytes, body.value.trailers)
-  if (!digests.ok) return sendError(ex, digests.code, digests.detail)
-  const cors = parseCorsConfiguration(body.value.bytes)
+  const cors = parseCorsConfiguration(body.value)
   if (!cors.ok) return sendError(ex, cors.code, cors.detail)
   const reply = await ex.mesh.call('coordinator', {
     kind: 'bucket.cors.put',

@@ -24,7 +24,7 @@ import {
 } from '../../protocol/s3-multipart-xml.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
-import { checkBodyDigests, declaredSize, readWholeBody } from './body.js'
+import { declaredSize, readCheckedBody } from './body.js'
 import { ownerOf, parseEncoding } from './buckets.js'
 import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
@@ -136,11 +136,9 @@ export async function completeMultipartUpload(
   at: ObjectTarget,
   uploadId: string,
 ): Promise<void> {
-  const body = await readWholeBody(ex, auth, COMPLETE_BODY_BYTES_MAX, 'malformed_xml')
+  const body = await readCheckedBody(ex, auth, COMPLETE_BODY_BYTES_MAX, 'malformed_xml')
   if (!body.ok) return sendError(ex, body.code, body.detail)
-  const digests = checkBodyDigests(ex, body.value.bytes, body.value.trailers)
-  if (!digests.ok) return sendError(ex, digests.code, digests.detail)
-  const parts = parseCompleteUpload(body.value.bytes)
+  const parts = parseCompleteUpload(body.value)
   if (!parts.ok) return sendError(ex, parts.code, parts.detail)
   const reply = await ex.mesh.call<PutResult>('coordinator', {
     kind: 'upload.complete',

@@ -23,6 +23,7 @@ import {
   type CompletedPart,
   type S3Client,
 } from '@aws-sdk/client-s3'
+import { failure } from '../support/s3-failure.js'
 import { startServer, type TestServer } from '../support/server.js'
 import type { StatsRecord } from '../../http/stats.js'
 
@@ -105,17 +106,6 @@ async function complete(key: string, uploadId: string, parts: CompletedPart[]) {
 async function readAll(key: string, extra: object = {}) {
   const answer = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key, ...extra }))
   return { answer, bytes: Buffer.from(await answer.Body!.transformToByteArray()) }
-}
-
-async function failure(run: () => Promise<unknown>): Promise<{ name: string; status?: number }> {
-  try {
-    await run()
-  } catch (error) {
-    const failed = error as { name: string; $metadata?: { httpStatusCode?: number } }
-    const status = failed.$metadata?.httpStatusCode
-    return status === undefined ? { name: failed.name } : { name: failed.name, status }
-  }
-  return { name: 'no error' }
 }
 
 test('three parts with a 1-byte last part: bytes, ETag, metadata, part GETs, ranges', async () => {

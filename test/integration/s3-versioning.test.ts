@@ -26,6 +26,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3'
 import { signedRequest } from '../support/signed-request.js'
+import { failure } from '../support/s3-failure.js'
 import { startServer, type TestServer } from '../support/server.js'
 import type { StatsRecord } from '../../http/stats.js'
 
@@ -70,17 +71,6 @@ async function read(bucket: string, key: string, versionId?: string) {
     }),
   )
   return { text: await answer.Body!.transformToString(), versionId: answer.VersionId }
-}
-
-async function failure(run: () => Promise<unknown>): Promise<{ name: string; status?: number }> {
-  try {
-    await run()
-  } catch (error) {
-    const failed = error as { name: string; $metadata?: { httpStatusCode?: number } }
-    const status = failed.$metadata?.httpStatusCode
-    return status === undefined ? { name: failed.name } : { name: failed.name, status }
-  }
-  return { name: 'no error' }
 }
 
 test('configuration: empty until set, Enabled and Suspended, bad bodies refused', async () => {
