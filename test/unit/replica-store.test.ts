@@ -1614,4 +1614,27 @@ test('versioning: references and counters follow versions, markers and removals'
   value(await store.send({ kind: 'bucket.delete', bucket: 'b' }))
 })
 
+test('versioning: forced bucket delete removes versions and markers; plain refuses', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  value(await store.send({ kind: 'bucket.versioning.put', bucket: 'b', status: 'Enabled' }))
+  for (const seed of [60, 61])
+    value(await store.send(putStream('b', 'k', pattern(100_000, seed)).msg))
+  value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'k' }))
+  value(await store.send(putBody('b', 'other', pattern(10, 62))))
+  value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'other' }))
+  assert.is(code(await store.send({ kind: 'bucket.delete', bucket: 'b' })), 'bucket_not_empty')
+  value(await store.send({ kind: 'bucket.delete', bucket: 'b', force: true }))
+  await idle(store.state)
+  assert.equal(await stats(store), {
+    bucketsCount: 0,
+    objectsCount: 0,
+    storageUsedBytes: 0,
+    uniqueBlobs: 0,
+    totalReferences: 0,
+  })
+  assert.is(store.ctx.blobs.permanent.size, 0)
+  assert.equal(store.ctx.kv.scan({ gte: 'N\0', lt: 'W', limit: 10 }), [])
+})
+
 test.run()
