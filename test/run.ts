@@ -45,7 +45,6 @@ function runSuite(file: string): Promise<Outcome> {
     child.on('close', (code) => {
       clearTimeout(timer)
       // uvu prints "Total: N", "Passed: N", "Skipped: N" (with ANSI colours) at the end.
-      // eslint-disable-next-line no-control-regex
       const plain = output.replace(/\x1b\[[0-9;]*m/g, '')
       const total = /Total:\s+(\d+)/.exec(plain)
       const passed = /Passed:\s+(\d+)/.exec(plain)
