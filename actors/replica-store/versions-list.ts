@@ -47,7 +47,14 @@ export function listVersions(msg: ListVersionsMsg, ctx: Context): Result<Version
   let cursor: Cursor = resume ? { gt: msg.keyMarker } : { gte: msg.prefix }
   if (resume && msg.versionIdMarker !== '') {
     // The rest of the marker's own versions first, then the keys after it.
-    for (const entry of versionsOf(ctx, view, msg.bucket, msg.keyMarker, msg.versionIdMarker)) {
+    for (const entry of versionsOf(
+      ctx,
+      view,
+      msg.bucket,
+      msg.keyMarker,
+      msg.versionIdMarker,
+      pager.wanted(),
+    )) {
       if (!pager.add(entry)) return ok(listing)
     }
   }
@@ -67,7 +74,7 @@ export function listVersions(msg: ListVersionsMsg, ctx: Context): Result<Version
       cursor = { gte: past }
       continue
     }
-    for (const entry of versionsOf(ctx, view, msg.bucket, key, '')) {
+    for (const entry of versionsOf(ctx, view, msg.bucket, key, '', pager.wanted())) {
       if (!pager.add(entry)) return ok(listing)
     }
     cursor = { gt: key }
@@ -80,6 +87,11 @@ class Pager {
     private readonly listing: VersionListing,
     private readonly maxKeys: number,
   ) {}
+
+  /** Entries that would fill the page and tell whether it is truncated. */
+  wanted(): number {
+    return this.maxKeys - this.listing.versions.length - this.listing.commonPrefixes.length + 1
+  }
 
   private full(): boolean {
     const count = this.listing.versions.length + this.listing.commonPrefixes.length
@@ -136,14 +148,17 @@ function nextKey(
   return candidates.sort(compareUtf8)[0] ?? null
 }
 
-/** The versions of one key, newest first, after the version `afterVersionId` if it is set. */
+/** The versions of one key, newest first, after the version `afterVersionId` if it is set; at
+ * most `limit` of them, all the page can take. */
 function versionsOf(
   ctx: Context,
   view: Mutation,
   bucket: string,
   key: string,
   afterVersionId: string,
+  limit: number,
 ): VersionEntry[] {
+  assert(limit >= 1 && limit <= LIST_KEYS_MAX + 1)
   const entries: VersionEntry[] = []
   const current = view.object(bucket, key)
   const currentId = current === undefined ? null : (current.versionId ?? 'null')
@@ -158,8 +173,7 @@ function versionsOf(
   }
   const end = successor(prefix)
   if (end === null) return entries
-  // Bounded by the page: the caller stops taking entries once it is full (plus one to tell).
-  const rows = ctx.kv.scan({ ...from, lt: end, limit: LIST_KEYS_MAX + 1 })
+  const rows = ctx.kv.scan({ ...from, lt: end, limit })
   for (const [index, [, value]] of rows.entries()) {
     const latest = current === undefined && index === 0 && afterVersionId === ''
     entries.push(entry(key, decodeObject(value), latest))

@@ -21,10 +21,9 @@ import {
   parseXmlBody,
   type S3Owner,
 } from '../../protocol/s3-xml.js'
-import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
-import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import { callDeadline, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { isValidBucketName } from './names.js'
 
 export function regionOf(ex: S3Exchange): string {
@@ -36,15 +35,11 @@ export function ownerOf(ex: S3Exchange): S3Owner {
   return { id, displayName: id }
 }
 
-function deadline(ex: S3Exchange): number {
-  return ex.mesh.now() + CALL_TIMEOUT_MS
-}
-
 export async function listBuckets(ex: S3Exchange): Promise<void> {
   const reply = await ex.mesh.call<BucketInfo[]>('coordinator', {
     kind: 'bucket.list',
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   sendXml(ex, 200, listBucketsXml(reply.value, ownerOf(ex)))
@@ -71,7 +66,7 @@ export async function createBucket(
     kind: 'bucket.create',
     bucket,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 200, { location: '/' + bucket })
@@ -82,7 +77,7 @@ async function bucketExists(ex: S3Exchange, bucket: string): Promise<Result<Buck
     kind: 'bucket.head',
     bucket,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
 }
 
@@ -103,7 +98,7 @@ export async function deleteBucket(ex: S3Exchange, bucket: string): Promise<void
     kind: 'bucket.delete',
     bucket,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 204, {})
@@ -157,7 +152,7 @@ async function listPage(
     after,
     maxKeys: list.maxKeys,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
 }
 
@@ -221,7 +216,7 @@ export async function deleteObjects(
     bucket,
     objects: request.value.keys,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   // S3's fields: VersionId is the one asked for; a marker added carries its own id apart.
@@ -253,7 +248,7 @@ export async function putBucketVersioning(
     bucket,
     status: status.value,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 200, {})
@@ -264,7 +259,7 @@ export async function getBucketVersioning(ex: S3Exchange, bucket: string): Promi
     kind: 'bucket.versioning.get',
     bucket,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   sendXml(ex, 200, versioningConfigurationXml(reply.value.status))
@@ -297,7 +292,7 @@ export async function listObjectVersions(ex: S3Exchange, bucket: string): Promis
     bucket,
     ...options,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   const xml = listVersionsXml({

@@ -19,10 +19,9 @@ import {
 } from '../../protocol/cors.js'
 import type { Result } from '../../protocol/errors.js'
 import { CORS_BODY_BYTES_MAX } from '../../protocol/limits.js'
-import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
-import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import { callDeadline, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 
 /** S3's words for a preflight no rule allows (its spelling of "evaluation" included). */
 const NOT_ALLOWED =
@@ -32,16 +31,12 @@ const NOT_ALLOWED =
 const NOT_ENABLED = 'CORSResponse: CORS is not enabled for this bucket.'
 const NO_BUCKET = 'CORSResponse: Bucket not found'
 
-function deadline(ex: S3Exchange): number {
-  return ex.mesh.now() + CALL_TIMEOUT_MS
-}
-
 function corsRules(ex: S3Exchange, bucket: string): Promise<Result<CorsConfiguration>> {
   return ex.mesh.call<CorsConfiguration>('coordinator', {
     kind: 'bucket.cors.get',
     bucket,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
 }
 
@@ -59,7 +54,7 @@ export async function putBucketCors(
     bucket,
     cors: cors.value,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 200, {})
@@ -76,7 +71,7 @@ export async function deleteBucketCors(ex: S3Exchange, bucket: string): Promise<
     kind: 'bucket.cors.delete',
     bucket,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 204, {})

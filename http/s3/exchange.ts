@@ -7,6 +7,7 @@ import type { Mesh } from '../../protocol/actor.js'
 import type { ErrorCode } from '../../protocol/errors.js'
 import type { Principal } from '../../protocol/messages.js'
 import { errorXml } from '../../protocol/s3-xml.js'
+import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import { s3ErrorFor } from './errors.js'
 import type { Target } from './target.js'
 
@@ -100,4 +101,9 @@ function hasBody(incoming: IncomingMessage): boolean {
   return (
     (length !== undefined && length !== '0') || incoming.headers['transfer-encoding'] !== undefined
   )
+}
+
+/** The deadline of a request to an actor that carries no body: CALL_TIMEOUT_MS from now. */
+export function callDeadline(ex: S3Exchange): number {
+  return ex.mesh.now() + CALL_TIMEOUT_MS
 }

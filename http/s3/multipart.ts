@@ -26,7 +26,7 @@ import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
 import { declaredSize, readCheckedBody } from './body.js'
 import { ownerOf, parseEncoding } from './buckets.js'
-import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import { callDeadline, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
 import { conditionsFrom, expectations, parseCopySource, sendBody } from './objects.js'
 
@@ -39,10 +39,6 @@ interface ObjectTarget {
  * checksum: about 150 bytes a part. */
 const COMPLETE_BODY_BYTES_MAX = 4 * 1024 * 1024
 
-function deadline(ex: S3Exchange): number {
-  return ex.mesh.now() + CALL_TIMEOUT_MS
-}
-
 export async function createMultipartUpload(ex: S3Exchange, at: ObjectTarget): Promise<void> {
   const userMeta = parseUserMeta(ex.headers)
   if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
@@ -52,7 +48,7 @@ export async function createMultipartUpload(ex: S3Exchange, at: ObjectTarget): P
     http: parseHttpMeta(ex.headers),
     userMeta: userMeta.value,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   sendXml(ex, 200, initiateUploadXml({ ...at, uploadId: reply.value.uploadId }))
@@ -146,7 +142,7 @@ export async function completeMultipartUpload(
     uploadId,
     parts: parts.value,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const scheme = ex.incoming.socket && 'encrypted' in ex.incoming.socket ? 'https' : 'http'
@@ -168,7 +164,7 @@ export async function abortMultipartUpload(
     ...at,
     uploadId,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   send(ex, 204, {})
@@ -195,7 +191,7 @@ export async function listParts(ex: S3Exchange, at: ObjectTarget, uploadId: stri
     afterPartNumber: marker.value,
     maxParts: maxParts.value,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const xml = listPartsXml({
@@ -229,7 +225,7 @@ export async function listMultipartUploads(ex: S3Exchange, bucket: string): Prom
     bucket,
     ...options,
     requestId: ex.requestId,
-    deadlineMs: deadline(ex),
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   const xml = listUploadsXml({

@@ -17,10 +17,10 @@ import type {
 import type { Conditions, Expectations } from '../../protocol/objects.js'
 import { copyObjectResultXml } from '../../protocol/s3-xml.js'
 import { parsePartNumber } from '../../protocol/s3-multipart-xml.js'
-import { CALL_TIMEOUT_MS, streamDeadlineMs } from '../../protocol/timing.js'
+import { streamDeadlineMs } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
 import { declaredSize, pumpBody, readWholeBody } from './body.js'
-import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import { callDeadline, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import {
   checksumHeaders,
   objectHeaders,
@@ -116,7 +116,7 @@ export async function sendBody<T>(
     return ex.mesh.call<T>('coordinator', {
       ...base,
       body: body.value.bytes,
-      deadlineMs: ex.mesh.now() + CALL_TIMEOUT_MS,
+      deadlineMs: callDeadline(ex),
       expect: { ...expect, ...withTrailers(expect, body.value.trailers) },
     } as ObjectMsg)
   }
@@ -230,7 +230,7 @@ export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void>
     ...(versionId === null ? {} : { versionId }),
   }
   const head = ex.method === 'HEAD'
-  const deadlineMs = ex.mesh.now() + CALL_TIMEOUT_MS
+  const deadlineMs = callDeadline(ex)
   const first = await getCall(ex, at, head ? byPart : { ...byPart, inline: true }, deadlineMs)
   if (!first.ok) return sendError(ex, first.code, first.detail)
   if ('marker' in first.value) return sendMarker(ex, first.value)
@@ -350,7 +350,7 @@ export async function deleteObject(ex: S3Exchange, at: ObjectTarget): Promise<vo
     ...at,
     ...(versionId === null ? {} : { versionId }),
     requestId: ex.requestId,
-    deadlineMs: ex.mesh.now() + CALL_TIMEOUT_MS,
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const headers: Record<string, string> = versionHeaders(reply.value)
@@ -405,7 +405,7 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
     ...(replace === undefined ? {} : { replace }),
     conditions: conditionsFrom(ex.headers, 'x-amz-copy-source-'),
     requestId: ex.requestId,
-    deadlineMs: ex.mesh.now() + CALL_TIMEOUT_MS,
+    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const headers = versionHeaders(reply.value)

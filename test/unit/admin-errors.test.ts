@@ -124,7 +124,7 @@ test('only server-side faults are 5xx, and every 5xx text is fixed and says noth
   for (const text of texts) assert.not.match(text, /[a-z]+_[a-z]+|store|iam|coordinator/i)
 })
 
-test('the disabled admin API names SVC_ROOT_PASSWORD; no message echoes a placeholder', () => {
+test('the disabled admin API names SVC_ROOT_PASSWORD; no message has an unfilled template', () => {
   assert.match(adminErrorFor('admin_disabled').message, 'SVC_ROOT_PASSWORD')
   for (const code of CODES) assert.not.match(adminErrorFor(code).message, /\$\{|undefined/, code)
 })
