@@ -11,8 +11,10 @@
  *   current unless it is a marker (deleting a marker "undeletes" the key).
  * Objects written before versioning was configured are the `null` version. Every function here
  * prepares a Mutation with no await; the caller commits it. */
+import assert from 'node:assert/strict'
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
+import { DELETE_OBJECTS_KEYS_MAX } from '../../protocol/limits.js'
 import { decodeText, type ObjectRecord, type VersioningStatus } from './records.js'
 import {
   isVersionToken,
@@ -159,7 +161,12 @@ export function deleteById(
   return ok({ versionId, deleteMarker: record.deleteMarker === true })
 }
 
-/** The newest token under V\0 for the key that this mutation has not deleted. */
+/** Rows read per scan while looking for the newest version a mutation has not deleted. */
+const NEWEST_SCAN_ROWS = 8
+
+/** The newest token under V\0 for the key that this mutation has not deleted. The kv does not see
+ * the mutation's own deletes, so deleted rows are skipped page by page; one batch deletes at most
+ * DELETE_OBJECTS_KEYS_MAX versions (a delete-many), which bounds the pages. */
 function newestToken(
   ctx: Context,
   mutation: Mutation,
@@ -168,13 +175,18 @@ function newestToken(
   const prefix = keyVersionsPrefix(at.bucket, at.key)
   const end = successor(prefix)
   if (end === null) return undefined
-  // A mutation deletes at most two versions of a key before asking: three rows always suffice.
-  const rows = ctx.kv.scan({ gte: prefix, lt: end, limit: 3 })
-  for (const [storedKey] of rows) {
-    const token = storedKey.slice(prefix.length)
-    if (mutation.version(at.bucket, at.key, token) !== undefined) return token
+  let from: { gte: string } | { gt: string } = { gte: prefix }
+  for (let pages = 0; pages <= DELETE_OBJECTS_KEYS_MAX / NEWEST_SCAN_ROWS + 1; pages++) {
+    const rows = ctx.kv.scan({ ...from, lt: end, limit: NEWEST_SCAN_ROWS })
+    for (const [storedKey] of rows) {
+      const token = storedKey.slice(prefix.length)
+      if (mutation.version(at.bucket, at.key, token) !== undefined) return token
+    }
+    const last = rows[rows.length - 1]
+    if (last === undefined || rows.length < NEWEST_SCAN_ROWS) return undefined
+    from = { gt: last[0] }
   }
-  return undefined
+  assert.fail('more versions deleted in one batch than a batch can delete')
 }
 
 /** After the current version went: the newest remaining one becomes current, unless it is a

@@ -1637,4 +1637,29 @@ test('versioning: forced bucket delete removes versions and markers; plain refus
   assert.equal(store.ctx.kv.scan({ gte: 'N\0', lt: 'W', limit: 10 }), [])
 })
 
+test('versioning: a delete-many of the newest versions makes the next one current', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  value(await store.send({ kind: 'bucket.versioning.put', bucket: 'b', status: 'Enabled' }))
+  const ids: string[] = []
+  for (const seed of [70, 71, 72, 73, 74]) {
+    ids.push(
+      value(await store.send<PutResult>(putBody('b', 'k', pattern(10, seed)))).versionId ?? '',
+    )
+  }
+  const newest = ids.slice(1).reverse() // all but the oldest, newest first
+  const many = value(
+    await store.send<DeleteManyResult>({
+      kind: 'object.delete-many',
+      bucket: 'b',
+      objects: newest.map((versionId) => ({ key: 'k', versionId })),
+    }),
+  )
+  assert.is(many.deleted.length, 4)
+  const current = await getBytes(store, 'b', 'k')
+  assert.is(current.info.versionId, ids[0])
+  assert.ok(Buffer.from(current.bytes).equals(Buffer.from(pattern(10, 70))))
+  assert.is((await stats(store)).objectsCount, 1)
+})
+
 test.run()
