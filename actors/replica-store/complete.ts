@@ -36,8 +36,8 @@ export async function completeUpload(
   const mutation = new Mutation(ctx.kv)
   const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
   if (!upload.ok) return upload
-  const chosen = chooseParts(mutation, msg)
-  if (!chosen.ok) return chosen
+  const checked = checkParts(mutation, msg)
+  if (!checked.ok) return checked
   const listed = new Set(msg.parts.map((part) => part.partNumber))
   for (const partNumber of partNumbers(ctx, msg.uploadId)) {
     if (!listed.has(partNumber)) mutation.deletePart(msg.bucket, msg.uploadId, partNumber)
@@ -75,8 +75,8 @@ export async function completeUpload(
   return ok(result)
 }
 
-/** The parts the request names, checked against what was uploaded. */
-function chooseParts(mutation: Mutation, msg: CompleteMsg): Result<PartRecord[]> {
+/** Checks the parts the request names against what was uploaded. */
+function checkParts(mutation: Mutation, msg: CompleteMsg): Result<null> {
   // The list's order is checked first, as S3 does, before any part is looked at.
   let previous = 0
   for (const wanted of msg.parts) {
@@ -100,5 +100,5 @@ function chooseParts(mutation: Mutation, msg: CompleteMsg): Result<PartRecord[]>
       return fail('entity_too_small', `part ${number} has ${part.size} bytes`)
     }
   }
-  return ok(parts)
+  return ok(null)
 }
