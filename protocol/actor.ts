@@ -64,7 +64,10 @@ export interface BlobFiles {
   freeBytes(): Promise<number>
 }
 export interface BlobWriter {
-  write(chunk: Uint8Array): Promise<void>
+  /** Appends `chunk`. Writes may still be running when this resolves (a bounded number of them):
+   * the chunk must stay untouched until `written` is called. A failure is reported by a later
+   * call, `commit` at the latest. */
+  write(chunk: Uint8Array, written?: () => void): Promise<void>
   /** fsync, then close. */
   commit(): Promise<void>
   /** Close and delete. */
@@ -83,6 +86,9 @@ export interface ByteSource {
   next(): Promise<Uint8Array | null>
   /** Trailing values the sender attached to the end of the stream (e.g. x-amz-checksum-*). */
   trailers(): Record<string, string>
+  /** MD5 (hex) of every byte the stream carried, when the sender computed it and sent it with
+   * the end; undefined otherwise (and before the end). */
+  md5(): string | undefined
   /** Asks the sender for bytes start..end inclusive (streams that serve reads wait for this). */
   request(start: number, end: number): void
   cancel(code: ErrorCode, detail: string): void
@@ -92,7 +98,8 @@ export interface ByteSink {
   /** Resolves once the chunk is handed over and the window allows more. The chunk's buffer is
    * transferred: the caller must not touch it afterwards. Rejects if the receiver cancelled. */
   write(chunk: Uint8Array): Promise<void>
-  end(trailers?: Record<string, string>): void
+  /** Ends the stream; `md5Hex` is the MD5 of every byte written, if the sender computed it. */
+  end(trailers?: Record<string, string>, md5Hex?: string): void
   abort(code: ErrorCode, detail: string): void
   /** Resolves with the receiver's read request: which bytes it wants, or null if it cancelled. */
   demand(): Promise<{ start: number; end: number } | null>

@@ -139,6 +139,10 @@ export type ObjectMsg =
       /** Small bodies travel inline; larger ones on a stream. Exactly one is set. */
       body?: Uint8Array
       stream?: StreamHandle
+      /** The sender hashes the streamed body with MD5 and sends the digest with the stream's end,
+       * so the store need not: MD5 is the slowest of its hashes, and it then runs on another
+       * thread while the store computes the rest. */
+      streamMd5?: boolean
     })
   | (Request & {
       kind: 'object.get'
@@ -201,6 +205,10 @@ export type UploadMsg =
       /** As in object.put: small bodies inline, larger ones on a stream; exactly one is set. */
       body?: Uint8Array
       stream?: StreamHandle
+      /** The sender hashes the streamed body with MD5 and sends the digest with the stream's end,
+       * so the store need not: MD5 is the slowest of its hashes, and it then runs on another
+       * thread while the store computes the rest. */
+      streamMd5?: boolean
     })
   | (Request & {
       kind: 'upload.part-copy'

@@ -182,6 +182,10 @@ async function unlinkIfPresent(path: string): Promise<void> {
  * writes while the rest arrives and the fsync before the commit has little left to do (a 1 GiB
  * object would otherwise spend seconds in that one fsync). */
 const WRITE_BEHIND_BYTES = 32 * 1024 * 1024
+/** Positional writes a writer keeps in flight on the thread pool. The caller hashes the next chunk
+ * while earlier ones are written, instead of waiting for each write in turn (which held a large
+ * upload to about one chunk per thread-pool round trip). */
+const WRITES_IN_FLIGHT_MAX = 4
 
 class FileWriter implements BlobWriter {
   private position = 0
@@ -189,6 +193,10 @@ class FileWriter implements BlobWriter {
   private flushedUpTo = 0
   /** The background flush in progress, at most one. */
   private flushing: Promise<void> | null = null
+  /** Writes started and not yet awaited, oldest first; each settles without rejecting. */
+  private readonly writing: Promise<void>[] = []
+  /** The first write that failed: every later call reports it. */
+  private failure: unknown = null
 
   constructor(
     private readonly handle: FileHandle,
@@ -197,21 +205,24 @@ class FileWriter implements BlobWriter {
     private readonly release: () => void,
   ) {}
 
-  async write(chunk: Uint8Array): Promise<void> {
+  /** Starts writing `chunk` at the end of the file and resolves once at most
+   * WRITES_IN_FLIGHT_MAX - 1 writes are still running; `written` is called when this chunk's
+   * bytes are in the file, after which the caller may reuse its buffer. */
+  async write(chunk: Uint8Array, written?: () => void): Promise<void> {
     assert(!this.finished, 'blob writer used after commit or discard')
-    let written = 0
-    // A regular file takes the whole chunk in one call in practice; the loop makes it a rule.
-    while (written < chunk.byteLength) {
-      const result = await this.handle.write(
-        chunk,
-        written,
-        chunk.byteLength - written,
-        this.position,
-      )
-      assert(result.bytesWritten > 0)
-      written += result.bytesWritten
-      this.position += result.bytesWritten
-    }
+    this.throwIfFailed()
+    const position = this.position
+    this.position += chunk.byteLength
+    this.writing.push(
+      writeFully(this.handle, chunk, position).then(
+        () => written?.(),
+        (error: unknown) => {
+          this.failure ??= error
+        },
+      ),
+    )
+    while (this.writing.length >= WRITES_IN_FLIGHT_MAX) await this.writing.shift()
+    this.throwIfFailed()
     if (this.position - this.flushedUpTo >= WRITE_BEHIND_BYTES && this.flushing === null) {
       this.flushedUpTo = this.position
       // Errors surface at commit, whose own fsync reports the same failure.
@@ -230,6 +241,8 @@ class FileWriter implements BlobWriter {
     assert(!this.finished, 'blob writer committed twice')
     this.finished = true
     try {
+      await this.settleWrites()
+      this.throwIfFailed()
       await this.flushing
       await this.handle.sync()
     } finally {
@@ -243,9 +256,34 @@ class FileWriter implements BlobWriter {
     if (this.finished) return
     this.finished = true
     this.release()
+    await this.settleWrites()
     await this.flushing
     await this.handle.close()
     await unlinkIfPresent(this.path)
+  }
+
+  private async settleWrites(): Promise<void> {
+    await Promise.all(this.writing.splice(0))
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure !== null) throw this.failure
+  }
+}
+
+/** Writes all of `chunk` at `position`: a regular file takes it in one call in practice, the loop
+ * makes it a rule. */
+async function writeFully(handle: FileHandle, chunk: Uint8Array, position: number): Promise<void> {
+  let written = 0
+  while (written < chunk.byteLength) {
+    const result = await handle.write(
+      chunk,
+      written,
+      chunk.byteLength - written,
+      position + written,
+    )
+    assert(result.bytesWritten > 0)
+    written += result.bytesWritten
   }
 }
 

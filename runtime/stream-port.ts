@@ -12,7 +12,7 @@ import { countStreamedBytes } from './reclaim.js'
 
 type ToSource =
   | { t: 'data'; chunk: Uint8Array }
-  | { t: 'end'; trailers: Record<string, string> }
+  | { t: 'end'; trailers: Record<string, string>; md5?: string }
   | { t: 'abort'; code: ErrorCode; detail: string }
 type ToSink =
   | { t: 'credit'; n: number }
@@ -65,7 +65,7 @@ class Waiter<T> {
 export class PortSource implements ByteSource {
   private readonly port: MessagePort
   private readonly queue: Uint8Array[] = []
-  private done: { trailers: Record<string, string> } | null = null
+  private done: { trailers: Record<string, string>; md5: string | undefined } | null = null
   private failure: ServiceError | null = null
   private readonly waiter = new Waiter<void>()
 
@@ -88,7 +88,7 @@ export class PortSource implements ByteSource {
 
   private onFrame(frame: ToSource): void {
     if (frame.t === 'data') this.queue.push(frame.chunk)
-    else if (frame.t === 'end') this.done = { trailers: frame.trailers }
+    else if (frame.t === 'end') this.done = { trailers: frame.trailers, md5: frame.md5 }
     else this.onFailure(new ServiceError(frame.code, frame.detail))
     this.waiter.wake()
   }
@@ -118,6 +118,10 @@ export class PortSource implements ByteSource {
 
   trailers(): Record<string, string> {
     return this.done?.trailers ?? {}
+  }
+
+  md5(): string | undefined {
+    return this.done?.md5
   }
 
   request(start: number, end: number): void {
@@ -180,10 +184,12 @@ export class PortSink implements ByteSink {
     this.port.postMessage(frame, [owned.buffer as ArrayBuffer])
   }
 
-  end(trailers: Record<string, string> = {}): void {
+  end(trailers: Record<string, string> = {}, md5Hex?: string): void {
     if (this.finished || this.cancelled !== null) return
     this.finished = true
-    this.port.postMessage({ t: 'end', trailers } satisfies ToSource)
+    const frame: ToSource = { t: 'end', trailers }
+    if (md5Hex !== undefined) frame.md5 = md5Hex
+    this.port.postMessage(frame)
   }
 
   abort(code: ErrorCode, detail: string): void {

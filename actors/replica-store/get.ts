@@ -235,9 +235,10 @@ async function sendSegment(
   }
 }
 
-/** Reads from..to of one blob file in STREAM_CHUNK_BYTES slices and sends them. CRC32 is checked
- * when the slices cover the whole blob, before its last chunk goes out, so a corrupt blob never
- * arrives complete. False if it aborted the stream. */
+/** Reads from..to of one blob file in STREAM_CHUNK_BYTES slices and sends them, reading the next
+ * slice while the current one is checked and handed over. CRC32 is checked when the slices cover
+ * the whole blob, before its last chunk goes out, so a corrupt blob never arrives complete. False
+ * if it aborted the stream. */
 async function sendSlices(
   state: StoreState,
   ctx: Context,
@@ -248,27 +249,37 @@ async function sendSlices(
   to: number,
 ): Promise<boolean> {
   const whole = from === 0 && to === blob.size - 1
+  const readSlice = (offset: number): Promise<Uint8Array> =>
+    reader.read(offset, Math.min(STREAM_CHUNK_BYTES, to + 1 - offset))
   let crc = 0
-  for (let offset = from; offset <= to; offset += STREAM_CHUNK_BYTES) {
-    if (state.stopping) {
-      sink.abort('unavailable', 'replica-store is stopping')
-      return false
+  let ahead: Promise<Uint8Array> | null = readSlice(from)
+  try {
+    for (let offset = from; offset <= to; offset += STREAM_CHUNK_BYTES) {
+      const length = Math.min(STREAM_CHUNK_BYTES, to + 1 - offset)
+      const chunk = await (ahead ?? readSlice(offset))
+      const next = offset + STREAM_CHUNK_BYTES
+      ahead = next <= to ? readSlice(next) : null
+      if (state.stopping) {
+        sink.abort('unavailable', 'replica-store is stopping')
+        return false
+      }
+      if (chunk.byteLength !== length) {
+        sink.abort('corrupt', `blob file ended at ${offset + chunk.byteLength}`)
+        return false
+      }
+      if (whole) crc = crc32(chunk, crc)
+      if (whole && offset + length > to && crc !== blob.crc32) {
+        ctx.log.error({ file: blob.file }, 'blob file fails its CRC32')
+        sink.abort('corrupt', 'blob fails its CRC32')
+        return false
+      }
+      await sink.write(chunk)
     }
-    const length = Math.min(STREAM_CHUNK_BYTES, to + 1 - offset)
-    const chunk = await reader.read(offset, length)
-    if (chunk.byteLength !== length) {
-      sink.abort('corrupt', `blob file ended at ${offset + chunk.byteLength}`)
-      return false
-    }
-    if (whole) crc = crc32(chunk, crc)
-    if (whole && offset + length > to && crc !== blob.crc32) {
-      ctx.log.error({ file: blob.file }, 'blob file fails its CRC32')
-      sink.abort('corrupt', 'blob fails its CRC32')
-      return false
-    }
-    await sink.write(chunk)
+    return true
+  } finally {
+    // The reader closes after this: a read still running must settle first.
+    await ahead?.catch(() => undefined)
   }
-  return true
 }
 
 function inlineBody(

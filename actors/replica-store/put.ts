@@ -49,7 +49,8 @@ const FILE_ID_ATTEMPTS_MAX = 8
 /** The body as it arrived: digests, and the bytes either in memory or in a temporary file. */
 interface Ingest {
   size: number
-  md5: Hash
+  /** Null when the sender computes the MD5 and sends it with the stream's end. */
+  md5: Hash | null
   sha256: Hash
   crc32: number
   /** Additional checksums computed on the side (CRC32 and SHA-256 derive from the above). */
@@ -107,11 +108,11 @@ export async function storeBody<T>(
     source?.cancel(admitted.code, admitted.detail)
     return admitted
   }
-  const ingest = startIngest(msg)
+  const ingest = startIngest(msg, given === undefined && source !== null && msg.streamMd5 === true)
   let verified: Verified
   try {
     await receive(ingest, msg, source, ctx)
-    verified = verify(ingest, msg, source?.trailers() ?? {})
+    verified = verify(ingest, msg, source)
   } catch (error) {
     // The sender learns at once (rather than at its idle timeout) that nothing more is read.
     const failure = error instanceof ServiceError ? error : null
@@ -132,7 +133,7 @@ export interface Verified {
   checksums: Checksums
 }
 
-function startIngest(msg: BodyMsg): Ingest {
+function startIngest(msg: BodyMsg, md5BySender: boolean): Ingest {
   const extra = new Map<ChecksumAlgorithm, Checksum>()
   for (const algorithm of Object.keys(msg.expect.checksums ?? {}) as ChecksumAlgorithm[]) {
     if (algorithm === 'crc32c' || algorithm === 'sha1') {
@@ -141,7 +142,7 @@ function startIngest(msg: BodyMsg): Ingest {
   }
   return {
     size: 0,
-    md5: createHash('md5'),
+    md5: md5BySender ? null : createHash('md5'),
     sha256: createHash('sha256'),
     crc32: 0,
     extra,
@@ -198,7 +199,7 @@ async function accept(
   if (msg.expect.size !== undefined && ingest.size > msg.expect.size) {
     throw new ServiceError('incomplete_body', `body longer than the ${msg.expect.size} announced`)
   }
-  ingest.md5.update(chunk)
+  ingest.md5?.update(chunk)
   ingest.sha256.update(chunk)
   ingest.crc32 = crc32(chunk, ingest.crc32)
   for (const checksum of ingest.extra.values()) checksum.update(chunk)
@@ -229,12 +230,13 @@ function newFileId(ctx: Context): string {
 
 /** Checks every expectation and returns the verified facts; the checksums stored with the object
  * are the ones the client sent, in a header or a trailer. */
-function verify(ingest: Ingest, msg: BodyMsg, trailers: Record<string, string>): Verified {
+function verify(ingest: Ingest, msg: BodyMsg, source: ByteSource | null): Verified {
   const { expect } = msg
   if (expect.size !== undefined && ingest.size !== expect.size) {
     throw new ServiceError('incomplete_body', `got ${ingest.size} of ${expect.size} bytes`)
   }
-  const md5 = ingest.md5.digest()
+  const trailers = source?.trailers() ?? {}
+  const md5 = ingest.md5?.digest() ?? senderMd5(source)
   if (expect.md5Base64 !== undefined && md5.toString('base64') !== expect.md5Base64) {
     throw new ServiceError('bad_digest', 'Content-MD5 does not match the body')
   }
@@ -252,6 +254,15 @@ function verify(ingest: Ingest, msg: BodyMsg, trailers: Record<string, string>):
   }
   const etag = `"${md5.toString('hex')}"`
   return { size: ingest.size, crc32: ingest.crc32, sha256, etag, checksums }
+}
+
+/** The MD5 the sender promised (streamMd5) to send with the stream's end. */
+function senderMd5(source: ByteSource | null): Buffer {
+  const hex = source?.md5()
+  if (hex === undefined || !/^[0-9a-f]{32}$/.test(hex)) {
+    throw new ServiceError('internal', 'the stream ended without the MD5 its sender promised')
+  }
+  return Buffer.from(hex, 'hex')
 }
 
 /** Expected values by algorithm: from the request's headers, or (empty string there) from the

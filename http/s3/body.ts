@@ -148,15 +148,19 @@ export async function pumpBody(ex: S3Exchange, auth: Authenticated, sink: ByteSi
   const decoder = payloadDecoder(auth)
   const chunker = new Chunker()
   const ready: Uint8Array[] = []
+  const md5 = createHash('md5')
   try {
     for await (const data of ex.incoming as AsyncIterable<Buffer>) {
-      for (const piece of decoder.push(data)) chunker.push(piece, ready)
+      for (const piece of decoder.push(data)) {
+        md5.update(piece)
+        chunker.push(piece, ready)
+      }
       for (const chunk of ready.splice(0)) await sink.write(chunk)
     }
     const trailers = decoder.finish()
     ex.bodyConsumed = true
     if (chunker.pending > 0) await sink.write(chunker.take())
-    sink.end(trailers)
+    sink.end(trailers, md5.digest('hex'))
   } catch (error) {
     sink.abort(errorCodeOf(error), error instanceof Error ? error.message : 'body read failed')
   }

@@ -125,6 +125,7 @@ export async function sendBody<T>(
   const pending = ex.mesh.call<T>('coordinator', {
     ...base,
     stream: remote,
+    streamMd5: true,
     deadlineMs,
   } as ObjectMsg)
   await pumpBody(ex, auth, ex.mesh.sink(local, deadlineMs))

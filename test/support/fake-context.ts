@@ -330,6 +330,7 @@ export class MemoryStream {
   private readonly queue: Uint8Array[] = []
   private readonly sent: Uint8Array[] = []
   private trailerValues: Record<string, string> | null = null
+  private md5Hex: string | undefined = undefined
   private abortedWith: { code: ErrorCode; detail: string } | null = null
   private demanded: { start: number; end: number } | null | undefined = undefined
   /** Set when the receiving side cancelled (the actor's source, or the test reading a get). */
@@ -343,8 +344,9 @@ export class MemoryStream {
     this.changed.wake()
   }
 
-  end(trailers: Record<string, string> = {}): void {
+  end(trailers: Record<string, string> = {}, md5Hex?: string): void {
     this.trailerValues = trailers
+    this.md5Hex = md5Hex
     this.changed.wake()
   }
 
@@ -389,6 +391,7 @@ export class MemoryStream {
         }
       },
       trailers: () => this.trailerValues ?? {},
+      md5: () => this.md5Hex,
       request: (start, end) => this.request(start, end),
       cancel: (code, detail) => this.cancel(code, detail),
     }
@@ -407,8 +410,8 @@ export class MemoryStream {
         this.changed.wake()
         return Promise.resolve()
       },
-      end: (trailers = {}) => {
-        if (this.trailerValues === null && this.abortedWith === null) this.end(trailers)
+      end: (trailers = {}, md5Hex) => {
+        if (this.trailerValues === null && this.abortedWith === null) this.end(trailers, md5Hex)
       },
       abort: (code, detail) => {
         if (this.trailerValues === null && this.abortedWith === null) this.abort(code, detail)

@@ -57,6 +57,33 @@ test('a temporary file is readable, then promoted into its fan-out directory', (
     assert.is(await readAll(files, ID), 'hello world')
   }))
 
+test('writes run several at a time yet land in order; each says when its buffer is free', () =>
+  withFiles(async (files) => {
+    const chunks = Array.from({ length: 40 }, (_, index) => Buffer.alloc(70_001, index))
+    const written: number[] = []
+    const writer = await files.create(ID)
+    for (const [index, chunk] of chunks.entries()) {
+      await writer.write(chunk, () => written.push(index))
+    }
+    await writer.commit()
+    assert.equal(
+      [...written].sort((a, b) => a - b),
+      chunks.map((_, index) => index),
+    )
+    const reader = await files.open(ID)
+    assert.ok(reader !== undefined)
+    assert.ok(Buffer.from(await reader.read(0, reader.size)).equals(Buffer.concat(chunks)))
+    await reader.close()
+  }))
+
+test('a discard while writes are still running waits for them and leaves no file', () =>
+  withFiles(async (files, dir) => {
+    const writer = await files.create(ID)
+    for (let index = 0; index < 3; index++) await writer.write(Buffer.alloc(1 << 20, index))
+    await writer.discard()
+    assert.equal(await readdir(join(dir, 'tmp')), [])
+  }))
+
 test('remove deletes a permanent or a still-temporary file; missing files are fine', () =>
   withFiles(async (files) => {
     for (const id of [ID, OTHER]) {

@@ -263,6 +263,29 @@ test('large streamed put: spills to a file; GET streams whole and ranged reads',
   assert.is(store.ctx.blobs.openReaders, 0)
 })
 
+test('a sender that hashes its stream with MD5: the ETag and Content-MD5 use it', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const body = pattern(2 * STREAM_CHUNK_BYTES + 7, 4)
+  const digest = createHash('md5').update(body).digest('hex')
+  const sent = (expect: Expectations, md5Hex: string | undefined): Body => {
+    const { msg, stream } = putStream('b', 'k', body, expect)
+    stream.end({}, md5Hex)
+    assert.ok(msg.kind === 'object.put')
+    return { ...msg, streamMd5: true }
+  }
+  const put = value(await store.send<PutResult>(sent({ md5Base64: md5Base64(body) }, digest)))
+  assert.is(put.etag, etagOf(body))
+  // The store takes the sender's word: a different digest is what Content-MD5 is checked against.
+  const wrong = createHash('md5').update('other').digest('hex')
+  assert.is(code(await store.send(sent({ md5Base64: md5Base64(body) }, wrong))), 'bad_digest')
+  // A sender that promised a digest and ended without one fails the put, leaving nothing.
+  assert.is(code(await store.send(sent({}, undefined))), 'internal')
+  await idle(store.state)
+  assert.is(store.ctx.blobs.temporary.size, 0)
+  assert.is(store.ctx.blobs.permanent.size, 1)
+})
+
 test('a body just over the inline bound goes to a file; at the bound it stays inline', async () => {
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
