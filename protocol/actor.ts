@@ -91,6 +91,9 @@ export interface ByteSource {
   md5(): string | undefined
   /** Asks the sender for bytes start..end inclusive (streams that serve reads wait for this). */
   request(start: number, end: number): void
+  /** Hands back a chunk `next` returned, once nothing reads it any more, so that its buffer is
+   * reused rather than freed. Optional: a chunk never released is simply collected. */
+  release(chunk: Uint8Array): void
   cancel(code: ErrorCode, detail: string): void
 }
 /** The sending end of a byte stream. */
@@ -98,6 +101,9 @@ export interface ByteSink {
   /** Resolves once the chunk is handed over and the window allows more. The chunk's buffer is
    * transferred: the caller must not touch it afterwards. Rejects if the receiver cancelled. */
   write(chunk: Uint8Array): Promise<void>
+  /** A buffer of STREAM_CHUNK_BYTES to fill and write, reused from released chunks when one is
+   * free (its old bytes are still in it). */
+  buffer(): Uint8Array
   /** Ends the stream; `md5Hex` is the MD5 of every byte written, if the sender computed it. */
   end(trailers?: Record<string, string>, md5Hex?: string): void
   abort(code: ErrorCode, detail: string): void

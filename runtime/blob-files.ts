@@ -15,6 +15,8 @@ import assert from 'node:assert/strict'
 import { link, mkdir, open, readdir, stat, statfs, unlink, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { BlobFiles, BlobReader, BlobWriter } from '../protocol/actor.js'
+import { STREAM_CHUNK_BYTES } from '../protocol/limits.js'
+import { takeChunk } from './chunk-pool.js'
 
 /** Store-chosen ids: hex, long enough to be unique, short enough to be a file name. */
 const BLOB_ID_PATTERN = /^[0-9a-f]{16,128}$/
@@ -300,8 +302,9 @@ class FileReader implements BlobReader {
     assert(!this.closed, 'blob reader used after close')
     assert(Number.isInteger(offset) && offset >= 0)
     assert(Number.isInteger(length) && length >= 0)
-    // Never from Buffer's shared pool: callers transfer the chunk's buffer to another thread.
-    const bytes = new Uint8Array(length)
+    // Never from Buffer's shared pool: callers transfer the chunk's buffer to another thread. A
+    // whole stream chunk reuses a released buffer when there is one.
+    const bytes = length === STREAM_CHUNK_BYTES ? takeChunk() : new Uint8Array(length)
     let filled = 0
     while (filled < length) {
       const result = await this.handle.read(bytes, filled, length - filled, offset + filled)

@@ -9,6 +9,7 @@ import { ServiceError, type ErrorCode } from '../protocol/errors.js'
 import { STREAM_IDLE_TIMEOUT_MS, STREAM_WINDOW_CHUNKS } from '../protocol/timing.js'
 import { owningCopy } from './transfer.js'
 import { countStreamedBytes } from './reclaim.js'
+import { isPoolable, recycleChunk, takeChunk } from './chunk-pool.js'
 
 type ToSource =
   | { t: 'data'; chunk: Uint8Array }
@@ -16,6 +17,7 @@ type ToSource =
   | { t: 'abort'; code: ErrorCode; detail: string }
 type ToSink =
   | { t: 'credit'; n: number }
+  | { t: 'recycle'; chunk: Uint8Array }
   | { t: 'demand'; start: number; end: number }
   | { t: 'cancel'; code: ErrorCode; detail: string }
 
@@ -67,6 +69,8 @@ export class PortSource implements ByteSource {
   private readonly queue: Uint8Array[] = []
   private done: { trailers: Record<string, string>; md5: string | undefined } | null = null
   private failure: ServiceError | null = null
+  /** Set once this end closed the port: released buffers then stay on this thread. */
+  private portClosed = false
   private readonly waiter = new Waiter<void>()
 
   constructor(handle: StreamHandle) {
@@ -103,12 +107,13 @@ export class PortSource implements ByteSource {
     for (;;) {
       const chunk = this.queue.shift()
       if (chunk !== undefined) {
-        countStreamedBytes(chunk.length)
+        // A pooled buffer is handed back by release; any other dies on this thread.
+        if (!isPoolable(chunk)) countStreamedBytes(chunk.length)
         this.post({ t: 'credit', n: 1 })
         return chunk
       }
       if (this.done !== null) {
-        this.port.close()
+        this.closePort()
         return null
       }
       if (this.failure !== null) throw this.failure
@@ -128,9 +133,27 @@ export class PortSource implements ByteSource {
     this.post({ t: 'demand', start, end })
   }
 
+  release(chunk: Uint8Array): void {
+    if (!isPoolable(chunk)) return
+    if (this.portClosed) {
+      recycleChunk(chunk)
+      return
+    }
+    try {
+      this.port.postMessage({ t: 'recycle', chunk } satisfies ToSink, [chunk.buffer as ArrayBuffer])
+    } catch {
+      recycleChunk(chunk)
+    }
+  }
+
   cancel(code: ErrorCode, detail: string): void {
     this.post({ t: 'cancel', code, detail })
     this.failure ??= new ServiceError(code, detail)
+    this.closePort()
+  }
+
+  private closePort(): void {
+    this.portClosed = true
     this.port.close()
   }
 }
@@ -156,6 +179,8 @@ export class PortSink implements ByteSink {
     if (frame.t === 'credit') {
       this.credit += frame.n
       this.creditWaiter.wake()
+    } else if (frame.t === 'recycle') {
+      recycleChunk(frame.chunk)
     } else if (frame.t === 'demand') {
       this.demanded = { start: frame.start, end: frame.end }
       this.demandWaiter.wake(this.demanded)
@@ -178,10 +203,13 @@ export class PortSink implements ByteSink {
     }
     if (this.cancelled !== null) throw this.cancelled
     this.credit--
-    countStreamedBytes(chunk.length)
     const owned = owningCopy(chunk)
     const frame: ToSource = { t: 'data', chunk: owned }
     this.port.postMessage(frame, [owned.buffer as ArrayBuffer])
+  }
+
+  buffer(): Uint8Array {
+    return takeChunk()
   }
 
   end(trailers: Record<string, string> = {}, md5Hex?: string): void {

@@ -159,7 +159,7 @@ async function receive(
 ): Promise<void> {
   if (source === null) {
     assert(msg.body !== undefined)
-    await accept(ingest, msg, msg.body, ctx)
+    await accept(ingest, msg, msg.body, ctx, null)
     return
   }
   for (;;) {
@@ -170,7 +170,7 @@ async function receive(
       throw senderFailure(error)
     }
     if (chunk === null) return
-    await accept(ingest, msg, chunk, ctx)
+    await accept(ingest, msg, chunk, ctx, source)
   }
 }
 
@@ -191,6 +191,7 @@ async function accept(
   msg: BodyMsg,
   chunk: Uint8Array,
   ctx: Context,
+  source: ByteSource | null,
 ): Promise<void> {
   ingest.size += chunk.byteLength
   if (ingest.size > SINGLE_PUT_BYTES_MAX) {
@@ -203,8 +204,10 @@ async function accept(
   ingest.sha256.update(chunk)
   ingest.crc32 = crc32(chunk, ingest.crc32)
   for (const checksum of ingest.extra.values()) checksum.update(chunk)
+  // Once written, the chunk's buffer goes back to the sender for reuse.
+  const written = (): void => source?.release(chunk)
   if (ingest.file !== null) {
-    await ingest.file.writer.write(chunk)
+    await ingest.file.writer.write(chunk, written)
   } else if (ingest.size <= INLINE_BLOB_BYTES_MAX) {
     ingest.memory.push(chunk)
   } else {
@@ -213,7 +216,7 @@ async function accept(
     const writer = await ctx.blobs.create(id)
     ingest.file = { id, writer }
     for (const held of ingest.memory.splice(0)) await writer.write(held)
-    await writer.write(chunk)
+    await writer.write(chunk, written)
   }
 }
 

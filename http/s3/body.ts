@@ -114,10 +114,15 @@ export function checkBodyDigests(
   return ok(null)
 }
 
-/** Cuts decoded pieces into owned chunks of STREAM_CHUNK_BYTES (the last may be shorter). */
+/** Cuts decoded pieces into owned chunks of STREAM_CHUNK_BYTES (the last may be shorter), filling
+ * buffers from `fresh`. */
 class Chunker {
-  private buffer = new Uint8Array(STREAM_CHUNK_BYTES)
+  private buffer: Uint8Array
   private filled = 0
+
+  constructor(private readonly fresh: () => Uint8Array) {
+    this.buffer = fresh()
+  }
 
   push(piece: Uint8Array, out: Uint8Array[]): void {
     let offset = 0
@@ -131,9 +136,14 @@ class Chunker {
   }
 
   take(): Uint8Array {
-    const chunk =
-      this.filled === STREAM_CHUNK_BYTES ? this.buffer : this.buffer.slice(0, this.filled)
-    this.buffer = new Uint8Array(STREAM_CHUNK_BYTES)
+    if (this.filled < STREAM_CHUNK_BYTES) {
+      // The last piece of a body: a copy of its size (it owns its buffer); the buffer is reused.
+      const chunk = this.buffer.slice(0, this.filled)
+      this.filled = 0
+      return chunk
+    }
+    const chunk = this.buffer
+    this.buffer = this.fresh()
     this.filled = 0
     return chunk
   }
@@ -146,7 +156,7 @@ class Chunker {
 /** Streams the request body to `sink`; ends the stream with the trailers, or aborts it. */
 export async function pumpBody(ex: S3Exchange, auth: Authenticated, sink: ByteSink): Promise<void> {
   const decoder = payloadDecoder(auth)
-  const chunker = new Chunker()
+  const chunker = new Chunker(() => sink.buffer())
   const ready: Uint8Array[] = []
   const md5 = createHash('md5')
   try {

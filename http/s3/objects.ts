@@ -322,7 +322,9 @@ async function streamOut(
   })
   try {
     for (let chunk = first; chunk !== null && !closed; chunk = await source.next()) {
-      if (!out.write(chunk)) await drained(out)
+      const sent = chunk
+      // Once the socket has taken the bytes, the buffer goes back to the store for reuse.
+      if (!out.write(sent, () => source.release(sent))) await drained(out)
     }
     out.end()
   } catch (error) {

@@ -30,6 +30,7 @@ import type {
   StreamHandle,
 } from '../../protocol/actor.js'
 import { fail, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
+import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import runPasswordTask from '../../runtime/password-task.js'
 
 // ---------------------------------------------------------------------------------------------
@@ -392,6 +393,7 @@ export class MemoryStream {
       },
       trailers: () => this.trailerValues ?? {},
       md5: () => this.md5Hex,
+      release: () => undefined,
       request: (start, end) => this.request(start, end),
       cancel: (code, detail) => this.cancel(code, detail),
     }
@@ -410,6 +412,7 @@ export class MemoryStream {
         this.changed.wake()
         return Promise.resolve()
       },
+      buffer: () => new Uint8Array(STREAM_CHUNK_BYTES),
       end: (trailers = {}, md5Hex) => {
         if (this.trailerValues === null && this.abortedWith === null) this.end(trailers, md5Hex)
       },

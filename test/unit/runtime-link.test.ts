@@ -1,12 +1,14 @@
 /** Goal: links between actors fail fast and never hang: a call without a reply times out at its
  * deadline, a closed link fails every pending call with `unavailable` at once, and too many
  * outstanding calls answer `busy`. Streams keep at most a window of chunks in flight and fail the
- * other end when a peer goes away. Method: real MessageChannels inside this one thread. */
+ * other end when a peer goes away, and released chunk buffers return to their sender. Method: real MessageChannels inside this one thread. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { MessageChannel } from 'node:worker_threads'
 import { ok } from '../../protocol/errors.js'
+import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import { STREAM_WINDOW_CHUNKS } from '../../protocol/timing.js'
+import { freeChunks } from '../../runtime/chunk-pool.js'
 import { PENDING_CALLS_MAX } from '../../runtime/knobs.js'
 import { CallerLink, serveLink } from '../../runtime/link.js'
 import { openStream, PortSink, PortSource } from '../../runtime/stream-port.js'
@@ -116,5 +118,38 @@ test('a receiver that cancels makes the sender fail instead of waiting for credi
   assert.ok(failure !== null, 'the sender kept writing into a cancelled stream')
   assert.is(await sink.demand(), null)
 })
+
+test('a released chunk goes back to the sender and is reused; views and late ones are not', async () => {
+  const [sending, receiving] = openStream()
+  const sink = new PortSink(sending)
+  const source = new PortSource(receiving)
+  const before = freeChunks()
+  const first = sink.buffer()
+  first.fill(7)
+  await sink.write(first)
+  assert.is(first.byteLength, 0, 'the written buffer was transferred away')
+  const received = await source.next()
+  assert.ok(received !== null)
+  assert.is(freeChunks(), before, 'nothing is reused before the receiver releases it')
+  source.release(received)
+  await waitFor(() => freeChunks() === before + 1)
+  const reused = sink.buffer()
+  assert.is(reused[0], 7, 'the next buffer is the released one, old bytes and all')
+  // A view into a larger buffer is never pooled: it is not the whole of what it points into.
+  source.release(new Uint8Array(2 * STREAM_CHUNK_BYTES).subarray(0, STREAM_CHUNK_BYTES))
+  sink.end()
+  assert.is(await source.next(), null)
+  // After the end the port is closed: a late release stays on the receiver's thread.
+  const late = new Uint8Array(STREAM_CHUNK_BYTES)
+  source.release(late)
+  assert.is(freeChunks(), before + 1)
+})
+
+async function waitFor(condition: () => boolean): Promise<void> {
+  for (let attempt = 0; attempt < 100 && !condition(); attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  assert.ok(condition(), 'condition not reached within a second')
+}
 
 test.run()
