@@ -1,9 +1,12 @@
-/** @module The HTTP surface of a node as one Hono app: /health, /metrics, the chaos route (only
- * with SVC_CHAOS=1), and the S3 API for everything else. S3 handlers write to Node's response
- * directly (bodies stream without a web-stream detour) and return RESPONSE_ALREADY_SENT. The fixed
+/** @module The HTTP surface of a node: a Hono app for /health, /metrics, /api/stats, the admin API
+ * and the chaos route (only with SVC_CHAOS=1), and the S3 API for everything else. A request whose
+ * path none of those routes can claim goes to the S3 handler without the app. S3 handlers write to
+ * Node's response directly (bodies stream without a web-stream detour); through the app they return
+ * RESPONSE_ALREADY_SENT. The fixed
  * paths shadow buckets of the same name for those methods only (GET /health, GET /metrics). While
  * the node starts or shuts down every request answers 503 at once, S3 requests as S3 XML. */
-import type { HttpBindings } from '@hono/node-server'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { getRequestListener, type HttpBindings } from '@hono/node-server'
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
 import { Hono } from 'hono'
 import type { Mesh } from '../protocol/actor.js'
@@ -23,20 +26,50 @@ export interface IngressState {
   serving: boolean
 }
 
-export type Fetch = (request: Request, env: HttpBindings) => Response | Promise<Response>
+export type Listener = (incoming: IncomingMessage, outgoing: ServerResponse) => void
 
-/** The request handler of a node. HEAD goes straight to the S3 handler: Hono answers HEAD by
- * running the GET route and wrapping its Response, which would lose RESPONSE_ALREADY_SENT. */
-export function createFetch(mesh: Mesh, state: IngressState): { fetch: Fetch; keys: KeyCache } {
+/** The request listener of a node. While it serves, a request whose path no other route can claim
+ * goes straight to the S3 handler: the web Request/Response adapter and the router cost the
+ * ingress thread more than a small GET's own work. Everything else goes through the Hono app, with
+ * HEAD straight to the S3 handler (Hono answers HEAD by running the GET route and wrapping its
+ * Response, which would lose RESPONSE_ALREADY_SENT). */
+export function createListener(
+  mesh: Mesh,
+  state: IngressState,
+  hostname: string,
+): { listener: Listener; keys: KeyCache } {
   const caches: AuthCaches = { signingKeys: new SigningKeyCache(), keys: new KeyCache() }
   const app = createApp(mesh, state, caches)
-  const fetch: Fetch = async (request, env) => {
+  const fetch = async (request: Request, env: HttpBindings): Promise<Response> => {
     if (!state.serving) return notServing(request)
     if (request.method !== 'HEAD') return app.fetch(request, env)
     await handleS3(env.incoming, env.outgoing, mesh, caches)
     return RESPONSE_ALREADY_SENT
   }
-  return { fetch, keys: caches.keys }
+  // An HTTP/1 server only: the bindings are always HttpBindings.
+  const viaApp = getRequestListener(fetch as never, { hostname, autoCleanupIncoming: false })
+  const listener: Listener = (incoming, outgoing) => {
+    if (!state.serving || mayBeOwnRoute(incoming.url ?? '/')) {
+      void viaApp(incoming, outgoing)
+      return
+    }
+    handleS3(incoming, outgoing, mesh, caches).catch((error: unknown) => {
+      mesh.log.error({ err: String(error) }, 'S3 request failed')
+      if (!outgoing.headersSent) outgoing.writeHead(500).end()
+      else outgoing.destroy()
+    })
+  }
+  return { listener, keys: caches.keys }
+}
+
+/** Paths of the routes besides S3 (the app's own table below): exactly these, or under them. */
+const OWN_PATHS = ['/health', '/metrics', '/api/stats']
+const OWN_PREFIXES = ['/api/admin', '/admin/chaos/']
+
+function mayBeOwnRoute(url: string): boolean {
+  const end = url.indexOf('?')
+  const path = end === -1 ? url : url.slice(0, end)
+  return OWN_PATHS.includes(path) || OWN_PREFIXES.some((prefix) => path.startsWith(prefix))
 }
 
 /** The answer while the node starts or drains: 503 for /health, S3's retryable 503

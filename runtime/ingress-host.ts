@@ -1,17 +1,16 @@
-/** @module The http-ingress actor: hosts the Hono app of http/ on @hono/node-server (HTTPS when
- * SVC_TLS_CERT and SVC_TLS_KEY name PEM files) inside its worker thread, and gives it the Mesh:
- * calls to other actors, streams, and the supervisor's services (chaos kills, metrics of every
- * actor merged into one Prometheus text). It listens before the other actors start and serves
- * once the supervisor says every actor is up; until then every request answers 503. Stop: answer
- * 503 to new requests while the ones admitted earlier finish (at most SHUTDOWN_DRAIN_MS), so that
- * health checks see the node leave; then close the port and cut what is left. */
+/** @module The http-ingress actor: serves the request listener of http/app.ts on node:http
+ * (HTTPS when SVC_TLS_CERT and SVC_TLS_KEY name PEM files) inside its worker thread, and gives it
+ * the Mesh: calls to other actors, streams, and the supervisor's services (chaos kills, metrics of
+ * every actor merged into one Prometheus text). It listens before the other actors start and
+ * serves once the supervisor says every actor is up; until then every request answers 503. Stop:
+ * answer 503 to new requests while the ones admitted earlier finish (at most SHUTDOWN_DRAIN_MS),
+ * so that health checks see the node leave; then close the port and cut what is left. */
 import { readFileSync } from 'node:fs'
 import { createServer as createHttpsServer } from 'node:https'
-import type { Server, ServerResponse } from 'node:http'
-import { serve } from '@hono/node-server'
+import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http'
 import type * as Comlink from 'comlink'
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client'
-import { createFetch, type Fetch, type IngressState } from '../http/app.js'
+import { createListener, type IngressState, type Listener } from '../http/app.js'
 import type { Actor, Context, Mesh } from '../protocol/actor.js'
 import { ok, unreachable } from '../protocol/errors.js'
 import type { IngressMsg } from '../protocol/messages.js'
@@ -67,9 +66,10 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       inFlight: 0,
       onDrained: null,
     } as Omit<IngressActorState, 'server' | 'keys'> as IngressActorState
-    const { fetch, keys } = createFetch(mesh, state)
+    const hostname = ctx.config['SVC_HTTP_HOST'] ?? '0.0.0.0'
+    const { listener, keys } = createListener(mesh, state, hostname)
     state.keys = keys
-    state.server = await listen(ctx, fetch)
+    state.server = await listen(ctx, hostname, listener)
     countInFlight(state)
     // Not awaited: init must end for the supervisor to start the other actors. A restarted
     // ingress gets its answer at once.
@@ -129,26 +129,16 @@ function countInFlight(state: IngressActorState): void {
   })
 }
 
-function listen(ctx: Context, fetch: Fetch): Promise<Server> {
+function listen(ctx: Context, hostname: string, listener: Listener): Promise<Server> {
   const port = Number(ctx.config['SVC_HTTP_PORT'])
-  const hostname = ctx.config['SVC_HTTP_HOST'] ?? '0.0.0.0'
   const cert = ctx.config['SVC_TLS_CERT']
   const key = ctx.config['SVC_TLS_KEY']
-  const tls =
-    cert !== undefined && key !== undefined
-      ? {
-          createServer: createHttpsServer,
-          serverOptions: { cert: readFileSync(cert), key: readFileSync(key) },
-        }
-      : {}
   return new Promise((resolve, reject) => {
-    const server = serve({
-      fetch: fetch as never,
-      port,
-      hostname,
-      autoCleanupIncoming: false,
-      ...tls,
-    }) as Server
+    const server: Server =
+      cert !== undefined && key !== undefined
+        ? createHttpsServer({ cert: readFileSync(cert), key: readFileSync(key) }, listener)
+        : createHttpServer(listener)
+    server.listen(port, hostname)
     server.headersTimeout = HEADERS_TIMEOUT_MS
     server.requestTimeout = 0 // Bodies are bounded by the stream idle timeout instead.
     server.setTimeout(SOCKET_IDLE_TIMEOUT_MS)

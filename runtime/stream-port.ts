@@ -203,6 +203,8 @@ export class PortSink implements ByteSink {
     }
     if (this.cancelled !== null) throw this.cancelled
     this.credit--
+    // What the sender made the chunk from (the ingress's socket reads) is garbage now.
+    countStreamedBytes(chunk.length)
     const owned = owningCopy(chunk)
     const frame: ToSource = { t: 'data', chunk: owned }
     this.port.postMessage(frame, [owned.buffer as ArrayBuffer])

@@ -396,16 +396,34 @@ function requestDate(headers: Record<string, string>): Result<{ amzDate: string;
   return ok({ amzDate: formatAmzDate(ms), ms })
 }
 
+/** The last date parsed: requests of the same second carry the same one, several times each. */
+let lastAmzDate: { value: string; ms: number | null } = { value: '', ms: null }
+
 /** Milliseconds since the epoch of `YYYYMMDDTHHMMSSZ`; null when malformed or not a real date. */
 export function parseAmzDate(value: string): number | null {
+  if (value === lastAmzDate.value) return lastAmzDate.ms
+  const ms = parseAmzDateOnce(value)
+  lastAmzDate = { value, ms }
+  return ms
+}
+
+function parseAmzDateOnce(value: string): number | null {
   const match = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(value)
   if (match === null) return null
   const [year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0] = match
     .slice(1)
     .map(Number)
   const ms = Date.UTC(year, month - 1, day, hour, minute, second)
-  // Date.UTC rolls 20240231 over into March: a round trip catches impossible dates.
-  return formatAmzDate(ms) === value ? ms : null
+  // Date.UTC rolls 20240231 over into March and 24:00 into the next day: every field must survive.
+  const date = new Date(ms)
+  const exact =
+    date.getUTCFullYear() === year &&
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
+    date.getUTCHours() === hour &&
+    date.getUTCMinutes() === minute &&
+    date.getUTCSeconds() === second
+  return exact ? ms : null
 }
 
 export function formatAmzDate(ms: number): string {

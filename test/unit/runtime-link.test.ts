@@ -1,7 +1,8 @@
 /** Goal: links between actors fail fast and never hang: a call without a reply times out at its
  * deadline, a closed link fails every pending call with `unavailable` at once, and too many
  * outstanding calls answer `busy`. Streams keep at most a window of chunks in flight and fail the
- * other end when a peer goes away, and released chunk buffers return to their sender. Method: real MessageChannels inside this one thread. */
+ * other end when a peer goes away, and released chunk buffers return to their sender.
+ * Method: real MessageChannels inside this one thread. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { MessageChannel } from 'node:worker_threads'
@@ -119,7 +120,7 @@ test('a receiver that cancels makes the sender fail instead of waiting for credi
   assert.is(await sink.demand(), null)
 })
 
-test('a released chunk goes back to the sender and is reused; views and late ones are not', async () => {
+test('a released chunk goes back to its sender for reuse; views and late ones do not', async () => {
   const [sending, receiving] = openStream()
   const sink = new PortSink(sending)
   const source = new PortSource(receiving)

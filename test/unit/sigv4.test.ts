@@ -22,6 +22,7 @@ import {
   canonicalPath,
   canonicalQuery,
   deriveSigningKey,
+  parseAmzDate,
   parseAuth,
   SigningKeyCache,
   verifyAuth,
@@ -493,6 +494,27 @@ test('requests from @aws-sdk/client-s3 and its presigner verify', async () => {
   }
   assertOk(check(get, Date.now()))
   client.destroy()
+})
+
+test('amz dates: real ones parse, impossible or malformed ones do not, asked twice or not', () => {
+  for (let round = 0; round < 2; round++) {
+    assert.is(parseAmzDate('20240102T030405Z'), NOW_MS)
+    assert.is(parseAmzDate('20240229T235959Z'), Date.UTC(2024, 1, 29, 23, 59, 59))
+    for (const impossible of [
+      '20230229T000000Z',
+      '20240231T000000Z',
+      '20241301T000000Z',
+      '20240101T240000Z',
+      '20240101T006000Z',
+      '20240101T000060Z',
+      '00500101T000000Z',
+      '2024-01-02T03:04:05Z',
+      '20240102T030405',
+      '',
+    ]) {
+      assert.is(parseAmzDate(impossible), null, impossible)
+    }
+  }
 })
 
 test.run()
