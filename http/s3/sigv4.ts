@@ -396,14 +396,18 @@ function requestDate(headers: Record<string, string>): Result<{ amzDate: string;
   return ok({ amzDate: formatAmzDate(ms), ms })
 }
 
-/** The last date parsed: requests of the same second carry the same one, several times each. */
-let lastAmzDate: { value: string; ms: number | null } = { value: '', ms: null }
+/** Dates parsed lately: requests of the same second carry the same X-Amz-Date, and credential
+ * scopes the same day. Cleared when full, which a day's traffic never fills. */
+const amzDates = new Map<string, number | null>()
+const AMZ_DATES_MAX = 256
 
 /** Milliseconds since the epoch of `YYYYMMDDTHHMMSSZ`; null when malformed or not a real date. */
 export function parseAmzDate(value: string): number | null {
-  if (value === lastAmzDate.value) return lastAmzDate.ms
+  const known = amzDates.get(value)
+  if (known !== undefined) return known
   const ms = parseAmzDateOnce(value)
-  lastAmzDate = { value, ms }
+  if (amzDates.size >= AMZ_DATES_MAX) amzDates.clear()
+  amzDates.set(value, ms)
   return ms
 }
 
@@ -502,19 +506,33 @@ function canonicalHeaders(
 /** The canonical URI for S3: each segment decoded and re-encoded once, slashes kept as they are. */
 export function canonicalPath(rawPath: string): string {
   if (rawPath === '') return '/'
-  return rawPath
-    .split('/')
-    .map((segment) => uriEncode(percentDecode(segment)))
-    .join('/')
+  if (isCanonicalComponent(rawPath.replaceAll('/', ''))) return rawPath
+  return rawPath.split('/').map(canonicalComponent).join('/')
+}
+
+/** Unreserved characters and upper-case escapes: what the canonical encoding writes. */
+const CANONICAL_FORM = /^(?:[A-Za-z0-9._~-]|%[0-9A-F]{2})*$/
+/** An escape of an unreserved character, which the canonical encoding writes as itself. */
+const ESCAPED_UNRESERVED = /%(?:3[0-9]|4[1-9A-F]|5[0-9A]|6[1-9A-F]|7[0-9A]|2D|2E|5F|7E)/
+
+/** True when decoding `raw` and encoding it again gives `raw`: most paths and queries are sent
+ * that way, and this check costs a fraction of the round trip. */
+function isCanonicalComponent(raw: string): boolean {
+  return CANONICAL_FORM.test(raw) && !ESCAPED_UNRESERVED.test(raw)
+}
+
+/** One path segment, query name or query value, decoded and encoded once. */
+function canonicalComponent(raw: string): string {
+  return isCanonicalComponent(raw) ? raw : uriEncode(percentDecode(raw))
 }
 
 /** Sorted by encoded name, then encoded value; presigned requests leave out X-Amz-Signature. */
 export function canonicalQuery(rawQuery: string, presigned: boolean): string {
   const pairs: Array<[string, string]> = []
   for (const [rawKey, rawValue] of parseQuery(rawQuery)) {
-    const key = uriEncode(percentDecode(rawKey))
+    const key = canonicalComponent(rawKey)
     if (presigned && key === 'X-Amz-Signature') continue
-    pairs.push([key, uriEncode(percentDecode(rawValue))])
+    pairs.push([key, canonicalComponent(rawValue)])
   }
   // Plain code-unit order: the encoded strings are ASCII, so this is the byte order AWS uses.
   pairs.sort(([keyA, valueA], [keyB, valueB]) =>

@@ -194,6 +194,12 @@ test('PUT with keys that need encoding verifies, path encoded once', async () =>
   )
   assert.is(canonicalPath('/b/%7e%2f+ü'), '/b/~%2F%2B%C3%BC')
   assert.is(canonicalPath(''), '/')
+  // Already canonical: kept as sent. Escapes of unreserved characters, lower-case hex, a lone
+  // '%' or a raw reserved character are not, and are decoded and encoded again.
+  assert.is(canonicalPath('/b/A-z_0.9~/%2F%E2%82%AC'), '/b/A-z_0.9~/%2F%E2%82%AC')
+  assert.is(canonicalPath('/b/%41%2D%5F%7E%30/%2e'), '/b/A-_~0/.')
+  assert.is(canonicalPath('/b/%e2%82%ac/50%/%ZZ/!'), '/b/%E2%82%AC/50%25/%25ZZ/%21')
+  assert.is(canonicalQuery('a=%5B%5d&b=x%3Dy&c=%7A', false), 'a=%5B%5D&b=x%3Dy&c=z')
 })
 
 test('a path signed raw with lower-case hex still verifies; a different key does not', async () => {
