@@ -84,6 +84,7 @@ const PRESIGN_PARAMETERS = [
   'X-Amz-Signature',
 ] as const
 type PresignParameter = (typeof PRESIGN_PARAMETERS)[number]
+const PRESIGN_PARAMETER_SET: ReadonlySet<string> = new Set(PRESIGN_PARAMETERS)
 
 /** Derived signing keys per (secret, scope). Deriving costs four HMACs per request; a day's
  * requests from one key share one entry. Bounded: the least recently used entry goes first. */
@@ -297,8 +298,8 @@ function parsePresigned(query: readonly QueryPair[], nowMs: number): Result<Pars
 function presignParameters(query: readonly QueryPair[]): Result<Map<PresignParameter, string>> {
   const params = new Map<PresignParameter, string>()
   for (const [key, rawValue] of query) {
-    const name = PRESIGN_PARAMETERS.find((parameter) => parameter === key)
-    if (name === undefined) continue
+    if (!PRESIGN_PARAMETER_SET.has(key)) continue
+    const name = key as PresignParameter
     if (params.has(name)) return fail('authorization_malformed', `${name} given more than once`)
     params.set(name, decodeComponent(rawValue))
   }
@@ -556,6 +557,8 @@ function parseQuery(rawQuery: string): QueryPair[] {
 }
 
 function decodeComponent(raw: string): string {
+  // Nothing escaped and nothing beyond ASCII: the text is its own decoding.
+  if (!/[%\u0080-\uffff]/.test(raw)) return raw
   return percentDecode(raw).toString('utf8')
 }
 
