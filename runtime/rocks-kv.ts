@@ -123,6 +123,8 @@ export async function openRocksKv(dir: string): Promise<RocksKv> {
   })
   const writer = new Worker(WRITER_SOURCE, {
     eval: true,
+    // It only unpacks batches: V8's default young generation let it hold ~30 MB more under load.
+    resourceLimits: { maxYoungGenerationSizeMb: 4 },
     workerData: {
       handle: db.handle,
       bindingPath: require.resolve('@nxtedition/rocksdb/binding.js'),
