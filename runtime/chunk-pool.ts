@@ -7,8 +7,8 @@
 import { STREAM_CHUNK_BYTES } from '../protocol/limits.js'
 import { countStreamedBytes } from './reclaim.js'
 
-/** 2 MiB per thread: a few streams' windows cycle without allocating; 64 saved no more. */
-const FREE_CHUNKS_MAX = 16
+/** 8 MiB per thread: enough for a few dozen streams' windows to cycle without allocating. */
+const FREE_CHUNKS_MAX = 64
 
 const free: ArrayBuffer[] = []
 
