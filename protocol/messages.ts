@@ -205,9 +205,7 @@ export type UploadMsg =
       /** As in object.put: small bodies inline, larger ones on a stream; exactly one is set. */
       body?: Uint8Array
       stream?: StreamHandle
-      /** The sender hashes the streamed body with MD5 and sends the digest with the stream's end,
-       * so the store need not: MD5 is the slowest of its hashes, and it then runs on another
-       * thread while the store computes the rest. */
+      /** As in object.put. */
       streamMd5?: boolean
     })
   | (Request & {
@@ -246,6 +244,10 @@ export type UploadMsg =
       uploadIdMarker: string
       maxUploads: number
     })
+
+/** A message without the fields every request carries, which the sender's helper adds (distributes
+ * over a union). */
+export type Unaddressed<M> = M extends unknown ? Omit<M, 'requestId' | 'deadlineMs'> : never
 
 export type ObjectReply = {
   'bucket.create': BucketInfo

@@ -3,17 +3,20 @@
  * by the message kind. */
 import type { Mesh } from '../../protocol/actor.js'
 import type { Result } from '../../protocol/errors.js'
-import type { IamMsg, IamReply, ObjectMsg, ObjectReply } from '../../protocol/messages.js'
+import type {
+  IamMsg,
+  IamReply,
+  ObjectMsg,
+  ObjectReply,
+  Unaddressed,
+} from '../../protocol/messages.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { AdminContext } from './exchange.js'
-
-/** A message without the fields every request carries (distributes over a union). */
-type Body<M> = M extends unknown ? Omit<M, 'requestId' | 'deadlineMs'> : never
 
 export function askIam<K extends IamMsg['kind']>(
   c: AdminContext,
   mesh: Mesh,
-  msg: { kind: K } & Body<Extract<IamMsg, { kind: K }>>,
+  msg: { kind: K } & Unaddressed<Extract<IamMsg, { kind: K }>>,
 ): Promise<Result<IamReply[K]>> {
   const request = { ...msg, requestId: c.get('requestId'), deadlineMs: deadline(mesh) }
   return mesh.call<IamReply[K]>('iam', request as IamMsg)
@@ -22,7 +25,7 @@ export function askIam<K extends IamMsg['kind']>(
 export function askCoordinator<K extends ObjectMsg['kind']>(
   c: AdminContext,
   mesh: Mesh,
-  msg: { kind: K } & Body<Extract<ObjectMsg, { kind: K }>>,
+  msg: { kind: K } & Unaddressed<Extract<ObjectMsg, { kind: K }>>,
 ): Promise<Result<ObjectReply[K]>> {
   const request = { ...msg, requestId: c.get('requestId'), deadlineMs: deadline(mesh) }
   return mesh.call<ObjectReply[K]>('coordinator', request as ObjectMsg)

@@ -2,12 +2,10 @@
  * GetBucketLocation, ListObjectsV2, ListObjects (v1) and DeleteObjects. */
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { LIST_KEYS_MAX, XML_BODY_BYTES_MAX } from '../../protocol/limits.js'
-import type { DeleteManyResult, VersionListing } from '../../protocol/messages.js'
 import {
   listVersionsXml,
   parseVersioningConfiguration,
   versioningConfigurationXml,
-  type VersioningStatus,
 } from '../../protocol/s3-versioning-xml.js'
 import type { BucketInfo, ListPage } from '../../protocol/objects.js'
 import {
@@ -23,7 +21,7 @@ import {
 } from '../../protocol/s3-xml.js'
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
-import { callDeadline, send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { isValidBucketName } from './names.js'
 
 export function regionOf(ex: S3Exchange): string {
@@ -36,10 +34,8 @@ export function ownerOf(ex: S3Exchange): S3Owner {
 }
 
 export async function listBuckets(ex: S3Exchange): Promise<void> {
-  const reply = await ex.mesh.call<BucketInfo[]>('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'bucket.list',
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   sendXml(ex, 200, listBucketsXml(reply.value, ownerOf(ex)))
@@ -62,22 +58,18 @@ export async function createBucket(
     const parsed = parseXmlBody(body.value, 'CreateBucketConfiguration')
     if (!parsed.ok) return sendError(ex, parsed.code, parsed.detail)
   }
-  const reply = await ex.mesh.call('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'bucket.create',
     bucket,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 200, { location: '/' + bucket })
 }
 
 async function bucketExists(ex: S3Exchange, bucket: string): Promise<Result<BucketInfo>> {
-  return ex.mesh.call<BucketInfo>('coordinator', {
+  return askCoordinator(ex, {
     kind: 'bucket.head',
     bucket,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
 }
 
@@ -94,11 +86,9 @@ export async function getBucketLocation(ex: S3Exchange, bucket: string): Promise
 }
 
 export async function deleteBucket(ex: S3Exchange, bucket: string): Promise<void> {
-  const reply = await ex.mesh.call('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'bucket.delete',
     bucket,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 204, {})
@@ -144,15 +134,13 @@ async function listPage(
   list: ListQuery,
   after: string,
 ): Promise<Result<ListPage>> {
-  return ex.mesh.call<ListPage>('coordinator', {
+  return askCoordinator(ex, {
     kind: 'object.list',
     bucket,
     prefix: list.prefix,
     delimiter: list.delimiter,
     after,
     maxKeys: list.maxKeys,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
 }
 
@@ -211,12 +199,10 @@ export async function deleteObjects(
   if (!body.ok) return sendError(ex, body.code, body.detail)
   const request = parseDeleteObjects(body.value)
   if (!request.ok) return sendError(ex, request.code, request.detail)
-  const reply = await ex.mesh.call<DeleteManyResult>('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'object.delete-many',
     bucket,
     objects: request.value.keys,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   // S3's fields: VersionId is the one asked for; a marker added carries its own id apart.
@@ -243,23 +229,19 @@ export async function putBucketVersioning(
   if (!body.ok) return sendError(ex, body.code, body.detail)
   const status = parseVersioningConfiguration(body.value)
   if (!status.ok) return sendError(ex, status.code, status.detail)
-  const reply = await ex.mesh.call('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'bucket.versioning.put',
     bucket,
     status: status.value,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 200, {})
 }
 
 export async function getBucketVersioning(ex: S3Exchange, bucket: string): Promise<void> {
-  const reply = await ex.mesh.call<{ status: VersioningStatus | null }>('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'bucket.versioning.get',
     bucket,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   sendXml(ex, 200, versioningConfigurationXml(reply.value.status))
@@ -287,12 +269,10 @@ export async function listObjectVersions(ex: S3Exchange, bucket: string): Promis
     versionIdMarker,
     maxKeys: maxKeys.value,
   }
-  const reply = await ex.mesh.call<VersionListing>('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'object.list-versions',
     bucket,
     ...options,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   const xml = listVersionsXml({

@@ -21,7 +21,7 @@ import type { Result } from '../../protocol/errors.js'
 import { CORS_BODY_BYTES_MAX } from '../../protocol/limits.js'
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
-import { callDeadline, send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 
 /** S3's words for a preflight no rule allows (its spelling of "evaluation" included). */
 const NOT_ALLOWED =
@@ -32,11 +32,9 @@ const NOT_ENABLED = 'CORSResponse: CORS is not enabled for this bucket.'
 const NO_BUCKET = 'CORSResponse: Bucket not found'
 
 function corsRules(ex: S3Exchange, bucket: string): Promise<Result<CorsConfiguration>> {
-  return ex.mesh.call<CorsConfiguration>('coordinator', {
+  return askCoordinator(ex, {
     kind: 'bucket.cors.get',
     bucket,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
 }
 
@@ -49,12 +47,10 @@ export async function putBucketCors(
   if (!body.ok) return sendError(ex, body.code, body.detail)
   const cors = parseCorsConfiguration(body.value)
   if (!cors.ok) return sendError(ex, cors.code, cors.detail)
-  const reply = await ex.mesh.call('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'bucket.cors.put',
     bucket,
     cors: cors.value,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 200, {})
@@ -67,11 +63,9 @@ export async function getBucketCors(ex: S3Exchange, bucket: string): Promise<voi
 }
 
 export async function deleteBucketCors(ex: S3Exchange, bucket: string): Promise<void> {
-  const reply = await ex.mesh.call('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'bucket.cors.delete',
     bucket,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 204, {})

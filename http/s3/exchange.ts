@@ -4,8 +4,8 @@
  * carries `x-amz-request-id`. */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Mesh } from '../../protocol/actor.js'
-import type { ErrorCode } from '../../protocol/errors.js'
-import type { Principal } from '../../protocol/messages.js'
+import type { ErrorCode, Result } from '../../protocol/errors.js'
+import type { ObjectMsg, ObjectReply, Principal, Unaddressed } from '../../protocol/messages.js'
 import { errorXml } from '../../protocol/s3-xml.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import { s3ErrorFor } from './errors.js'
@@ -106,4 +106,14 @@ function hasBody(incoming: IncomingMessage): boolean {
 /** The deadline of a request to an actor that carries no body: CALL_TIMEOUT_MS from now. */
 export function callDeadline(ex: S3Exchange): number {
   return ex.mesh.now() + CALL_TIMEOUT_MS
+}
+
+/** Asks the coordinator for `msg` on behalf of this request: with its request id and the deadline
+ * of a call that carries no body. The reply is typed by the message kind. */
+export function askCoordinator<K extends ObjectMsg['kind']>(
+  ex: S3Exchange,
+  msg: { kind: K } & Unaddressed<Extract<ObjectMsg, { kind: K }>>,
+): Promise<Result<ObjectReply[K]>> {
+  const request = { ...msg, requestId: ex.requestId, deadlineMs: callDeadline(ex) }
+  return ex.mesh.call<ObjectReply[K]>('coordinator', request as ObjectMsg)
 }

@@ -6,13 +6,7 @@
  * coordinator; the store decides what exists. */
 import { PART_BYTES_MAX, LIST_PARTS_MAX, LIST_UPLOADS_MAX } from '../../protocol/limits.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
-import type {
-  PartInfo,
-  PartListing,
-  PutResult,
-  UploadCreated,
-  UploadListing,
-} from '../../protocol/messages.js'
+import type { PartInfo } from '../../protocol/messages.js'
 import {
   completeUploadResultXml,
   copyPartResultXml,
@@ -26,7 +20,7 @@ import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
 import { declaredSize, readCheckedBody } from './body.js'
 import { ownerOf, parseEncoding } from './buckets.js'
-import { callDeadline, send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
 import { conditionsFrom, expectations, parseCopySource, sendBody } from './objects.js'
 
@@ -42,13 +36,11 @@ const COMPLETE_BODY_BYTES_MAX = 4 * 1024 * 1024
 export async function createMultipartUpload(ex: S3Exchange, at: ObjectTarget): Promise<void> {
   const userMeta = parseUserMeta(ex.headers)
   if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
-  const reply = await ex.mesh.call<UploadCreated>('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'upload.create',
     ...at,
     http: parseHttpMeta(ex.headers),
     userMeta: userMeta.value,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   sendXml(ex, 200, initiateUploadXml({ ...at, uploadId: reply.value.uploadId }))
@@ -136,13 +128,11 @@ export async function completeMultipartUpload(
   if (!body.ok) return sendError(ex, body.code, body.detail)
   const parts = parseCompleteUpload(body.value)
   if (!parts.ok) return sendError(ex, parts.code, parts.detail)
-  const reply = await ex.mesh.call<PutResult>('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'upload.complete',
     ...at,
     uploadId,
     parts: parts.value,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const scheme = ex.incoming.socket && 'encrypted' in ex.incoming.socket ? 'https' : 'http'
@@ -159,12 +149,10 @@ export async function abortMultipartUpload(
   at: ObjectTarget,
   uploadId: string,
 ): Promise<void> {
-  const reply = await ex.mesh.call('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'upload.abort',
     ...at,
     uploadId,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   send(ex, 204, {})
@@ -184,14 +172,12 @@ export async function listParts(ex: S3Exchange, at: ObjectTarget, uploadId: stri
   if (!maxParts.ok) return sendError(ex, maxParts.code, maxParts.detail)
   const marker = parseCount(ex.query.get('part-number-marker') ?? '0', 'part-number-marker', 10_000)
   if (!marker.ok) return sendError(ex, marker.code, marker.detail)
-  const reply = await ex.mesh.call<PartListing>('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'upload.list-parts',
     ...at,
     uploadId,
     afterPartNumber: marker.value,
     maxParts: maxParts.value,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const xml = listPartsXml({
@@ -220,12 +206,10 @@ export async function listMultipartUploads(ex: S3Exchange, bucket: string): Prom
     uploadIdMarker: keyMarker === '' ? '' : (query.get('upload-id-marker') ?? ''),
     maxUploads: maxUploads.value,
   }
-  const reply = await ex.mesh.call<UploadListing>('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'upload.list',
     bucket,
     ...options,
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   const xml = listUploadsXml({

@@ -7,20 +7,21 @@ import { evaluateConditions } from '../../protocol/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
 import type { Request } from '../../protocol/actor.js'
-import type {
-  DeleteResult,
-  GetResult,
-  MarkerResult,
-  ObjectMsg,
-  PutResult,
-} from '../../protocol/messages.js'
+import type { GetResult, MarkerResult, ObjectMsg, PutResult } from '../../protocol/messages.js'
 import type { Conditions, Expectations } from '../../protocol/objects.js'
 import { copyObjectResultXml } from '../../protocol/s3-xml.js'
 import { parsePartNumber } from '../../protocol/s3-multipart-xml.js'
 import { streamDeadlineMs } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
 import { declaredSize, pumpBody, readWholeBody } from './body.js'
-import { callDeadline, send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import {
+  askCoordinator,
+  callDeadline,
+  send,
+  sendError,
+  sendXml,
+  type S3Exchange,
+} from './exchange.js'
 import {
   checksumHeaders,
   objectHeaders,
@@ -348,12 +349,10 @@ function drained(out: ServerResponse): Promise<void> {
 
 export async function deleteObject(ex: S3Exchange, at: ObjectTarget): Promise<void> {
   const versionId = ex.query.get('versionId')
-  const reply = await ex.mesh.call<DeleteResult>('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'object.delete',
     ...at,
     ...(versionId === null ? {} : { versionId }),
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const headers: Record<string, string> = versionHeaders(reply.value)
@@ -401,14 +400,12 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
     if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
     replace = { http: parseHttpMeta(ex.headers), userMeta: userMeta.value }
   }
-  const reply = await ex.mesh.call<PutResult>('coordinator', {
+  const reply = await askCoordinator(ex, {
     kind: 'object.copy',
     source: source.value,
     target: at,
     ...(replace === undefined ? {} : { replace }),
     conditions: conditionsFrom(ex.headers, 'x-amz-copy-source-'),
-    requestId: ex.requestId,
-    deadlineMs: callDeadline(ex),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const headers = versionHeaders(reply.value)
