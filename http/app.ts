@@ -62,7 +62,8 @@ export function createListener(
   return { listener, keys: caches.keys }
 }
 
-/** Paths of the routes besides S3 (the app's own table below): exactly these, or under them. */
+/** Paths of the routes besides S3 (the app's own table below): exactly these, or under them. A
+ * route added to the app must be added here, or its requests go to the S3 handler. */
 const OWN_PATHS = ['/health', '/metrics', '/api/stats']
 const OWN_PREFIXES = ['/api/admin', '/admin/chaos/']
 
