@@ -1,6 +1,7 @@
 /** @module Tunables of the runtime, with the relations between them asserted at load. Contract
  * limits (S3's own numbers) live in protocol/limits.ts instead. */
 import assert from 'node:assert/strict'
+import type { ActorName } from '../protocol/actor.js'
 import { CALL_TIMEOUT_MS, STREAM_IDLE_TIMEOUT_MS } from '../protocol/timing.js'
 
 /** Requests an actor handles at once; one more is answered `busy` (503 SlowDown) at once. */
@@ -21,9 +22,24 @@ export const SHUTDOWN_DRAIN_MS = 30_000
 /** A stopping actor gets this long to release its resources before it is terminated. */
 export const ACTOR_STOP_TIMEOUT_MS = 10_000
 /** Young-generation size of each actor thread, bounded so that per-request garbage cannot grow a
- * thread's heap far; 16 MiB keeps scavenges rare enough for a 1000-key listing page (4 MiB made
- * them its largest cost). Body chunks are reclaimed explicitly instead (runtime/reclaim.ts). */
-export const WORKER_YOUNG_GENERATION_MB = 16
+ * thread's heap far. On the request path 16 MiB keeps scavenges rare: 4 MiB made them the largest
+ * cost of a 1000-key listing page, and cost the coordinator ~9% of its small GETs per second. iam
+ * is asked only on a key-cache miss, and 4 MiB keeps ~7 MiB less of its heap resident. Body
+ * chunks are reclaimed explicitly instead (runtime/reclaim.ts). */
+export const WORKER_YOUNG_GENERATION_MB: Readonly<Record<ActorName, number>> = {
+  'replica-store': 16,
+  'http-ingress': 16,
+  coordinator: 16,
+  iam: 4,
+}
+/** Native memory trimming (runtime/native-trim.ts): how often the node's RSS is looked at; the
+ * growth since the last trim that makes the next one worth its ~1 ms; and, for memory freed without
+ * RSS growing (the collector freeing chunks after a burst), how many looks apart a trim is retried
+ * while RSS stays that far above the lowest a trim reached. Trimming every look cost ~4% of a
+ * streamed upload (freed pages are faulted in again); every fourth costs nothing measurable. */
+export const TRIM_CHECK_MS = 1_000
+export const TRIM_GROWTH_BYTES = 16 * 1024 * 1024
+export const TRIM_RETRY_CHECKS = 4
 /** Metrics gathered from actors for one scrape must answer within this. */
 export const METRICS_GATHER_TIMEOUT_MS = 2_000
 /** Password pool (argon2id, ~50 ms and 19 MiB a task): threads, tasks that may wait, and how long

@@ -9,6 +9,7 @@ import { SINGLE_NODE_ACTORS, SINGLE_NODE_LINKS } from './actor-table.js'
 import { SHUTDOWN_DRAIN_MS } from './knobs.js'
 import { createLogger } from './log.js'
 import { loadNodeSecrets } from './node-secrets.js'
+import { startNativeTrimmer } from './native-trim.js'
 import { Supervisor } from './supervisor.js'
 
 const log = createLogger('supervisor')
@@ -41,6 +42,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => onSignal('SIGTERM'))
   process.on('SIGINT', () => onSignal('SIGINT'))
   if (!(await supervisor.start())) return // A signal arrived first: the node is stopping.
+  startNativeTrimmer()
   log.info({ host: config.httpHost, port: config.httpPort, dataDir: config.dataDir }, 'node ready')
 }
 

@@ -163,7 +163,7 @@ export class Supervisor {
     const worker = new Worker(new URL('./thread-host.js', import.meta.url), {
       workerData: hostData,
       transferList: [control.port2],
-      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB[child.name] },
     })
     const api = Comlink.wrap<HostApi>(nodeEndpoint(worker as never))
     child.worker = worker
