@@ -11,7 +11,7 @@ import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import { STREAM_WINDOW_CHUNKS } from '../../protocol/timing.js'
 import { freeChunks } from '../../runtime/chunk-pool.js'
 import { PENDING_CALLS_MAX } from '../../runtime/knobs.js'
-import { CallerLink, serveLink } from '../../runtime/link.js'
+import { CallerLink, serveLink, type Batch } from '../../runtime/link.js'
 import { openStream, PortSink, PortSource } from '../../runtime/stream-port.js'
 
 test('a call is answered through the link, its body transferred', async () => {
@@ -20,6 +20,51 @@ test('a call is answered through the link, its body transferred', async () => {
   const link = new CallerLink(port1, 'peer')
   const result = await link.call({ kind: 'hello', deadlineMs: Date.now() + 1_000 })
   assert.equal(result, ok({ echoed: 'hello' }))
+  link.close('done')
+})
+
+test('calls made in one turn travel as one message and each gets its own reply', async () => {
+  const { port1, port2 } = new MessageChannel()
+  const batchSizes: number[] = []
+  port2.on('message', (batch: Batch) => batchSizes.push(batch.length))
+  serveLink(port2, async (msg) => ok({ echoed: msg.kind }))
+  const link = new CallerLink(port1, 'peer')
+  const deadlineMs = Date.now() + 1_000
+  const kinds = ['a', 'b', 'c', 'd']
+  const results = await Promise.all(kinds.map((kind) => link.call({ kind, deadlineMs })))
+  assert.equal(
+    results,
+    kinds.map((kind) => ok({ echoed: kind })),
+  )
+  assert.equal(batchSizes, [kinds.length])
+  link.close('done')
+})
+
+test('a request that cannot be sent fails alone; the rest of its batch is answered', async () => {
+  const { port1, port2 } = new MessageChannel()
+  serveLink(port2, async (msg) => ok({ echoed: msg.kind }))
+  const link = new CallerLink(port1, 'peer')
+  const deadlineMs = Date.now() + 1_000
+  const unclonable = { kind: 'bad', deadlineMs, callback: () => 'functions do not clone' }
+  const [before, bad, after] = await Promise.all([
+    link.call({ kind: 'before', deadlineMs }),
+    link.call(unclonable),
+    link.call({ kind: 'after', deadlineMs }),
+  ])
+  assert.equal(before, ok({ echoed: 'before' }))
+  assert.equal(bad?.ok ? 'ok' : bad?.code, 'internal')
+  assert.equal(after, ok({ echoed: 'after' }))
+  link.close('done')
+})
+
+test('a reply that cannot be sent fails its call at once, not at its deadline', async () => {
+  const { port1, port2 } = new MessageChannel()
+  serveLink(port2, async () => ok({ callback: () => 'functions do not clone' }))
+  const link = new CallerLink(port1, 'peer')
+  const started = Date.now()
+  const result = await link.call({ kind: 'x', deadlineMs: Date.now() + 10_000 })
+  assert.equal(result.ok ? 'ok' : result.code, 'internal')
+  assert.ok(Date.now() - started < 5_000)
   link.close('done')
 })
 
@@ -51,7 +96,7 @@ test('closing a link fails pending calls at once and later calls immediately', a
 test('more than PENDING_CALLS_MAX outstanding calls answer busy without sending', async () => {
   const { port1, port2 } = new MessageChannel()
   let received = 0
-  port2.on('message', () => received++)
+  port2.on('message', (batch: Batch) => (received += batch.length))
   const link = new CallerLink(port1, 'slow')
   const calls = Array.from({ length: PENDING_CALLS_MAX }, () =>
     link.call({ kind: 'x', deadlineMs: Date.now() + 60_000 }),
