@@ -42,7 +42,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => onSignal('SIGTERM'))
   process.on('SIGINT', () => onSignal('SIGINT'))
   if (!(await supervisor.start())) return // A signal arrived first: the node is stopping.
-  startNativeTrimmer()
+  await startNativeTrimmer()
   log.info({ host: config.httpHost, port: config.httpPort, dataDir: config.dataDir }, 'node ready')
 }
 

@@ -8,17 +8,20 @@
  * by TRIM_GROWTH_BYTES since the last trim, or stays that far above the lowest a trim reached (a
  * retry every TRIM_RETRY_CHECKS looks). Without glibc there is nothing to call and the trimmer does
  * not start. koffi is the FFI: it ships prebuilt, so nothing compiles at install. */
-import koffi from 'koffi'
 import { TRIM_CHECK_MS, TRIM_GROWTH_BYTES, TRIM_RETRY_CHECKS } from './knobs.js'
 
 type MallocTrim = (pad: number) => number
 
-function loadMallocTrim(): MallocTrim | null {
+/** koffi is loaded only here and only on Linux: a platform without its prebuilt binary, or a C
+ * library without malloc_trim (musl), leaves the node running untrimmed rather than unable to
+ * start. */
+async function loadMallocTrim(): Promise<MallocTrim | null> {
   if (process.platform !== 'linux') return null
   try {
+    const { default: koffi } = await import('koffi')
     return koffi.load('libc.so.6').func('int malloc_trim(size_t pad)') as MallocTrim
   } catch {
-    return null // musl and other C libraries: no malloc_trim to call.
+    return null
   }
 }
 
@@ -28,8 +31,8 @@ export interface NativeTrimmer {
   stop(): void
 }
 
-export function startNativeTrimmer(): NativeTrimmer | null {
-  const mallocTrim = loadMallocTrim()
+export async function startNativeTrimmer(): Promise<NativeTrimmer | null> {
+  const mallocTrim = await loadMallocTrim()
   if (mallocTrim === null) return null
   // The lowest RSS a trim has left: the node's own footprint, which trimming cannot go under.
   let floor = process.memoryUsage.rss()

@@ -31,7 +31,7 @@ parentPort.on('message', () => parentPort.postMessage(kept.length))
 const settle = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 test('a trim gives back memory a thread freed inside its arena', async () => {
-  const trimmer = startNativeTrimmer()
+  const trimmer = await startNativeTrimmer()
   assert.ok(trimmer, 'glibc is the C library here, so the trimmer starts')
   const worker = new Worker(FRAGMENTING_WORKER, { eval: true })
   try {
