@@ -2,9 +2,9 @@
  * and the chaos route (only with SVC_CHAOS=1), and the S3 API for everything else. A request whose
  * path none of those routes can claim goes to the S3 handler without the app. S3 handlers write to
  * Node's response directly (bodies stream without a web-stream detour); through the app they return
- * RESPONSE_ALREADY_SENT. The fixed
- * paths shadow buckets of the same name for those methods only (GET /health, GET /metrics). While
- * the node starts or shuts down every request answers 503 at once, S3 requests as S3 XML. */
+ * RESPONSE_ALREADY_SENT. The fixed paths shadow buckets of the same name for those methods only
+ * (GET /health, GET /metrics). While the node starts or shuts down every request answers 503 at
+ * once, S3 requests as S3 XML. */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { getRequestListener, type HttpBindings } from '@hono/node-server'
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'

@@ -256,7 +256,8 @@ async function sendSlices(
   try {
     for (let offset = from; offset <= to; offset += STREAM_CHUNK_BYTES) {
       const length = Math.min(STREAM_CHUNK_BYTES, to + 1 - offset)
-      const chunk = await (ahead ?? readSlice(offset))
+      assert(ahead !== null) // Started for this offset by the previous turn (or before the loop).
+      const chunk = await ahead
       const next = offset + STREAM_CHUNK_BYTES
       ahead = next <= to ? readSlice(next) : null
       if (state.stopping) {
