@@ -25,64 +25,9 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3'
 import { startServer, type TestServer } from '../support/server.js'
+import { admin, createUser, issueKeys, login, type Credentials } from '../support/admin-client.js'
 
 const ROOT_PASSWORD = 'root-password-for-tests'
-
-interface Credentials {
-  access_key: string
-  secret_key: string
-}
-
-async function admin(
-  server: TestServer,
-  method: string,
-  path: string,
-  token?: string,
-  body?: unknown,
-): Promise<{ status: number; json: unknown; headers: Headers; text: string }> {
-  const headers: Record<string, string> = {}
-  if (token !== undefined) headers['authorization'] = `Bearer ${token}`
-  if (body !== undefined) headers['content-type'] = 'application/json'
-  const response = await fetch(`${server.url}/api/admin${path}`, {
-    method,
-    headers,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  })
-  const text = await response.text()
-  return {
-    status: response.status,
-    json: text === '' ? null : (JSON.parse(text) as unknown),
-    headers: response.headers,
-    text,
-  }
-}
-
-async function login(server: TestServer, username: string, password: string): Promise<string> {
-  const answer = await admin(server, 'POST', '/login', undefined, { username, password })
-  assert.is(answer.status, 200, answer.text)
-  return (answer.json as { token: string }).token
-}
-
-async function createUser(
-  server: TestServer,
-  token: string,
-  username: string,
-  role: string,
-): Promise<string> {
-  const created = await admin(server, 'POST', '/users', token, {
-    username,
-    password: `${username}-password`,
-    role,
-  })
-  assert.is(created.status, 201, created.text)
-  return (created.json as { id: string }).id
-}
-
-async function issueKeys(server: TestServer, token: string, userId: string): Promise<Credentials> {
-  const issued = await admin(server, 'POST', `/users/${userId}/credentials`, token)
-  assert.is(issued.status, 201, issued.text)
-  return issued.json as Credentials
-}
 
 function clientOf(server: TestServer, keys: Credentials): S3Client {
   return server.client({ accessKeyId: keys.access_key, secretAccessKey: keys.secret_key })
