@@ -133,6 +133,9 @@ export interface Context {
   /** Sends a request to another actor of this node and waits for its reply until `deadlineMs`.
    * A full mailbox answers `busy`, a dead actor `unavailable`, a late reply `timeout`. */
   call<T>(to: ActorName, msg: AnyMsg): Promise<Result<T>>
+  /** Sends the request to every running instance of a role that may run several (the ingress),
+   * and waits for all their replies; none when no instance is running. */
+  callEach<T>(to: ActorName, msg: AnyMsg): Promise<Result<T>[]>
   /** Runs `task` after `ms`, unless cancelled. */
   after(ms: number, task: () => void): () => void
   readonly kv: KvStore

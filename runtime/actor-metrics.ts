@@ -29,6 +29,9 @@ export class ActorMetrics {
   readonly rejected: Counter
   readonly expired: Counter
   readonly duration: Histogram<'kind'>
+  /** Registries of the actor's own (the ingress's HTTP metrics), served with these. Without the
+   * `actor` label, so that the instances of a role add up. */
+  private readonly included: Registry[] = []
 
   constructor(actor: string) {
     this.registry.setDefaultLabels({ actor })
@@ -66,8 +69,16 @@ export class ActorMetrics {
     })
   }
 
+  include(registry: Registry): void {
+    this.included.push(registry)
+  }
+
   async json(): Promise<MetricsJson> {
-    const metrics = (await this.registry.getMetricsAsJSON()) as MetricsJson
-    return metrics.filter((metric) => !MISNAMED_DEFAULT_GAUGES.has(metric.name))
+    const own = (await this.registry.getMetricsAsJSON()) as MetricsJson
+    const included = await Promise.all(this.included.map((r) => r.getMetricsAsJSON()))
+    return [
+      ...own.filter((metric) => !MISNAMED_DEFAULT_GAUGES.has(metric.name)),
+      ...included.flat(),
+    ] as MetricsJson
   }
 }

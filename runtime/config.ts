@@ -1,6 +1,8 @@
 /** @module Node configuration from the environment, validated once at start. Actors receive the
  * resulting flat record; nothing else reads process.env. */
+import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
+import { DEFAULT_HTTP_WORKERS_MAX, DEFAULT_HTTP_WORKERS_RESERVED_CORES } from './knobs.js'
 import { isAcceptablePassword, isValidUsername } from '../protocol/identity.js'
 
 export interface NodeConfig {
@@ -8,6 +10,8 @@ export interface NodeConfig {
   dataDir: string
   httpHost: string
   httpPort: number
+  /** Ingress threads sharing the HTTP port. */
+  httpWorkers: number
   chaos: boolean
   /** The flat record handed to every actor. */
   actorConfig: Record<string, string>
@@ -49,6 +53,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
   }
   const dataDir = resolve(env['SVC_DATA_DIR'] ?? './data')
   const http = parseHostPort(env['SVC_NODE_HTTP_ADDR'] ?? '0.0.0.0:9000', 'SVC_NODE_HTTP_ADDR')
+  const httpWorkers = parseHttpWorkers(env['SVC_HTTP_WORKERS'])
   const keyId = env['SVC_ACCESS_KEY_ID']
   const secret = env['SVC_SECRET_ACCESS_KEY']
   if ((keyId === undefined) !== (secret === undefined)) {
@@ -64,6 +69,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     SVC_DATA_DIR: dataDir,
     SVC_HTTP_HOST: http.host,
     SVC_HTTP_PORT: String(http.port),
+    SVC_HTTP_WORKERS: String(httpWorkers),
     SVC_CHAOS: env['SVC_CHAOS'] === '1' ? '1' : '0',
   }
   for (const name of PASSED_THROUGH) {
@@ -75,9 +81,33 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     dataDir,
     httpHost: http.host,
     httpPort: http.port,
+    httpWorkers,
     chaos: actorConfig['SVC_CHAOS'] === '1',
     actorConfig,
   }
+}
+
+/** More ingress threads than this only contend for the cores the other actors need. */
+const HTTP_WORKERS_MAX = 64
+
+/** Ingress threads (knobs.ts has the default). Several threads share the port through
+ * SO_REUSEPORT, which the node opens on Linux only. */
+function parseHttpWorkers(value: string | undefined): number {
+  if (value === undefined || value === '') {
+    if (process.platform !== 'linux') return 1
+    const spare = availableParallelism() - DEFAULT_HTTP_WORKERS_RESERVED_CORES
+    return Math.min(Math.max(1, spare), DEFAULT_HTTP_WORKERS_MAX)
+  }
+  const workers = Number(value)
+  if (!/^\d+$/.test(value) || workers < 1 || workers > HTTP_WORKERS_MAX) {
+    throw new ConfigError(`SVC_HTTP_WORKERS must be an integer from 1 to ${HTTP_WORKERS_MAX}`)
+  }
+  if (workers > 1 && process.platform !== 'linux') {
+    throw new ConfigError(
+      'SVC_HTTP_WORKERS above 1 needs SO_REUSEPORT, which this node opens on Linux only',
+    )
+  }
+  return workers
 }
 
 /** Incomplete multipart uploads are reclaimed after this many hours: at most a year; fractions

@@ -5,9 +5,10 @@
  * serves once the supervisor says every actor is up; until then every request answers 503. Stop:
  * answer 503 to new requests while the ones admitted earlier finish (at most SHUTDOWN_DRAIN_MS),
  * so that health checks see the node leave; then close the port and cut what is left. */
-import { readFileSync } from 'node:fs'
+import { closeSync, readFileSync } from 'node:fs'
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import type * as Comlink from 'comlink'
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client'
 import { createListener, type IngressState, type Listener } from '../http/app.js'
@@ -19,6 +20,7 @@ import { HttpMetrics } from './http-metrics.js'
 import { METRICS_GATHER_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
 import type { HostContext } from './thread-host.js'
+import { openSharedListener } from './reuse-port.js'
 import { withTimeout } from './timeout.js'
 
 /** Bounds how long a client may take to send its headers; bodies are bounded by stream timeouts. */
@@ -45,8 +47,11 @@ interface IngressActorState extends IngressState {
 export const httpIngress: Actor<IngressActorState, IngressMsg> = {
   name: 'http-ingress',
   async init(ctx) {
-    const supervisor = (ctx as HostContext).supervisor
+    const host = ctx as HostContext
+    const supervisor = host.supervisor
     const http = new HttpMetrics()
+    // Reported with this thread's actor metrics, so /metrics adds up every ingress instance's.
+    host.includeMetrics(http.registry)
     const mesh: Mesh = {
       call: ctx.call,
       openStream: ctx.openStream,
@@ -58,7 +63,7 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       config: ctx.config,
       kill: (actor) => supervisor.kill(actor),
       observeRequest: (sample) => http.observe(sample),
-      metricsText: () => metricsText(supervisor, http),
+      metricsText: () => metricsText(supervisor),
     }
     const state = {
       serving: false,
@@ -70,6 +75,8 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
     const { listener, keys } = createListener(mesh, state, hostname)
     state.keys = keys
     state.server = await listen(ctx, hostname, listener)
+    // Awaited: the next instance starts once this one is ready, and must see the port.
+    await supervisor.listening((state.server.address() as AddressInfo).port)
     countInFlight(state)
     // Not awaited: init must end for the supervisor to start the other actors. A restarted
     // ingress gets its answer at once.
@@ -129,32 +136,41 @@ function countInFlight(state: IngressActorState): void {
   })
 }
 
-function listen(ctx: Context, hostname: string, listener: Listener): Promise<Server> {
-  const port = Number(ctx.config['SVC_HTTP_PORT'])
+/** One ingress thread listens as Node does; several each open their own SO_REUSEPORT socket on
+ * the same address (runtime/reuse-port.ts) and the kernel spreads connections over them. The
+ * socket is opened last: a descriptor Node has not taken over would outlive this thread and take
+ * connections that nobody accepts. */
+async function listen(ctx: Context, hostname: string, listener: Listener): Promise<Server> {
   const cert = ctx.config['SVC_TLS_CERT']
   const key = ctx.config['SVC_TLS_KEY']
-  return new Promise((resolve, reject) => {
-    const server: Server =
-      cert !== undefined && key !== undefined
-        ? createHttpsServer({ cert: readFileSync(cert), key: readFileSync(key) }, listener)
-        : createHttpServer(listener)
-    server.listen(port, hostname)
-    server.headersTimeout = HEADERS_TIMEOUT_MS
-    server.requestTimeout = 0 // Bodies are bounded by the stream idle timeout instead.
-    server.setTimeout(SOCKET_IDLE_TIMEOUT_MS)
+  const server: Server =
+    cert !== undefined && key !== undefined
+      ? createHttpsServer({ cert: readFileSync(cert), key: readFileSync(key) }, listener)
+      : createHttpServer(listener)
+  server.headersTimeout = HEADERS_TIMEOUT_MS
+  server.requestTimeout = 0 // Bodies are bounded by the stream idle timeout instead.
+  server.setTimeout(SOCKET_IDLE_TIMEOUT_MS)
+  const port = Number(ctx.config['SVC_HTTP_PORT'])
+  const workers = Number(ctx.config['SVC_HTTP_WORKERS'] ?? '1')
+  const shared = workers > 1 ? await openSharedListener(hostname, port) : null
+  await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.once('listening', () => {
       server.off('error', reject)
-      ctx.log.info({ hostname, port, tls: cert !== undefined }, 'listening')
-      resolve(server)
+      resolve()
     })
+    if (shared === null) server.listen(port, hostname)
+    else server.listen({ fd: shared.fd })
+  }).catch((error: unknown) => {
+    if (shared !== null && !server.listening) closeQuietly(shared.fd)
+    throw error
   })
+  const bound = (server.address() as AddressInfo).port
+  ctx.log.info({ hostname, port: bound, tls: cert !== undefined, workers }, 'listening')
+  return server
 }
 
-async function metricsText(
-  supervisor: Comlink.Remote<SupervisorApi>,
-  http: HttpMetrics,
-): Promise<string> {
+async function metricsText(supervisor: Comlink.Remote<SupervisorApi>): Promise<string> {
   const gathered = await withTimeout(
     supervisor.gatherMetrics(),
     METRICS_SCRAPE_TIMEOUT_MS,
@@ -177,5 +193,14 @@ async function metricsText(
   for (const [actor, isUp] of Object.entries(gathered.up)) up.set({ actor }, isUp ? 1 : 0)
   for (const [actor, count] of Object.entries(gathered.restarts)) restarts.inc({ actor }, count)
   const merged = AggregatorRegistry.aggregate(gathered.actors as never)
-  return (await http.registry.metrics()) + (await node.metrics()) + (await merged.metrics())
+  return (await node.metrics()) + (await merged.metrics())
+}
+
+/** Closes a descriptor on a path that is already failing: the first error is the one to report. */
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd)
+  } catch {
+    // Already closed by node:net when it gave up on it.
+  }
 }

@@ -40,6 +40,13 @@ export const WORKER_YOUNG_GENERATION_MB: Readonly<Record<ActorName, number>> = {
 export const TRIM_CHECK_MS = 1_000
 export const TRIM_GROWTH_BYTES = 16 * 1024 * 1024
 export const TRIM_RETRY_CHECKS = 4
+/** Ingress threads when SVC_HTTP_WORKERS is not set: one per core beyond the two that the store
+ * and the coordinator keep busy, at least one and at most DEFAULT_HTTP_WORKERS_MAX. On two cores a
+ * second ingress thread served no more (GET 4 KiB c64 ~9,700 ops/s with one or two, PUT 1 MiB c16
+ * ~235 MiB/s) and held ~25 MB more. Each costs its own V8 heap; past a few, the ingress is no
+ * longer what limits a node. */
+export const DEFAULT_HTTP_WORKERS_RESERVED_CORES = 2
+export const DEFAULT_HTTP_WORKERS_MAX = 4
 /** Metrics gathered from actors for one scrape must answer within this. */
 export const METRICS_GATHER_TIMEOUT_MS = 2_000
 /** Password pool (argon2id, ~50 ms and 19 MiB a task): threads, tasks that may wait, and how long

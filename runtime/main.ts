@@ -25,6 +25,7 @@ async function main(): Promise<void> {
   let stopping: Promise<void> | null = null
   const supervisor: Supervisor = new Supervisor({
     actors: SINGLE_NODE_ACTORS,
+    instances: { 'http-ingress': config.httpWorkers },
     links: SINGLE_NODE_LINKS,
     config: { ...config.actorConfig, ...secrets },
     ingress: 'http-ingress',

@@ -7,9 +7,15 @@
  * the node (chaos kills, gathering metrics, whether the node has started) over a comlink port per
  * actor. The ingress, the actor that faces clients, is spawned before the others and stopped
  * before them: its port answers 503 while the node starts and while it drains, never refuses a
- * health check that the node could answer. */
+ * health check that the node could answer.
+ *
+ * A stateless role may run several instances (the ingress: SVC_HTTP_WORKERS threads, each with
+ * its own SO_REUSEPORT socket on the node's port). Instances are named `<role>-<n>` from 1 when
+ * there are several, and by the role alone when there is one; each is a child of its own with its
+ * own restarts, and a link between two roles joins every instance of one to every instance of the
+ * other. */
 import assert from 'node:assert/strict'
-import { MessageChannel, Worker } from 'node:worker_threads'
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads'
 import * as Comlink from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import type { ActorName } from '../protocol/actor.js'
@@ -40,7 +46,8 @@ export interface GatheredMetrics {
 }
 
 export interface SupervisorApi {
-  /** Terminates an actor's thread abruptly (chaos testing). False if chaos is off or unknown. */
+  /** Terminates an actor's thread abruptly (chaos testing): one instance by its name, or every
+   * instance of a role by the role's name. False if chaos is off or no such actor is running. */
   kill(actor: string): Promise<boolean>
   /** Metrics text of every live actor, and which actors are up, for /metrics. */
   gatherMetrics(): Promise<GatheredMetrics>
@@ -48,13 +55,18 @@ export interface SupervisorApi {
   shutdown(): void
   /** Resolves true once every actor of the node has started, false if the node stops first. */
   started(): Promise<boolean>
+  /** The ingress tells the port it listens on: when the configured port is 0 the first instance
+   * lets the kernel choose, and the others (and every restart) must listen on the same one. */
+  listening(port: number): void
   /** argon2id on the node's password pool (runtime/password-pool.ts), for iam. */
   hashPassword(password: string, salt: Uint8Array): Promise<Result<string>>
   verifyPassword(storedHash: string, password: string): Promise<Result<boolean>>
 }
 
 interface Child {
-  name: ActorName
+  /** The instance's name: its role's, or `<role>-<n>` when the role runs several. */
+  name: string
+  role: ActorName
   worker: Worker | null
   api: Comlink.Remote<HostApi> | null
   up: boolean
@@ -65,6 +77,8 @@ interface Child {
 
 export interface SupervisorOptions {
   actors: readonly ActorName[]
+  /** How many instances a role runs, for the stateless roles that may run several; 1 otherwise. */
+  instances?: Partial<Record<ActorName, number>>
   links: readonly (readonly [ActorName, ActorName])[]
   config: Record<string, string>
   /** The actor that faces clients: spawned first, so that its port answers 503 (not a refused
@@ -77,7 +91,8 @@ export interface SupervisorOptions {
 }
 
 export class Supervisor {
-  private readonly children = new Map<ActorName, Child>()
+  private readonly children = new Map<string, Child>()
+  private readonly byRole = new Map<ActorName, Child[]>()
   /** Outlives every actor thread: a kill never lands on a thread that runs argon2. */
   private readonly passwords = new PasswordPool()
   private stopping = false
@@ -85,6 +100,8 @@ export class Supervisor {
   private readonly startOrder: readonly ActorName[]
   /** The ingress first (it drains while the others still serve it), then the reverse order. */
   private readonly stopOrder: readonly ActorName[]
+  /** Settings every actor gets; the ingress's port is pinned here once it is known. */
+  private config: Record<string, string>
   private readonly started: Promise<boolean>
   private markStarted: (started: boolean) => void = () => undefined
 
@@ -93,27 +110,40 @@ export class Supervisor {
     const others = options.actors.filter((name) => name !== options.ingress)
     this.startOrder = [options.ingress, ...others]
     this.stopOrder = [options.ingress, ...others.reverse()]
+    this.config = options.config
     this.started = new Promise((resolve) => {
       this.markStarted = resolve
     })
-    for (const name of options.actors) {
-      this.children.set(name, {
-        name,
-        worker: null,
-        api: null,
-        up: false,
-        restartTimes: [],
-        restartsTotal: 0,
-        stopping: false,
-      })
+    for (const role of options.actors) {
+      const count = options.instances?.[role] ?? 1
+      assert(Number.isInteger(count) && count >= 1, `${role}: ${count} instances`)
+      const instances: Child[] = []
+      for (let n = 1; n <= count; n++) {
+        const name = count === 1 ? role : `${role}-${n}`
+        const child: Child = {
+          name,
+          role,
+          worker: null,
+          api: null,
+          up: false,
+          restartTimes: [],
+          restartsTotal: 0,
+          stopping: false,
+        }
+        this.children.set(name, child)
+        instances.push(child)
+      }
+      this.byRole.set(role, instances)
     }
   }
 
   /** Spawns every actor; resolves true once all are up, false if a stop began meanwhile. */
   async start(): Promise<boolean> {
-    for (const name of this.startOrder) {
-      if (this.stopping) return false
-      await this.spawn(this.child(name))
+    for (const role of this.startOrder) {
+      for (const child of this.instancesOf(role)) {
+        if (this.stopping) return false
+        await this.spawn(child)
+      }
     }
     if (this.stopping) return false
     this.markStarted(true)
@@ -122,22 +152,14 @@ export class Supervisor {
 
   /** Stops the ingress first, then the other actors in reverse start order; each gets
    * ACTOR_STOP_TIMEOUT_MS (the ingress gets its own drain time inside its stop), then is
-   * terminated. */
+   * terminated. The instances of one role stop together, so their drains overlap. */
   async stop(drainMs: number): Promise<void> {
     this.stopping = true
     this.markStarted(false)
-    for (const name of this.stopOrder) {
-      const child = this.child(name)
-      child.stopping = true
+    for (const role of this.stopOrder) {
       const budget =
-        name === this.options.ingress ? drainMs + ACTOR_STOP_TIMEOUT_MS : ACTOR_STOP_TIMEOUT_MS
-      try {
-        if (child.api !== null) await withTimeout(child.api.stop(), budget, `stop ${name}`)
-      } catch (error) {
-        this.options.log.warn({ child: name, err: String(error) }, 'actor did not stop in time')
-      }
-      await child.worker?.terminate()
-      child.up = false
+        role === this.options.ingress ? drainMs + ACTOR_STOP_TIMEOUT_MS : ACTOR_STOP_TIMEOUT_MS
+      await Promise.all(this.instancesOf(role).map((child) => this.stopChild(child, budget)))
     }
     try {
       await withTimeout(this.passwords.close(), PASSWORD_TASK_TIMEOUT_MS, 'password pool close')
@@ -146,24 +168,36 @@ export class Supervisor {
     }
   }
 
-  private child(name: ActorName): Child {
-    const child = this.children.get(name)
-    if (child === undefined) throw new Error(`unknown actor ${name}`)
-    return child
+  private async stopChild(child: Child, budgetMs: number): Promise<void> {
+    child.stopping = true
+    try {
+      if (child.api !== null) await withTimeout(child.api.stop(), budgetMs, `stop ${child.name}`)
+    } catch (error) {
+      this.options.log.warn({ child: child.name, err: String(error) }, 'actor did not stop in time')
+    }
+    await child.worker?.terminate()
+    child.up = false
+  }
+
+  private instancesOf(role: ActorName): Child[] {
+    const instances = this.byRole.get(role)
+    if (instances === undefined) throw new Error(`unknown actor ${role}`)
+    return instances
   }
 
   private async spawn(child: Child): Promise<void> {
     const control = new MessageChannel()
     Comlink.expose(this.api(), nodeEndpoint(control.port1 as never))
     const hostData: HostData = {
-      actor: child.name,
-      config: this.options.config,
+      actor: child.role,
+      instance: child.name,
+      config: this.config,
       supervisor: control.port2,
     }
     const worker = new Worker(new URL('./thread-host.js', import.meta.url), {
       workerData: hostData,
       transferList: [control.port2],
-      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB[child.name] },
+      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB[child.role] },
     })
     const api = Comlink.wrap<HostApi>(nodeEndpoint(worker as never))
     child.worker = worker
@@ -182,16 +216,23 @@ export class Supervisor {
     this.options.log.info({ child: child.name }, 'actor up')
   }
 
-  /** Creates a fresh channel for every link of this actor whose other end is alive. */
+  /** Creates a fresh channel for every link of this actor whose other end is alive: one to each
+   * instance of the peer role. */
   private async wire(child: Child): Promise<void> {
     for (const [caller, callee] of this.options.links) {
-      if (caller !== child.name && callee !== child.name) continue
-      const callerChild = this.child(caller)
-      const calleeChild = this.child(callee)
-      if (callerChild.api === null || calleeChild.api === null) continue
-      const { port1, port2 } = new MessageChannel()
-      await calleeChild.api.connect(caller, 'server', Comlink.transfer(port2, [port2]))
-      await callerChild.api.connect(callee, 'caller', Comlink.transfer(port1, [port1]))
+      const pairs: [Child, Child][] =
+        caller === child.role
+          ? this.instancesOf(callee).map((peer) => [child, peer])
+          : callee === child.role
+            ? this.instancesOf(caller).map((peer) => [peer, child])
+            : []
+      for (const [callerChild, calleeChild] of pairs) {
+        if (callerChild.api === null || calleeChild.api === null) continue
+        const { port1, port2 } = new MessageChannel()
+        const port = (end: MessagePort): MessagePort => Comlink.transfer(end, [end])
+        await calleeChild.api.connect(callerChild.role, callerChild.name, 'server', port(port2))
+        await callerChild.api.connect(calleeChild.role, calleeChild.name, 'caller', port(port1))
+      }
     }
   }
 
@@ -203,7 +244,8 @@ export class Supervisor {
     if (child.stopping || this.stopping) return
     this.options.log.error({ child: child.name, code }, 'actor exited; restarting')
     for (const [caller, callee] of this.options.links) {
-      if (callee === child.name) void this.child(caller).api?.disconnect(callee)
+      if (callee !== child.role) continue
+      for (const peer of this.instancesOf(caller)) void peer.api?.disconnect(callee, child.name)
     }
     const now = Date.now()
     child.restartTimes = child.restartTimes.filter((t) => now - t < RESTART_PERIOD_MS)
@@ -232,16 +274,21 @@ export class Supervisor {
     return {
       kill: async (actor) => {
         if (!this.options.chaos) return false
-        const child = this.children.get(actor as ActorName)
-        if (child?.worker == null) return false
-        const worker = child.worker
+        const named = this.children.get(actor) ?? this.byRole.get(actor as ActorName)
+        const workers = [named ?? []]
+          .flat()
+          .flatMap((child) => (child.worker === null ? [] : [child.worker]))
         // Let the caller's reply leave first when the victim is the ingress that carries it.
-        setTimeout(() => void worker.terminate(), 20)
-        return true
+        for (const worker of workers) setTimeout(() => void worker.terminate(), 20)
+        return workers.length > 0
       },
       gatherMetrics: () => this.gatherMetrics(),
       shutdown: () => this.options.onEscalate(0, 'shutdown requested'),
       started: () => this.started,
+      listening: (port) => {
+        if (this.config['SVC_HTTP_PORT'] === '0')
+          this.config = { ...this.config, SVC_HTTP_PORT: String(port) }
+      },
       hashPassword: (password, salt) => this.passwords.hash(password, salt),
       verifyPassword: (storedHash, password) => this.passwords.verify(storedHash, password),
     }

@@ -8,6 +8,7 @@ import { AssertionError } from 'node:assert'
 import { randomBytes } from 'node:crypto'
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import * as Comlink from 'comlink'
+import type { Registry } from 'prom-client'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import type {
   ActorName,
@@ -30,28 +31,38 @@ import { PASSWORD_TASK_TIMEOUT_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
 import { withTimeout } from './timeout.js'
 
-/** The context the runtime gives its own actors (the ingress): also the supervisor's services. */
-export type HostContext = Context & { supervisor: Comlink.Remote<SupervisorApi> }
+/** The context the runtime gives its own actors (the ingress): also the supervisor's services, and
+ * a way to add a registry of its own to the metrics this thread reports. */
+export type HostContext = Context & {
+  supervisor: Comlink.Remote<SupervisorApi>
+  includeMetrics(registry: Registry): void
+}
 
 export interface HostData {
   actor: ActorName
+  /** This instance's name: the role's, or `<role>-<n>` when the role runs several. */
+  instance: string
   config: Record<string, string>
   /** Port on which the supervisor serves requests from actors (chaos, metrics of the node). */
   supervisor: MessagePort
 }
 
 export interface HostApi {
-  connect(peer: string, role: 'caller' | 'server', port: MessagePort): void
-  disconnect(peer: string): void
+  /** A link to one instance of a peer role: this actor calls it, or serves it. */
+  connect(peerRole: ActorName, peer: string, end: 'caller' | 'server', port: MessagePort): void
+  disconnect(peerRole: ActorName, peer: string): void
   ready(): Promise<void>
   stop(): Promise<void>
   metrics(): Promise<MetricsJson>
 }
 
 const data = workerData as HostData
-const log = createLogger(data.actor)
-const metrics = new ActorMetrics(data.actor)
-const callers = new Map<string, CallerLink>()
+const log = createLogger(data.instance)
+const metrics = new ActorMetrics(data.instance)
+/** Links this actor calls on, by peer role, then by the instance at the other end. */
+const callers = new Map<ActorName, Map<string, CallerLink>>()
+/** Spreads calls over the instances of a role that runs several. */
+let nextInstance = 0
 const servedPorts: MessagePort[] = []
 let dispatcher: Dispatch | null = null
 let stopActor: () => Promise<void> = () => Promise.resolve()
@@ -72,10 +83,13 @@ async function main(): Promise<void> {
     now: () => Date.now(),
     randomBytes: (length) => new Uint8Array(randomBytes(length)),
     call: <T>(to: ActorName, msg: AnyMsg) => {
-      const link = callers.get(to)
+      const links = [...(callers.get(to)?.values() ?? [])]
+      const link = links[links.length === 1 ? 0 : nextInstance++ % links.length]
       if (link === undefined) return Promise.resolve(fail<T>('unavailable', `${to} is down`))
       return link.call<T>(msg)
     },
+    callEach: <T>(to: ActorName, msg: AnyMsg) =>
+      Promise.all([...(callers.get(to)?.values() ?? [])].map((link) => link.call<T>(msg))),
     after: (ms, task) => {
       const timer = setTimeout(task, ms)
       return () => clearTimeout(timer)
@@ -89,6 +103,7 @@ async function main(): Promise<void> {
     log,
     config: data.config,
     supervisor,
+    includeMetrics: (registry) => metrics.include(registry),
   }
   const state = await actor.init(ctx)
   const mailbox = new Mailbox(
@@ -142,19 +157,21 @@ const readyPromise = new Promise<void>((resolve) => {
 // (iam reads from replica-store during init); requests to this actor wait in their ports until
 // init is done, and `ready` resolves then.
 const api: HostApi = {
-  connect(peer, role, port) {
-    if (role === 'caller') {
-      callers.get(peer)?.close('rewired')
-      callers.set(peer, new CallerLink(port, peer))
+  connect(peerRole, peer, end, port) {
+    if (end === 'caller') {
+      const links = callers.get(peerRole) ?? new Map<string, CallerLink>()
+      callers.set(peerRole, links)
+      links.get(peer)?.close('rewired')
+      links.set(peer, new CallerLink(port, peer))
     } else if (dispatcher !== null) {
       serveLink(port, dispatcher)
     } else {
       servedPorts.push(port)
     }
   },
-  disconnect(peer) {
-    callers.get(peer)?.close('restarting')
-    callers.delete(peer)
+  disconnect(peerRole, peer) {
+    callers.get(peerRole)?.get(peer)?.close('restarting')
+    callers.get(peerRole)?.delete(peer)
   },
   ready: () => readyPromise,
   stop: () => stopActor(),

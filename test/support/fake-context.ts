@@ -10,7 +10,8 @@
  * - memoryStream(): one byte stream whose test side feeds a put (push/end/abort) or reads a get
  *   (request/cancel/received), while the actor side is ctx.source / ctx.sink on its handle.
  * - A clock that moves only when told (timers from ctx.after fire in `advance`), seeded
- *   deterministic randomBytes, `call` answering 'unavailable' unless a handler is set, and a log
+ *   deterministic randomBytes, `call` answering 'unavailable' unless a handler is set (`callEach`
+ *   asks it once per instance of the role), and a log
  *   that records entries. */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
@@ -444,9 +445,11 @@ export interface LogEntry {
   message: string
 }
 
+/** Answers a call; `instance` (from 1) tells which instance of `to` a `callEach` reached. */
 export type CallHandler = (
   to: ActorName,
   msg: { kind: string } & Request,
+  instance: number,
 ) => Promise<Result<unknown>> | Result<unknown>
 
 export interface FakeContext extends Context {
@@ -466,6 +469,8 @@ export interface FakeContextOptions {
   nowMs?: number
   seed?: number
   config?: Record<string, string>
+  /** How many instances of a role `callEach` reaches (1 when not given). */
+  instances?: Partial<Record<ActorName, number>>
 }
 
 /** 2023-11-14T22:13:20Z: a fixed, realistic start for the clock. */
@@ -539,7 +544,14 @@ export function fakeContext(options: FakeContextOptions = {}): FakeContext {
     randomBytes: seededRandomBytes(options.seed ?? 1),
     call<T>(to: ActorName, msg: { kind: string } & Request): Promise<Result<T>> {
       if (handler === null) return Promise.resolve(fail<T>('unavailable', `${to} is not wired`))
-      return Promise.resolve(handler(to, msg) as Result<T>)
+      return Promise.resolve(handler(to, msg, 1) as Result<T>)
+    },
+    callEach<T>(to: ActorName, msg: { kind: string } & Request): Promise<Result<T>[]> {
+      const answer = handler
+      if (answer === null) return Promise.resolve([])
+      const count = options.instances?.[to] ?? 1
+      const instances = Array.from({ length: count }, (_, i) => i + 1)
+      return Promise.all(instances.map(async (n) => (await answer(to, msg, n)) as Result<T>))
     },
     after: (ms, task) => clock.after(ms, task),
     kv: options.kv ?? new MemoryKv(),

@@ -64,6 +64,9 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
       SVC_ACCESS_KEY_ID: ACCESS_KEY,
       SVC_SECRET_ACCESS_KEY: SECRET_KEY,
       SVC_LOG_LEVEL: 'warn',
+      // One ingress thread unless a test asks for more: the default follows the core count, and
+      // actor names in metrics and chaos routes follow the ingress's thread count.
+      SVC_HTTP_WORKERS: '1',
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -31,20 +31,24 @@ const CONFIG = {
 interface Harness {
   ctx: FakeContext
   records: Map<string, Uint8Array>
-  announced: { accessKey: string; generation: number }[]
+  announced: { accessKey: string; generation: number; instance: number }[]
   /** What the ingress answers to an announcement. */
-  ingressAnswer: () => Result<null>
+  ingressAnswer: (instance: number) => Result<null>
 }
 
-function harness(config: Record<string, string> = CONFIG, records = new Map()): Harness {
-  const ctx = fakeContext({ self: 'iam', config })
+function harness(
+  config: Record<string, string> = CONFIG,
+  records = new Map(),
+  ingressInstances = 1,
+): Harness {
+  const ctx = fakeContext({ self: 'iam', config, instances: { 'http-ingress': ingressInstances } })
   const h: Harness = { ctx, records, announced: [], ingressAnswer: () => ok(null) }
-  ctx.onCall((to, msg) => {
+  ctx.onCall((to, msg, instance) => {
     const m = msg as unknown as Record<string, unknown>
     if (to === 'http-ingress') {
-      const answer = h.ingressAnswer()
-      if (answer.ok)
-        h.announced.push({ accessKey: String(m['accessKey']), generation: Number(m['generation']) })
+      const answer = h.ingressAnswer(instance)
+      const accessKey = String(m['accessKey'])
+      if (answer.ok) h.announced.push({ accessKey, generation: Number(m['generation']), instance })
       return answer
     }
     switch (msg.kind) {
@@ -254,6 +258,40 @@ test('key changes are announced to the ingress before returning; secrets sealed'
   assert.ok(none.ok)
   const twice = await ask(state, h, { kind: 'iam.credentials.delete', userId: user.id })
   assert.is(twice.ok ? 'ok' : twice.code, 'no_s3_credentials')
+})
+
+test('a key change reaches every ingress instance; a busy one is asked again', async () => {
+  const h = harness(ROOT, new Map(), 3)
+  const state = await iam.init(h.ctx)
+  const user = value(
+    await ask<UserView>(state, h, {
+      kind: 'iam.user.create',
+      username: 'spread',
+      password: 'spread-pass',
+      role: 'Writer',
+    }),
+  )
+  const keys = value(
+    await ask<IssuedCredentials>(state, h, { kind: 'iam.credentials.create', userId: user.id }),
+  )
+  // Instance 2's mailbox is full on the first try; instance 3 is restarting (no cache to clear).
+  let busyOnce = true
+  h.ingressAnswer = (instance) => {
+    if (instance === 2 && busyOnce) {
+      busyOnce = false
+      return fail('busy', 'mailbox full')
+    }
+    return instance === 3 ? fail('unavailable', 'restarting') : ok(null)
+  }
+  const pending = ask(state, h, { kind: 'iam.credentials.delete', userId: user.id })
+  for (let i = 0; i < 3; i += 1) {
+    await new Promise((resolve) => setImmediate(resolve))
+    h.ctx.advance(20)
+  }
+  const deleted = await pending
+  assert.ok(deleted.ok, JSON.stringify(deleted))
+  const reached = new Set(h.announced.map((entry) => `${entry.instance} ${entry.accessKey}`))
+  assert.equal([...reached].sort(), [`1 ${keys.accessKey}`, `2 ${keys.accessKey}`])
 })
 
 test('user operations: duplicates, unknown ids, restart keeps users and keys', async () => {
