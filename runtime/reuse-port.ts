@@ -79,10 +79,10 @@ export async function openSharedListener(host: string, port: number): Promise<Sh
   check(c.setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, int32(1), 4), 'setsockopt')
   // node:net listens on both families when bound to '::'; do the same.
   if (family === 6) check(c.setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, int32(0), 4), 'setsockopt')
-  const sockaddr = family === 6 ? sockaddrIn6(address, port) : sockaddrIn(address, port)
-  check(c.bind(fd, sockaddr, sockaddr.length), 'bind')
+  const local = sockaddr(family, address, port)
+  check(c.bind(fd, local, local.length), 'bind')
   check(c.listen(fd, LISTEN_BACKLOG), 'listen')
-  const bound = Buffer.alloc(sockaddr.length)
+  const bound = Buffer.alloc(local.length)
   check(c.getsockname(fd, bound, int32(bound.length)), 'getsockname')
   return { fd, port: bound.readUInt16BE(2) }
 }
@@ -93,22 +93,15 @@ function int32(value: number): Buffer {
   return buffer
 }
 
-/** struct sockaddr_in: family (host order), port (network order), address, 8 bytes of zero. */
-function sockaddrIn(address: string, port: number): Buffer {
-  const buffer = Buffer.alloc(16)
-  buffer.writeUInt16LE(AF_INET, 0)
+/** struct sockaddr_in (16 bytes: family, port, address, zeros) or sockaddr_in6 (28 bytes: family,
+ * port, flow info, address, scope id); the family in host order, the port in network order. */
+function sockaddr(family: number, address: string, port: number): Buffer {
+  const v6 = family === 6
+  const buffer = Buffer.alloc(v6 ? 28 : 16)
+  buffer.writeUInt16LE(v6 ? AF_INET6 : AF_INET, 0)
   buffer.writeUInt16BE(port, 2)
-  Buffer.from(ipaddr.IPv4.parse(address).toByteArray()).copy(buffer, 4)
-  return buffer
-}
-
-/** struct sockaddr_in6: family, port, flow info, 16 address bytes, scope id. */
-function sockaddrIn6(address: string, port: number): Buffer {
-  const buffer = Buffer.alloc(28)
-  buffer.writeUInt16LE(AF_INET6, 0)
-  buffer.writeUInt16BE(port, 2)
-  // A zone id (fe80::1%eth0) would need the interface index; listening on one is not offered.
-  Buffer.from(ipaddr.IPv6.parse(address).toByteArray()).copy(buffer, 8)
+  const parsed = v6 ? ipaddr.IPv6.parse(address) : ipaddr.IPv4.parse(address)
+  Buffer.from(parsed.toByteArray()).copy(buffer, v6 ? 8 : 4)
   return buffer
 }
 

@@ -197,20 +197,30 @@ test('unknown users and wrong passwords fail alike; failures are throttled', asy
   assert.ok(elsewhere.ok)
 })
 
-test('key changes are announced to the ingress before returning; secrets sealed', async () => {
-  const h = harness(ROOT)
-  const state = await iam.init(h.ctx)
+/** A Writer named `username` (password `<username>-pass`) with a pair of S3 keys. */
+async function writerWithKeys(
+  state: IamState,
+  h: Harness,
+  username: string,
+): Promise<{ user: UserView; keys: IssuedCredentials }> {
   const user = value(
     await ask<UserView>(state, h, {
       kind: 'iam.user.create',
-      username: 'writer',
-      password: 'writer-pass',
+      username,
+      password: `${username}-pass`,
       role: 'Writer',
     }),
   )
-  const first = value(
+  const keys = value(
     await ask<IssuedCredentials>(state, h, { kind: 'iam.credentials.create', userId: user.id }),
   )
+  return { user, keys }
+}
+
+test('key changes are announced to the ingress before returning; secrets sealed', async () => {
+  const h = harness(ROOT)
+  const state = await iam.init(h.ctx)
+  const { user, keys: first } = await writerWithKeys(state, h, 'writer')
   assert.equal(h.announced, [])
   for (const bytes of h.records.values()) {
     assert.is(Buffer.from(bytes).indexOf(first.secretKey), -1, 'secret stored in clear')
@@ -263,17 +273,7 @@ test('key changes are announced to the ingress before returning; secrets sealed'
 test('a key change reaches every ingress instance; a busy one is asked again', async () => {
   const h = harness(ROOT, new Map(), 3)
   const state = await iam.init(h.ctx)
-  const user = value(
-    await ask<UserView>(state, h, {
-      kind: 'iam.user.create',
-      username: 'spread',
-      password: 'spread-pass',
-      role: 'Writer',
-    }),
-  )
-  const keys = value(
-    await ask<IssuedCredentials>(state, h, { kind: 'iam.credentials.create', userId: user.id }),
-  )
+  const { user, keys } = await writerWithKeys(state, h, 'spread')
   // Instance 2's mailbox is full on the first try; instance 3 is restarting (no cache to clear).
   let busyOnce = true
   h.ingressAnswer = (instance) => {
