@@ -99,6 +99,8 @@ test('a key change reaches the key cache of every ingress thread', async () => {
       'operation="ListBuckets",method="GET",status="200"',
     )
     assert.ok((lists ?? 0) >= CONNECTIONS, `ListBuckets counted ${String(lists)}`)
+    // Both threads drain and close on SIGTERM: a clean stop.
+    assert.is(await server.stop(), 0)
   } finally {
     await server.stop()
     server.cleanup()

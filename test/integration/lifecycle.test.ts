@@ -112,7 +112,7 @@ function grep(dir: string, needle: string): string[] {
   return found
 }
 
-test('HTTPS with a self-signed certificate serves the S3 API', async () => {
+test('HTTPS with a self-signed certificate serves the S3 API, on two ingress threads', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'))
   const cert = join(dir, 'cert.pem')
   const key = join(dir, 'key.pem')
@@ -140,7 +140,8 @@ test('HTTPS with a self-signed certificate serves the S3 API', async () => {
   process.env['NODE_TLS_REJECT_UNAUTHORIZED'] = '0' // The test's own self-signed certificate.
   const server = await startServer({
     protocol: 'https',
-    env: { SVC_TLS_CERT: cert, SVC_TLS_KEY: key },
+    // Two threads: each serves TLS on its own shared socket, not only the one that listens alone.
+    env: { SVC_TLS_CERT: cert, SVC_TLS_KEY: key, SVC_HTTP_WORKERS: '2' },
   })
   const s3 = server.client()
   try {
