@@ -1,5 +1,6 @@
 /** @module The http-ingress actor: serves the request listener of http/app.ts on node:http
- * (HTTPS when SVC_TLS_CERT and SVC_TLS_KEY name PEM files) inside its worker thread, and gives it
+ * (HTTPS when SVC_TLS_CERT and SVC_TLS_KEY name PEM files) inside its worker thread, one of
+ * SVC_HTTP_WORKERS that share the port (each on its own SO_REUSEPORT socket), and gives it
  * the Mesh: calls to other actors, streams, and the supervisor's services (chaos kills, metrics of
  * every actor merged into one Prometheus text). It listens before the other actors start and
  * serves once the supervisor says every actor is up; until then every request answers 503. Stop:

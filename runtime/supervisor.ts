@@ -274,10 +274,9 @@ export class Supervisor {
     return {
       kill: async (actor) => {
         if (!this.options.chaos) return false
-        const named = this.children.get(actor) ?? this.byRole.get(actor as ActorName)
-        const workers = [named ?? []]
-          .flat()
-          .flatMap((child) => (child.worker === null ? [] : [child.worker]))
+        const instance = this.children.get(actor)
+        const victims = instance ? [instance] : (this.byRole.get(actor as ActorName) ?? [])
+        const workers = victims.flatMap((child) => (child.worker === null ? [] : [child.worker]))
         // Let the caller's reply leave first when the victim is the ingress that carries it.
         for (const worker of workers) setTimeout(() => void worker.terminate(), 20)
         return workers.length > 0
