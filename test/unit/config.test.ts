@@ -1,0 +1,49 @@
+/** Goal: the node's configuration from the environment. SVC_NODE_HTTP_ADDR gives host and port
+ * (IPv6 in brackets); SVC_HTTP_WORKERS defaults to the cores beyond the two the store and the
+ * coordinator keep busy (1 to 4), takes 1 to 64, and refuses anything else with a
+ * ConfigError naming the variable; every actor gets the values it needs in its flat record.
+ * Method: loadConfig on literal environments. */
+import { availableParallelism } from 'node:os'
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { ConfigError, loadConfig } from '../../runtime/config.js'
+
+test('defaults: 0.0.0.0:9000, ./data, ingress threads from the core count', () => {
+  const config = loadConfig({})
+  assert.is(config.httpHost, '0.0.0.0')
+  assert.is(config.httpPort, 9000)
+  assert.ok(config.dataDir.endsWith('/data'))
+  const expected =
+    process.platform === 'linux' ? Math.min(Math.max(1, availableParallelism() - 2), 4) : 1
+  assert.is(config.httpWorkers, expected)
+  assert.is(config.actorConfig['SVC_HTTP_WORKERS'], String(expected))
+})
+
+test('an address with an IPv6 host, and an explicit thread count', () => {
+  const config = loadConfig({ SVC_NODE_HTTP_ADDR: '[::1]:9100', SVC_HTTP_WORKERS: '3' })
+  assert.is(config.httpHost, '::1')
+  assert.is(config.httpPort, 9100)
+  if (process.platform === 'linux') assert.is(config.httpWorkers, 3)
+  assert.is(config.actorConfig['SVC_HTTP_PORT'], '9100')
+})
+
+test('bad values are configuration errors that name their variable', () => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ SVC_HTTP_WORKERS: '0' }, /SVC_HTTP_WORKERS/],
+    [{ SVC_HTTP_WORKERS: '65' }, /SVC_HTTP_WORKERS/],
+    [{ SVC_HTTP_WORKERS: '1.5' }, /SVC_HTTP_WORKERS/],
+    [{ SVC_HTTP_WORKERS: '-2' }, /SVC_HTTP_WORKERS/],
+    [{ SVC_NODE_HTTP_ADDR: '9000' }, /SVC_NODE_HTTP_ADDR/],
+    [{ SVC_NODE_HTTP_ADDR: 'localhost:70000' }, /SVC_NODE_HTTP_ADDR/],
+    [{ SVC_MODE: 'cloud' }, /SVC_MODE/],
+  ]
+  for (const [env, message] of cases) {
+    assert.throws(
+      () => loadConfig(env),
+      (error: unknown) => error instanceof ConfigError && message.test(error.message),
+      JSON.stringify(env),
+    )
+  }
+})
+
+test.run()
