@@ -1,12 +1,14 @@
 /** @module Checksums: incremental hashers for the additional checksums S3 accepts (x-amz-checksum-*
  * headers and aws-chunked trailers). Pure functions of the bytes fed to them, so the HTTP layer and
  * the storage actor compute the same value. Digests are base64 as they appear on the wire: CRC32
- * and CRC32C as 4 big-endian bytes, SHA-1 and SHA-256 as the raw digest. CRC32C is computed here
- * with slicing-by-8 tables: @aws-crypto/crc32c walks bytes through an iterator at about 46 MB/s,
- * ten times slower than this, and the tests use it as the independent reference. */
+ * and CRC32C as 4 big-endian bytes, SHA-1 and SHA-256 as the raw digest. Both CRCs come from
+ * @node-rs/crc32 (SIMD and the CPU's CRC32C instruction): on 128 KiB chunks it ran CRC32 at 12.5
+ * GiB/s where zlib.crc32 ran at 4.6, and CRC32C at 5.7 GiB/s where slicing-by-8 tables in
+ * JavaScript ran at 1.1. The store runs CRC32 over every byte it writes and every whole object it
+ * reads. The tests check both against independent references (zlib, @aws-crypto/crc32c). */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { crc32 } from 'node:zlib'
+import { crc32, crc32c } from '@node-rs/crc32'
 import type { ChecksumAlgorithm } from './objects.js'
 
 export const CHECKSUM_ALGORITHMS: readonly ChecksumAlgorithm[] = [
@@ -68,14 +70,14 @@ export function crcToBase64(value: number): string {
 }
 
 function crc32Checksum(): Checksum {
-  // zlib.crc32 takes the running value as its second argument, so no state beyond one number.
+  // The running value is the whole state.
   let value = 0
   let done = false
   return {
     algorithm: 'crc32',
     update(chunk) {
       assert(!done, 'checksum updated after digest')
-      value = crc32(chunk, value)
+      value = crc32Update(value, chunk)
     },
     digestBase64() {
       done = true
@@ -100,51 +102,14 @@ function crc32cChecksum(): Checksum {
   }
 }
 
-/** Castagnoli polynomial, bit-reversed. */
-const CRC32C_POLYNOMIAL = 0x82f63b78
-
-/** Eight 256-entry tables: table t maps a byte to its CRC after t further zero bytes, so eight
- * input bytes cost eight lookups and no loop over bits. Computed once, never written afterwards. */
-const CRC32C_TABLES = buildCrc32cTables()
-
-function buildCrc32cTables(): Int32Array {
-  const tables = new Int32Array(8 * 256)
-  for (let byte = 0; byte < 256; byte++) {
-    let crc = byte
-    for (let bit = 0; bit < 8; bit++) crc = crc & 1 ? (crc >>> 1) ^ CRC32C_POLYNOMIAL : crc >>> 1
-    tables[byte] = crc
-  }
-  for (let byte = 0; byte < 256; byte++) {
-    let crc = tables[byte] ?? 0
-    for (let table = 1; table < 8; table++) {
-      crc = (tables[crc & 0xff] ?? 0) ^ (crc >>> 8)
-      tables[table * 256 + byte] = crc
-    }
-  }
-  return tables
+/** CRC32 (zlib's polynomial) of `data` continuing from `crc` (0 to start). */
+export function crc32Update(crc: number, data: Uint8Array): number {
+  return crc32(data, crc)
 }
 
-/** CRC32C of `data` continuing from `crc` (0 to start), like zlib.crc32's second argument. */
+/** CRC32C (Castagnoli) of `data` continuing from `crc` (0 to start). */
 export function crc32cUpdate(crc: number, data: Uint8Array): number {
-  const t = CRC32C_TABLES
-  let c = ~crc
-  let i = 0
-  const end8 = data.length - (data.length & 7)
-  // Indexes are in range by construction; `!` keeps noUncheckedIndexedAccess off the hot loop.
-  for (; i < end8; i += 8) {
-    const a = c ^ (data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16) | (data[i + 3]! << 24))
-    c =
-      t[1792 + (a & 0xff)]! ^
-      t[1536 + ((a >>> 8) & 0xff)]! ^
-      t[1280 + ((a >>> 16) & 0xff)]! ^
-      t[1024 + (a >>> 24)]! ^
-      t[768 + data[i + 4]!]! ^
-      t[512 + data[i + 5]!]! ^
-      t[256 + data[i + 6]!]! ^
-      t[data[i + 7]!]!
-  }
-  for (; i < data.length; i++) c = t[(c ^ data[i]!) & 0xff]! ^ (c >>> 8)
-  return ~c >>> 0
+  return crc32c(data, crc)
 }
 
 function hashChecksum(algorithm: 'sha1' | 'sha256'): Checksum {

@@ -9,8 +9,8 @@
  * one possible inline part (only the last part may be under the 5 MiB minimum) is read before the
  * reply. With `partNumber` the reply says which bytes that part holds. */
 import assert from 'node:assert/strict'
-import { crc32 } from 'node:zlib'
 import type { BlobReader, ByteSink, Context, StreamHandle } from '../../protocol/actor.js'
+import { crc32Update } from '../../protocol/checksums.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type { GetResult, MarkerResult, ObjectMsg } from '../../protocol/messages.js'
@@ -212,7 +212,7 @@ async function sendSegment(
 ): Promise<boolean> {
   const { blob } = segment
   if (segment.inline !== null) {
-    if (crc32(segment.inline) !== blob.crc32) {
+    if (crc32Update(0, segment.inline) !== blob.crc32) {
       ctx.log.error({ sha256: segment.sha256 }, 'inline blob fails its CRC32')
       sink.abort('corrupt', 'blob fails its CRC32')
       return false
@@ -268,7 +268,7 @@ async function sendSlices(
         sink.abort('corrupt', `blob file ended at ${offset + chunk.byteLength}`)
         return false
       }
-      if (whole) crc = crc32(chunk, crc)
+      if (whole) crc = crc32Update(crc, chunk)
       if (whole && offset + length > to && crc !== blob.crc32) {
         ctx.log.error({ file: blob.file }, 'blob file fails its CRC32')
         sink.abort('corrupt', 'blob fails its CRC32')
@@ -291,7 +291,7 @@ function inlineBody(
 ): Result<GetResult> {
   const stored = ctx.kv.get(inlineKey(sha256))
   if (stored === undefined) return fail('corrupt', `inline blob ${sha256} has no bytes`)
-  if (stored.byteLength !== blob.size || crc32(stored) !== blob.crc32) {
+  if (stored.byteLength !== blob.size || crc32Update(0, stored) !== blob.crc32) {
     ctx.log.error({ sha256 }, 'inline blob fails its CRC32')
     return fail('corrupt', `inline blob ${sha256} fails its CRC32`)
   }

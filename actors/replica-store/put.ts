@@ -10,11 +10,11 @@
  * recovery finishes a promotion a crash interrupted. */
 import assert from 'node:assert/strict'
 import { createHash, type Hash } from 'node:crypto'
-import { crc32 } from 'node:zlib'
 import type { BlobWriter, ByteSource, Context } from '../../protocol/actor.js'
 import {
   checksumAlgorithmFromHeader,
   createChecksum,
+  crc32Update,
   crcToBase64,
   type Checksum,
 } from '../../protocol/checksums.js'
@@ -202,7 +202,7 @@ async function accept(
   }
   ingest.md5?.update(chunk)
   ingest.sha256.update(chunk)
-  ingest.crc32 = crc32(chunk, ingest.crc32)
+  ingest.crc32 = crc32Update(ingest.crc32, chunk)
   for (const checksum of ingest.extra.values()) checksum.update(chunk)
   // Once written, the chunk's buffer goes back to the sender for reuse.
   const written = (): void => source?.release(chunk)
