@@ -9,17 +9,15 @@
  * retry every TRIM_RETRY_CHECKS looks). Without glibc there is nothing to call and the trimmer does
  * not start. koffi is the FFI: it ships prebuilt, so nothing compiles at install. */
 import { TRIM_CHECK_MS, TRIM_GROWTH_BYTES, TRIM_RETRY_CHECKS } from './knobs.js'
+import { loadLibc } from './libc.js'
 
 type MallocTrim = (pad: number) => number
 
-/** koffi is loaded only here and only on Linux: a platform without its prebuilt binary, or a C
- * library without malloc_trim (musl), leaves the node running untrimmed rather than unable to
- * start. */
+/** A platform without koffi's prebuilt binary, or a C library without malloc_trim (musl), leaves
+ * the node running untrimmed rather than unable to start. */
 async function loadMallocTrim(): Promise<MallocTrim | null> {
-  if (process.platform !== 'linux') return null
   try {
-    const { default: koffi } = await import('koffi')
-    return koffi.load('libc.so.6').func('int malloc_trim(size_t pad)') as MallocTrim
+    return (await loadLibc()).lib.func('int malloc_trim(size_t pad)') as MallocTrim
   } catch {
     return null
   }

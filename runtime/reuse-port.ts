@@ -8,6 +8,7 @@
 import { lookup } from 'node:dns/promises'
 import { constants } from 'node:os'
 import ipaddr from 'ipaddr.js'
+import { loadLibc } from './libc.js'
 
 const AF_INET = 2
 const AF_INET6 = 10
@@ -22,7 +23,7 @@ const IPV6_V6ONLY = 26
 /** Node's own default backlog for server.listen. */
 const LISTEN_BACKLOG = 511
 
-interface Libc {
+interface SocketCalls {
   socket(domain: number, type: number, protocol: number): number
   setsockopt(fd: number, level: number, name: number, value: Buffer, length: number): number
   bind(fd: number, address: Buffer, length: number): number
@@ -32,22 +33,19 @@ interface Libc {
   errno(): number
 }
 
-let libc: Promise<Libc> | null = null
+let calls: Promise<SocketCalls> | null = null
 
-function loadLibc(): Promise<Libc> {
-  libc ??= import('koffi').then(({ default: koffi }) => {
-    const lib = koffi.load('libc.so.6')
-    return {
-      socket: lib.func('int socket(int, int, int)'),
-      setsockopt: lib.func('int setsockopt(int, int, int, const void *, uint32_t)'),
-      bind: lib.func('int bind(int, const void *, uint32_t)'),
-      listen: lib.func('int listen(int, int)'),
-      getsockname: lib.func('int getsockname(int, void *, void *)'),
-      close: lib.func('int close(int)'),
-      errno: () => koffi.errno(),
-    } as Libc
-  })
-  return libc
+function socketCalls(): Promise<SocketCalls> {
+  calls ??= loadLibc().then(({ lib, errno }) => ({
+    socket: lib.func('int socket(int, int, int)'),
+    setsockopt: lib.func('int setsockopt(int, int, int, const void *, uint32_t)'),
+    bind: lib.func('int bind(int, const void *, uint32_t)'),
+    listen: lib.func('int listen(int, int)'),
+    getsockname: lib.func('int getsockname(int, void *, void *)'),
+    close: lib.func('int close(int)'),
+    errno,
+  }))
+  return calls
 }
 
 export interface SharedListener {
@@ -61,7 +59,7 @@ export interface SharedListener {
  * also listen on. `host` may be a name; it resolves as node:net would resolve it. Rejects with the
  * system's error code (EADDRINUSE when a socket without SO_REUSEPORT holds the port). */
 export async function openSharedListener(host: string, port: number): Promise<SharedListener> {
-  const c = await loadLibc()
+  const c = await socketCalls()
   const { address, family } = await lookup(host)
   const fd = c.socket(
     family === 6 ? AF_INET6 : AF_INET,

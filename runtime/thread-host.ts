@@ -59,8 +59,9 @@ export interface HostApi {
 const data = workerData as HostData
 const log = createLogger(data.instance)
 const metrics = new ActorMetrics(data.instance)
-/** Links this actor calls on, by peer role, then by the instance at the other end. */
-const callers = new Map<ActorName, Map<string, CallerLink>>()
+/** Links this actor calls on, by peer role: one per instance (`link.peer` names it). An array, so
+ * that a call, on every request's path, picks its link without copying anything. */
+const callers = new Map<ActorName, CallerLink[]>()
 /** Spreads calls over the instances of a role that runs several. */
 let nextInstance = 0
 const servedPorts: MessagePort[] = []
@@ -83,13 +84,13 @@ async function main(): Promise<void> {
     now: () => Date.now(),
     randomBytes: (length) => new Uint8Array(randomBytes(length)),
     call: <T>(to: ActorName, msg: AnyMsg) => {
-      const links = [...(callers.get(to)?.values() ?? [])]
+      const links = callers.get(to) ?? []
       const link = links[links.length === 1 ? 0 : nextInstance++ % links.length]
       if (link === undefined) return Promise.resolve(fail<T>('unavailable', `${to} is down`))
       return link.call<T>(msg)
     },
     callEach: <T>(to: ActorName, msg: AnyMsg) =>
-      Promise.all([...(callers.get(to)?.values() ?? [])].map((link) => link.call<T>(msg))),
+      Promise.all((callers.get(to) ?? []).map((link) => link.call<T>(msg))),
     after: (ms, task) => {
       const timer = setTimeout(task, ms)
       return () => clearTimeout(timer)
@@ -153,16 +154,21 @@ const readyPromise = new Promise<void>((resolve) => {
   markReady = resolve
 })
 
+/** Closes the link to `peer` (its pending calls fail `unavailable`); returns the role's others. */
+function dropLink(peerRole: ActorName, peer: string, reason: string): CallerLink[] {
+  const links = callers.get(peerRole) ?? []
+  for (const link of links) if (link.peer === peer) link.close(reason)
+  return links.filter((link) => link.peer !== peer)
+}
+
 // The control channel exists before init, because the supervisor connects links while init runs
 // (iam reads from replica-store during init); requests to this actor wait in their ports until
 // init is done, and `ready` resolves then.
 const api: HostApi = {
   connect(peerRole, peer, end, port) {
     if (end === 'caller') {
-      const links = callers.get(peerRole) ?? new Map<string, CallerLink>()
-      callers.set(peerRole, links)
-      links.get(peer)?.close('rewired')
-      links.set(peer, new CallerLink(port, peer))
+      const others = dropLink(peerRole, peer, 'rewired')
+      callers.set(peerRole, [...others, new CallerLink(port, peer)])
     } else if (dispatcher !== null) {
       serveLink(port, dispatcher)
     } else {
@@ -170,8 +176,7 @@ const api: HostApi = {
     }
   },
   disconnect(peerRole, peer) {
-    callers.get(peerRole)?.get(peer)?.close('restarting')
-    callers.get(peerRole)?.delete(peer)
+    callers.set(peerRole, dropLink(peerRole, peer, 'restarting'))
   },
   ready: () => readyPromise,
   stop: () => stopActor(),
