@@ -9,7 +9,8 @@ import { SINGLE_NODE_ACTORS, SINGLE_NODE_LINKS } from './actor-table.js'
 import { SHUTDOWN_DRAIN_MS } from './knobs.js'
 import { createLogger } from './log.js'
 import { loadNodeSecrets } from './node-secrets.js'
-import { startNativeTrimmer } from './native-trim.js'
+import { mapLargeAllocations, startNativeTrimmer } from './native-trim.js'
+import { STREAM_CHUNK_BYTES } from '../protocol/limits.js'
 import { Supervisor } from './supervisor.js'
 
 const log = createLogger('supervisor')
@@ -22,6 +23,8 @@ async function main(): Promise<void> {
     throw new ConfigError(`SVC_MODE=${config.mode} is not available yet: this build runs single`)
   }
   const secrets = await loadNodeSecrets(config.dataDir, process.env)
+  // Before any thread allocates a chunk: see runtime/native-trim.ts.
+  await mapLargeAllocations(STREAM_CHUNK_BYTES)
   let stopping: Promise<void> | null = null
   const supervisor: Supervisor = new Supervisor({
     actors: SINGLE_NODE_ACTORS,

@@ -7,11 +7,31 @@
  * at the node's RSS every TRIM_CHECK_MS and calls malloc_trim(0) (all arenas, ~1 ms) when RSS grew
  * by TRIM_GROWTH_BYTES since the last trim, or stays that far above the lowest a trim reached (a
  * retry every TRIM_RETRY_CHECKS looks). Without glibc there is nothing to call and the trimmer does
- * not start. koffi is the FFI: it ships prebuilt, so nothing compiles at install. */
+ * not start. koffi is the FFI: it ships prebuilt, so nothing compiles at install.
+ *
+ * Stream chunks (128 KiB) are also kept out of the arenas altogether (`mapLargeAllocations`). */
 import { TRIM_CHECK_MS, TRIM_GROWTH_BYTES, TRIM_RETRY_CHECKS } from './knobs.js'
 import { loadLibc } from './libc.js'
 
 type MallocTrim = (pad: number) => number
+type Mallopt = (param: number, value: number) => number
+
+/** mallopt's parameter for the size from which malloc maps a block of its own (malloc.h). */
+const M_MMAP_THRESHOLD = -3
+
+/** Makes every allocation of at least `bytes` a mapping of its own, which free() unmaps at once.
+ * glibc starts at 128 KiB but raises its threshold to the size of each mapped block freed (up to
+ * 32 MiB); from the first freed chunk on, stream chunks came from the threads' arenas, where freed
+ * ones stay resident between live blocks until a trim. Setting the threshold also ends that
+ * raising. Called before the actor threads start; false without glibc (nothing changes). */
+export async function mapLargeAllocations(bytes: number): Promise<boolean> {
+  try {
+    const mallopt = (await loadLibc()).lib.func('int mallopt(int param, int value)') as Mallopt
+    return mallopt(M_MMAP_THRESHOLD, bytes) === 1
+  } catch {
+    return false
+  }
+}
 
 /** A platform without koffi's prebuilt binary, or a C library without malloc_trim (musl), leaves
  * the node running untrimmed rather than unable to start. */
