@@ -5,9 +5,9 @@
 export const CALL_TIMEOUT_MS = 30_000
 /** A body stream that makes no progress for this long is aborted with `timeout`. */
 export const STREAM_IDLE_TIMEOUT_MS = 60_000
-/** Chunks a stream sender may run ahead of its receiver (credit window). With 128 KiB chunks this
- * bounds a stream's in-flight bytes to 512 KiB. */
-export const STREAM_WINDOW_CHUNKS = 4
+/** Chunks a stream sender may run ahead of its receiver (credit window). With 256 KiB chunks this
+ * bounds a stream's in-flight bytes to 512 KiB; a third chunk in flight served no faster. */
+export const STREAM_WINDOW_CHUNKS = 2
 /** Slowest transfer rate a streamed request's deadline allows for, in bytes per second. */
 export const STREAM_RATE_BYTES_MIN = 256 * 1024
 /** A streamed request never gets more than this, whatever its size. */

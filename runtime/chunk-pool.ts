@@ -8,7 +8,7 @@ import { STREAM_CHUNK_BYTES } from '../protocol/limits.js'
 import { countStreamedBytes } from './reclaim.js'
 
 /** 8 MiB per thread: enough for a few dozen streams' windows to cycle without allocating. */
-const FREE_CHUNKS_MAX = 64
+const FREE_CHUNKS_MAX = 32
 
 const free: ArrayBuffer[] = []
 

@@ -9,7 +9,7 @@
  * retry every TRIM_RETRY_CHECKS looks). Without glibc there is nothing to call and the trimmer does
  * not start. koffi is the FFI: it ships prebuilt, so nothing compiles at install.
  *
- * Stream chunks (128 KiB) are also kept out of the arenas altogether (`mapLargeAllocations`). */
+ * Stream chunks (STREAM_CHUNK_BYTES) are also kept out of the arenas (`mapLargeAllocations`). */
 import { TRIM_CHECK_MS, TRIM_GROWTH_BYTES, TRIM_RETRY_CHECKS } from './knobs.js'
 import { loadLibc } from './libc.js'
 
