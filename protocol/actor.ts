@@ -104,6 +104,8 @@ export interface ByteSink {
   /** A buffer of STREAM_CHUNK_BYTES to fill and write, reused from released chunks when one is
    * free (its old bytes are still in it). */
   buffer(): Uint8Array
+  /** Takes back a buffer from `buffer()` that will not be written, for the next `buffer()`. */
+  giveBack(buffer: Uint8Array): void
   /** Ends the stream; `md5Hex` is the MD5 of every byte written, if the sender computed it. */
   end(trailers?: Record<string, string>, md5Hex?: string): void
   abort(code: ErrorCode, detail: string): void

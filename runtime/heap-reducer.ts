@@ -63,8 +63,9 @@ export class HeapReducerPolicy {
 
 type FullGc = () => void
 
-/** Starts this thread's reducer; returns its stop. */
-export function startHeapReducer(): () => void {
+/** Starts this thread's reducer, which calls `onCollect` after each collection it ran; returns
+ * its stop. */
+export function startHeapReducer(onCollect: () => void): () => void {
   const gc = (globalThis as { gc?: FullGc }).gc
   if (gc === undefined) return () => undefined
   const heapBytes = (): number => getHeapStatistics().total_heap_size
@@ -78,6 +79,7 @@ export function startHeapReducer(): () => void {
     // No options: gc({ type: 'major' }) left this heap's garbage in place on Node 20.
     gc()
     policy.collected(heapBytes())
+    onCollect()
   }, HEAP_REDUCE_CHECK_MS)
   timer.unref()
   return () => clearInterval(timer)

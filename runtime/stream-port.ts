@@ -214,6 +214,10 @@ export class PortSink implements ByteSink {
     return takeChunk()
   }
 
+  giveBack(buffer: Uint8Array): void {
+    recycleChunk(buffer)
+  }
+
   end(trailers: Record<string, string> = {}, md5Hex?: string): void {
     if (this.finished || this.cancelled !== null) return
     this.finished = true

@@ -122,7 +122,7 @@ async function main(): Promise<void> {
   )
   const dispatch: Dispatch = (msg) => mailbox.deliver(msg)
   dispatcher = dispatch
-  const stopHeapReducer = startHeapReducer()
+  const stopHeapReducer = startHeapReducer(() => metrics.heapReductions.inc())
   stopActor = async () => {
     stopHeapReducer()
     await actor.stop?.(state, ctx)

@@ -151,6 +151,11 @@ class Chunker {
   get pending(): number {
     return this.filled
   }
+
+  /** The buffer being filled, once nothing more will be pushed (its bytes were taken). */
+  get spare(): Uint8Array {
+    return this.buffer
+  }
 }
 
 /** Streams the request body to `sink`; ends the stream with the trailers, or aborts it. */
@@ -170,6 +175,9 @@ export async function pumpBody(ex: S3Exchange, auth: Authenticated, sink: ByteSi
     const trailers = decoder.finish()
     ex.bodyConsumed = true
     if (chunker.pending > 0) await sink.write(chunker.take())
+    // Every body ends on a buffer whose bytes were copied out or never written; without this, each
+    // small PUT would allocate a new chunk.
+    sink.giveBack(chunker.spare)
     sink.end(trailers, md5.digest('hex'))
   } catch (error) {
     sink.abort(errorCodeOf(error), error instanceof Error ? error.message : 'body read failed')

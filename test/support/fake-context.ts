@@ -414,6 +414,7 @@ export class MemoryStream {
         return Promise.resolve()
       },
       buffer: () => new Uint8Array(STREAM_CHUNK_BYTES),
+      giveBack: () => undefined,
       end: (trailers = {}, md5Hex) => {
         if (this.trailerValues === null && this.abortedWith === null) this.end(trailers, md5Hex)
       },

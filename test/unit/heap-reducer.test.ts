@@ -59,8 +59,9 @@ const BURSTY_WORKER = `
 const { parentPort, workerData } = require('node:worker_threads')
 const { getHeapSpaceStatistics } = require('node:v8')
 const oldSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space').space_size
+let collections = 0
 import(workerData.reducer).then(({ startHeapReducer }) => {
-  startHeapReducer()
+  startHeapReducer(() => collections++)
   const end = Date.now() + 600
   let live = []
   while (Date.now() < end) {
@@ -69,7 +70,9 @@ import(workerData.reducer).then(({ startHeapReducer }) => {
   }
   live = null
   parentPort.postMessage(oldSpace())
-  parentPort.on('message', () => parentPort.postMessage(oldSpace()))
+  parentPort.on('message', (what) =>
+    parentPort.postMessage(what === 'collections' ? collections : oldSpace()),
+  )
 })
 `
 
@@ -88,6 +91,8 @@ test('a real thread gives back its old generation soon after a burst', async () 
       now = await next()
     }
     assert.ok(now <= afterBurst / 2, `old generation ${afterBurst} -> ${now} bytes`)
+    worker.postMessage('collections')
+    assert.ok((await next()) >= 1, 'the collection was reported')
   } finally {
     await worker.terminate()
   }

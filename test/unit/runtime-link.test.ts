@@ -191,6 +191,18 @@ test('a released chunk goes back to its sender for reuse; views and late ones do
   assert.is(freeChunks(), before + 1)
 })
 
+test('a buffer the sender took and did not write goes back to its free list', () => {
+  const [sending] = openStream()
+  const sink = new PortSink(sending)
+  const spare = sink.buffer()
+  spare.fill(9)
+  const before = freeChunks()
+  sink.giveBack(spare)
+  assert.is(freeChunks(), before + 1)
+  assert.is(sink.buffer()[0], 9, 'the next buffer is the one given back')
+  sink.abort('internal', 'test over')
+})
+
 async function waitFor(condition: () => boolean): Promise<void> {
   for (let attempt = 0; attempt < 100 && !condition(); attempt++) {
     await new Promise((resolve) => setTimeout(resolve, 10))
