@@ -7,7 +7,7 @@
  * which is the identity on what SDKs send and repairs harmless differences such as lower-case hex.
  * No module state: derived signing keys live in a SigningKeyCache the caller owns. */
 import assert from 'node:assert/strict'
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+import { createHash, createHmac, hash, timingSafeEqual } from 'node:crypto'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { CLOCK_SKEW_MS_MAX, PRESIGN_EXPIRES_SECONDS_MAX } from '../../protocol/limits.js'
 
@@ -130,8 +130,9 @@ export function hmacSha256(key: Uint8Array, data: string): Buffer {
   return createHmac('sha256', key).update(data, 'utf8').digest()
 }
 
+/** One-shot: no Hash object per call (0.45 against 1.0 us for a canonical request). */
 export function sha256Hex(data: string | Uint8Array): string {
-  return createHash('sha256').update(data).digest('hex')
+  return hash('sha256', data, 'hex')
 }
 
 export function scopeString(scope: CredentialScope): string {
