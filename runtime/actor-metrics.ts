@@ -1,7 +1,6 @@
 /** @module Per-actor metrics: each actor thread keeps its own prom-client registry (mailbox depth,
- * messages handled, handling time, rejections, heap reductions (runtime/heap-reducer.ts), and
- * Node's default metrics of that thread); the ingress gathers them over the supervisor. What
- * leaves here must pass `promtool check metrics`. */
+ * messages handled, handling time, rejections, and Node's default metrics of that thread); the
+ * ingress gathers them over the supervisor. What leaves here must pass `promtool check metrics`. */
 import {
   collectDefaultMetrics,
   Counter,
@@ -30,7 +29,6 @@ export class ActorMetrics {
   readonly rejected: Counter
   readonly expired: Counter
   readonly duration: Histogram<'kind'>
-  readonly heapReductions: Counter
   /** Registries of the actor's own (the ingress's HTTP metrics), served with these. Without the
    * `actor` label, so that the instances of a role add up. */
   private readonly included: Registry[] = []
@@ -67,11 +65,6 @@ export class ActorMetrics {
       help: 'Time to handle one request',
       labelNames: ['kind'],
       buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
-      registers,
-    })
-    this.heapReductions = new Counter({
-      name: 'svc_actor_heap_reductions_total',
-      help: 'Full garbage collections the thread ran to give its heap back after a burst',
       registers,
     })
   }

@@ -40,14 +40,6 @@ export const WORKER_YOUNG_GENERATION_MB: Readonly<Record<ActorName, number>> = {
 export const TRIM_CHECK_MS = 1_000
 export const TRIM_GROWTH_BYTES = 16 * 1024 * 1024
 export const TRIM_RETRY_CHECKS = 4
-/** Heap reduction after bursts (runtime/heap-reducer.ts): how often a thread looks at its load;
- * the event-loop utilization under which an interval counts as quiet; the heap growth that makes a
- * full collection worth its few milliseconds; and how long a thread stays quiet before the
- * collection that shrinks its young generation (V8 judges its allocation rate over ~5 s). */
-export const HEAP_REDUCE_CHECK_MS = 250
-export const HEAP_QUIET_UTILIZATION = 0.1
-export const HEAP_REDUCE_GROWTH_BYTES = 4 * 1024 * 1024
-export const HEAP_SHRINK_QUIET_MS = 6_000
 /** Ingress threads when SVC_HTTP_WORKERS is not set: one per core beyond the two that the store
  * and the coordinator keep busy, at least one and at most DEFAULT_HTTP_WORKERS_MAX. On two cores a
  * second ingress thread served no more (GET 4 KiB c64 ~9,700 ops/s with one or two, PUT 1 MiB c16
@@ -68,4 +60,3 @@ assert(RESTART_BACKOFF_MS_MAX * RESTART_INTENSITY < RESTART_PERIOD_MS)
 assert(CALL_TIMEOUT_MS < STREAM_IDLE_TIMEOUT_MS)
 assert(MAILBOX_DEPTH_MAX <= PENDING_CALLS_MAX)
 assert(PASSWORD_TASK_TIMEOUT_MS < CALL_TIMEOUT_MS)
-assert(HEAP_REDUCE_CHECK_MS < HEAP_SHRINK_QUIET_MS)

@@ -3,8 +3,7 @@
  * runs `init`, then serves requests through a bounded mailbox: past MAILBOX_DEPTH_MAX requests in
  * progress a request is answered `busy` at once, and a request already past its deadline is dropped
  * as `timeout`. The supervisor drives it over a comlink control channel (connect, disconnect,
- * stop). An assertion failure inside a handler crashes the thread: the supervisor restarts it.
- * Between bursts the thread gives its heap back (runtime/heap-reducer.ts). */
+ * stop). An assertion failure inside a handler crashes the thread: the supervisor restarts it. */
 import { AssertionError } from 'node:assert'
 import { randomBytes } from 'node:crypto'
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
@@ -20,7 +19,6 @@ import type {
   PasswordHasher,
 } from '../protocol/actor.js'
 import { fail, ServiceError, type Result } from '../protocol/errors.js'
-import { startHeapReducer } from './heap-reducer.js'
 import { Mailbox } from './mailbox.js'
 import { loadActor } from './actor-table.js'
 import { MAILBOX_DEPTH_MAX } from './knobs.js'
@@ -122,9 +120,7 @@ async function main(): Promise<void> {
   )
   const dispatch: Dispatch = (msg) => mailbox.deliver(msg)
   dispatcher = dispatch
-  const stopHeapReducer = startHeapReducer(() => metrics.heapReductions.inc())
   stopActor = async () => {
-    stopHeapReducer()
     await actor.stop?.(state, ctx)
     await storage?.close()
   }
