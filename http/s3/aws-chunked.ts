@@ -16,7 +16,7 @@ import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
 import { CHUNK_HEADER_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
 import {
   EMPTY_SHA256_HEX,
-  hmacSha256,
+  hmacSha256Hex,
   sha256Hex,
   signaturesEqual,
   type PayloadMode,
@@ -261,7 +261,7 @@ export class AwsChunkedDecoder {
       EMPTY_SHA256_HEX,
       dataHashHex,
     ].join('\n')
-    const expected = hmacSha256(auth.signingKey, toSign).toString('hex')
+    const expected = hmacSha256Hex(auth.signingKey, toSign)
     if (!signaturesEqual(expected, this.chunkSignature)) {
       this.reject('signature_mismatch', 'aws-chunked chunk signature does not match')
     }
@@ -312,7 +312,7 @@ export class AwsChunkedDecoder {
       this.previousSignature,
       sha256Hex(this.trailerLines.join('')),
     ].join('\n')
-    const expected = hmacSha256(auth.signingKey, toSign).toString('hex')
+    const expected = hmacSha256Hex(auth.signingKey, toSign)
     if (!signaturesEqual(expected, this.trailerSignature)) {
       this.reject('signature_mismatch', 'aws-chunked trailer signature does not match')
     }

@@ -232,6 +232,34 @@ test('presigned GET and PUT verify, payload unsigned', async () => {
   assertCode(check({ ...put, method: 'GET' }), 'signature_mismatch')
 })
 
+test('interleaved requests verify: what parsing remembers is keyed by its input', async () => {
+  const a = await presigned(sdkRequest('GET', keyPath('bucket', 'a')))
+  const b = await presigned(sdkRequest('GET', keyPath('bucket', 'b')), 60)
+  const parsedA = parseAuth(a, NOW_MS)
+  const parsedB = parseAuth(b, NOW_MS)
+  assert.ok(parsedA.ok && parsedB.ok)
+  if (!parsedA.ok || !parsedB.ok) return
+  const cache = new SigningKeyCache()
+  // A's query was split before B's: verifying A now must not see B's pairs.
+  assertOk(verifyAuth(parsedA.value, a, SECRET_KEY, cache))
+  assertOk(verifyAuth(parsedB.value, b, SECRET_KEY, cache))
+  assertCode(
+    verifyAuth(parsedA.value, { ...a, rawQuery: b.rawQuery }, SECRET_KEY, cache),
+    'signature_mismatch',
+  )
+  // The same credential and header list parse to the same facts, request after request.
+  assert.equal(parsedA.value.scope, parsedB.value.scope)
+  assert.equal(parsedA.value.signedHeaders, ['host'])
+  const malformed = { ...a, rawQuery: a.rawQuery.replace('aws4_request', 'aws5_request') }
+  for (let round = 0; round < 2; round++)
+    assertCode(parseAuth(malformed, NOW_MS), 'authorization_malformed')
+  for (let n = 0; n < 600; n++) {
+    const other = { ...a, rawQuery: a.rawQuery.replace('AKIDEXAMPLE', `AKID${n}`) }
+    assert.ok(parseAuth(other, NOW_MS).ok) // Past any bound on what is remembered.
+  }
+  assertOk(check(a))
+})
+
 test('wrong secret, tampered header, path, query or method: signature_mismatch', async () => {
   const req = await signed(
     sdkRequest('PUT', '/bucket/key', { tagging: '' }, { 'x-amz-meta-owner': 'alice' }),
@@ -382,6 +410,11 @@ test('SigningKeyCache agrees with a fresh derivation and stays bounded', () => {
   const key = cache.get(SECRET_KEY, scope)
   assert.equal(key, deriveSigningKey(SECRET_KEY, scope))
   assert.is(cache.get(SECRET_KEY, scope), key, 'a hit returns the cached buffer')
+  const other = { ...scope, region: 'eu-west-1' }
+  for (let round = 0; round < 3; round++) {
+    assert.is(cache.get(SECRET_KEY, scope), key, 'alternating scopes each get their own key')
+    assert.equal(cache.get(SECRET_KEY, other), deriveSigningKey(SECRET_KEY, other))
+  }
   for (let day = 10; day < 20; day++) cache.get(SECRET_KEY, { ...scope, date: `202401${day}` })
   assert.is(cache.size, 4)
   assert.not.equal(cache.get('other', scope), key)
