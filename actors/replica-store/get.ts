@@ -14,7 +14,7 @@ import { crc32Update } from '../../protocol/checksums.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type { GetResult, MarkerResult, ObjectMsg } from '../../protocol/messages.js'
-import { inlineKey } from './keys.js'
+import { blobKey, bucketKey, inlineKey, objectKey } from './keys.js'
 import { Mutation } from './mutation.js'
 import { blobsOf, objectInfo, type BlobRecord, type BlobRef, type ObjectRecord } from './records.js'
 import { GET_STREAMS_MAX, pin, unpin, type StoreState } from './store-state.js'
@@ -34,6 +34,7 @@ export async function getObject(
 ): Promise<Result<GetResult | MarkerResult>> {
   for (let attempt = 0; attempt < OPEN_ATTEMPTS_MAX; attempt++) {
     const view = new Mutation(ctx.kv)
+    view.prefetch([bucketKey(msg.bucket), objectKey(msg.bucket, msg.key)])
     if (view.bucket(msg.bucket) === undefined) {
       return fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
     }
@@ -55,10 +56,12 @@ export async function getObject(
       return streamParts(state, ctx, view, msg.stream, msg.deadlineMs, blobs, head)
     }
     const sha256 = (blobs[0] as { sha256: string }).sha256
+    // Small objects are the common case: their bytes come with the blob record's read.
+    view.prefetch([blobKey(sha256), inlineKey(sha256)])
     const blob = view.blob(sha256)
     if (blob === undefined) return fail('corrupt', `blob ${sha256} has no record`)
     if (blob.file === undefined) {
-      const inline = inlineBody(ctx, info, sha256, blob)
+      const inline = inlineBody(ctx, view, info, sha256, blob)
       return inline.ok && part !== undefined ? ok({ ...inline.value, part }) : inline
     }
     if (msg.stream === undefined) return ok(head)
@@ -285,11 +288,12 @@ async function sendSlices(
 
 function inlineBody(
   ctx: Context,
+  view: Mutation,
   info: GetResult['info'],
   sha256: string,
   blob: BlobRecord,
 ): Result<GetResult> {
-  const stored = ctx.kv.get(inlineKey(sha256))
+  const stored = view.get(inlineKey(sha256))
   if (stored === undefined) return fail('corrupt', `inline blob ${sha256} has no bytes`)
   if (stored.byteLength !== blob.size || crc32Update(0, stored) !== blob.crc32) {
     ctx.log.error({ sha256 }, 'inline blob fails its CRC32')

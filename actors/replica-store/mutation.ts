@@ -47,6 +47,8 @@ export type NewBlob =
 
 export class Mutation {
   private readonly writes = new Map<string, Uint8Array | null>()
+  /** Values `prefetch` read ahead (undefined: absent); valid while no await intervenes. */
+  private readonly fetched = new Map<string, Uint8Array | undefined>()
   private counterCache: Counters | null = null
   /** Bucket records read or written by this mutation; written out by `ops()`. */
   private readonly buckets = new Map<string, BucketRecord | null>()
@@ -58,7 +60,16 @@ export class Mutation {
   get(key: string): Uint8Array | undefined {
     const written = this.writes.get(key)
     if (written !== undefined) return written ?? undefined
+    if (this.fetched.has(key)) return this.fetched.get(key)
     return this.kv.get(key)
+  }
+
+  /** Reads `keys` in one kv call for the `get`s that follow: each kv call costs more than a key
+   * read within it. Like every read of a mutation, only valid until its next await. */
+  prefetch(keys: readonly string[]): void {
+    const wanted = keys.filter((key) => !this.writes.has(key) && !this.fetched.has(key))
+    const values = this.kv.getMany(wanted)
+    wanted.forEach((key, index) => this.fetched.set(key, values[index]))
   }
 
   put(key: string, value: Uint8Array): void {

@@ -16,7 +16,8 @@ import { replicaStore, type StoreState } from '../../actors/replica-store/replic
 import { compareUtf8 } from '../../actors/replica-store/list.js'
 import { successor } from '../../actors/replica-store/keys.js'
 import { SYSTEM_RECORDS_LISTED_MAX } from '../../actors/replica-store/system.js'
-import type { KvOp } from '../../protocol/actor.js'
+import { Mutation } from '../../actors/replica-store/mutation.js'
+import type { KvOp, KvStore } from '../../protocol/actor.js'
 import { checksumBase64 } from '../../protocol/checksums.js'
 import { evaluateConditions } from '../../protocol/conditions.js'
 import type { Result } from '../../protocol/errors.js'
@@ -37,7 +38,7 @@ import {
   memoryStream,
   MemoryStream,
   type FakeContext,
-  type MemoryKv,
+  MemoryKv,
 } from '../support/fake-context.js'
 
 type Distribute<T> = T extends unknown ? Omit<T, 'requestId' | 'deadlineMs'> : never
@@ -1683,6 +1684,35 @@ test('versioning: a delete-many of the newest versions makes the next one curren
   assert.is(current.info.versionId, ids[0])
   assert.ok(Buffer.from(current.bytes).equals(Buffer.from(pattern(10, 70))))
   assert.is((await stats(store)).objectsCount, 1)
+})
+
+test('a mutation prefetches in one kv call and reads through its own writes', async () => {
+  const kv = new MemoryKv()
+  const text = (value: Uint8Array | undefined): string | undefined =>
+    value === undefined ? undefined : Buffer.from(value).toString()
+  await kv.commit([
+    { type: 'put', key: 'a', value: Buffer.from('1') },
+    { type: 'put', key: 'b', value: Buffer.from('2') },
+  ])
+  let calls = 0
+  const counting: KvStore = {
+    get: (key) => (calls++, kv.get(key)),
+    getMany: (keys) => (calls++, kv.getMany(keys)),
+    scan: (range) => kv.scan(range),
+    commit: (ops) => kv.commit(ops),
+  }
+  const view = new Mutation(counting)
+  view.put('b', Buffer.from('written'))
+  view.prefetch(['a', 'b', 'missing'])
+  assert.is(calls, 1)
+  assert.is(text(view.get('a')), '1')
+  assert.is(text(view.get('b')), 'written', 'its own write, not the stored value')
+  assert.is(view.get('missing'), undefined)
+  assert.is(calls, 1, 'prefetched and written keys need no further kv call')
+  view.del('a')
+  assert.is(view.get('a'), undefined, 'a later write wins over what was prefetched')
+  assert.is(text(view.get('c') ?? Buffer.from('none')), 'none')
+  assert.is(calls, 2, 'a key not prefetched is read from the kv')
 })
 
 test.run()
