@@ -10,6 +10,7 @@ import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import { checksumAlgorithmFromHeader, checksumBase64 } from '../../protocol/checksums.js'
 import { AwsChunkedDecoder } from './aws-chunked.js'
 import type { Authenticated } from './authenticate.js'
+import { sha256Hex } from './sigv4.js'
 import type { S3Exchange } from './exchange.js'
 
 interface PayloadDecoder {
@@ -67,7 +68,7 @@ export async function readWholeBody(
     const bytes = Buffer.concat(pieces, length)
     const payload = auth.parsed.payload
     if (payload.kind === 'sha256') {
-      const actual = createHash('sha256').update(bytes).digest('hex')
+      const actual = sha256Hex(bytes)
       if (actual !== payload.hex) {
         return fail('content_sha256_mismatch', 'The provided x-amz-content-sha256 does not match')
       }

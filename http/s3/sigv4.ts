@@ -8,7 +8,7 @@
  * Derived signing keys live in a SigningKeyCache the caller owns; the module keeps only bounded
  * memos of pure parses (dates, credentials, signed-header lists, the last query split). */
 import assert from 'node:assert/strict'
-import { createHash, createHmac, hash, timingSafeEqual } from 'node:crypto'
+import { createHmac, hash, timingSafeEqual } from 'node:crypto'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { CLOCK_SKEW_MS_MAX, PRESIGN_EXPIRES_SECONDS_MAX } from '../../protocol/limits.js'
 
@@ -67,7 +67,7 @@ export interface VerifiedAuth {
 
 export const ALGORITHM = 'AWS4-HMAC-SHA256'
 export const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD'
-export const EMPTY_SHA256_HEX = createHash('sha256').digest('hex')
+export const EMPTY_SHA256_HEX = hash('sha256', '', 'hex')
 const SCOPE_TERMINATOR = 'aws4_request'
 const STREAMING_PAYLOADS: Record<string, PayloadMode> = {
   'STREAMING-AWS4-HMAC-SHA256-PAYLOAD': { kind: 'streaming-signed' },
