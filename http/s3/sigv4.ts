@@ -553,7 +553,8 @@ export function canonicalPath(rawPath: string): string {
 }
 
 /** Unreserved characters and upper-case escapes: what the canonical encoding writes. */
-const CANONICAL_FORM = /^(?:[A-Za-z0-9._~-]|%[0-9A-F]{2})*$/
+const CANONICAL_COMPONENT = '(?:[A-Za-z0-9._~-]|%[0-9A-F]{2})*'
+const CANONICAL_FORM = new RegExp(`^${CANONICAL_COMPONENT}$`)
 /** An escape of an unreserved character, which the canonical encoding writes as itself. */
 const ESCAPED_UNRESERVED = /%(?:3[0-9]|4[1-9A-F]|5[0-9A]|6[1-9A-F]|7[0-9A]|2D|2E|5F|7E)/
 
@@ -563,8 +564,10 @@ function isCanonicalComponent(raw: string): boolean {
   return CANONICAL_FORM.test(raw) && !ESCAPED_UNRESERVED.test(raw)
 }
 
-/** The canonical form of components, with the '&' and '=' that join them. */
-const CANONICAL_QUERY_FORM = /^(?:[A-Za-z0-9._~=&-]|%[0-9A-F]{2})*$/
+/** Canonical components joined as `name=value&name=value`, at most one '=' in each pair: a
+ * second '=' belongs to the value, whose canonical form escapes it. */
+const CANONICAL_PAIR = `${CANONICAL_COMPONENT}(?:=${CANONICAL_COMPONENT})?`
+const CANONICAL_QUERY_FORM = new RegExp(`^${CANONICAL_PAIR}(?:&${CANONICAL_PAIR})*$`)
 
 /** True when every name and value of the query is canonical (isCanonicalComponent of each). */
 function isCanonicalQuery(rawQuery: string): boolean {

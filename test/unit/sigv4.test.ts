@@ -167,6 +167,11 @@ test('query normalization: raw + is a plus, lower-case hex and escaped ~ are fin
   assertOk(check({ ...req, rawQuery: 'prefix=a+b%7ec%20d' }))
   assertCode(check({ ...req, rawQuery: 'prefix=a%20b~c%20d' }), 'signature_mismatch')
   assert.is(canonicalQuery('b=2&a=%7e&a=1&X-Amz-Signature=x', true), 'a=1&a=~&b=2')
+  // A raw '=' inside a value is data: the canonical form escapes it, as the SDK signed it.
+  const equals = await signed(sdkRequest('GET', '/bucket/', { prefix: 'a=b' }))
+  assert.is(equals.rawQuery, 'prefix=a%3Db')
+  assertOk(check({ ...equals, rawQuery: 'prefix=a=b' }))
+  assert.is(canonicalQuery('x=1=2&y=3', false), 'x=1%3D2&y=3')
   assert.is(canonicalQuery('b=2&X-Amz-Signature=x', false), 'X-Amz-Signature=x&b=2')
 })
 
