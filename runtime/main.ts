@@ -4,13 +4,13 @@
  * while in-flight ones drain (SHUTDOWN_DRAIN_MS), then closes its port; the other actors stop in
  * reverse start order and the store closes cleanly; exit 0. A crash loop exits 1. */
 import { setFlagsFromString } from 'node:v8'
+import { STREAM_CHUNK_BYTES } from '../protocol/limits.js'
 import { loadConfig, ConfigError } from './config.js'
 import { SINGLE_NODE_ACTORS, SINGLE_NODE_LINKS } from './actor-table.js'
 import { SHUTDOWN_DRAIN_MS } from './knobs.js'
 import { createLogger } from './log.js'
 import { loadNodeSecrets } from './node-secrets.js'
 import { mapLargeAllocations, startNativeTrimmer } from './native-trim.js'
-import { STREAM_CHUNK_BYTES } from '../protocol/limits.js'
 import { Supervisor } from './supervisor.js'
 
 const log = createLogger('supervisor')

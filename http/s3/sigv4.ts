@@ -623,16 +623,14 @@ function splitQuery(rawQuery: string): QueryPair[] {
 function decodeComponent(raw: string): string {
   // Nothing escaped and nothing beyond ASCII: the text is its own decoding.
   if (!/[%\u0080-\uffff]/.test(raw)) return raw
-  // ASCII with well-formed escapes of UTF-8 (the credential's %2F): the native decoder's text is
-  // what decoding the bytes would give, without the detour through a Buffer.
-  if (!/[\u0080-\uffff]/.test(raw)) {
-    try {
-      return decodeURIComponent(raw)
-    } catch {
-      // A malformed escape or invalid UTF-8: the byte-wise decoding below decides.
-    }
+  if (/[\u0080-\uffff]/.test(raw)) return percentDecode(raw).toString('utf8')
+  // ASCII with escapes (the credential's %2F): the native decoder's text is what decoding the
+  // bytes would give, without the detour through a Buffer; malformed escapes or UTF-8 go byte-wise.
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return percentDecodeBytewise(raw).toString('utf8')
   }
-  return percentDecode(raw).toString('utf8')
 }
 
 /** Bytes of a percent-encoded string. '+' stays '+': RFC 3986, not HTML forms. A '%' not followed
