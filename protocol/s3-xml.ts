@@ -3,7 +3,8 @@
  * namespace as Amazon S3's do, except `<Error>`, which S3 sends without one. Parsing is defensive:
  * bodies come from clients, so size, depth and entities are bounded, DTDs are refused, and text
  * stays text (a key `007` is not a number, a key of spaces keeps its spaces). Also owns the opaque
- * continuation tokens of ListObjectsV2. Pure functions, no state. */
+ * continuation tokens of ListObjectsV2. Pure functions; the one state is s3Timestamp's memo of the
+ * last day it formatted. */
 import assert from 'node:assert/strict'
 import { XMLParser, XMLValidator, type EntityDecoderOptions } from 'fast-xml-parser'
 import { create } from 'xmlbuilder2'
@@ -60,10 +61,41 @@ export function text(parent: XMLBuilder, name: string, value: string | number | 
   parent.ele(name).txt(escapedText(String(value)))
 }
 
-/** ISO 8601 with milliseconds in UTC, as S3 writes every timestamp in XML. */
+const DAY_MS = 86_400_000
+/** 10000-01-01T00:00:00.000Z: from there on (and before 1970) toISOString's own format is used,
+ * which writes such years with a sign and six digits. */
+const FAST_TIMESTAMP_MS_END = 253_402_300_800_000
+/** The UTC day s3Timestamp formatted last, and its `YYYY-MM-DDT`. */
+let memoDay = Number.NaN
+let memoDatePart = ''
+
+/** ISO 8601 with milliseconds in UTC, as S3 writes every timestamp in XML: what
+ * Date#toISOString writes. A listing page writes 1000 of them, and toISOString took 40% of the
+ * page's XML (0.5 us each, measured), so the date part is formatted once per UTC day and the time
+ * of day by arithmetic. */
 export function s3Timestamp(ms: number): string {
   assert(Number.isFinite(ms))
-  return new Date(ms).toISOString()
+  const time = Math.trunc(ms) // A Date's time value is truncated the same way.
+  if (!(time >= 0 && time < FAST_TIMESTAMP_MS_END)) return new Date(time).toISOString()
+  const day = Math.floor(time / DAY_MS)
+  if (day !== memoDay) {
+    memoDatePart = new Date(day * DAY_MS).toISOString().slice(0, 11)
+    memoDay = day
+  }
+  let rest = time - day * DAY_MS
+  const hours = Math.floor(rest / 3_600_000)
+  rest -= hours * 3_600_000
+  const minutes = Math.floor(rest / 60_000)
+  rest -= minutes * 60_000
+  const seconds = Math.floor(rest / 1000)
+  const millis = rest - seconds * 1000
+  return `${memoDatePart}${twoDigits(hours)}:${twoDigits(minutes)}:${twoDigits(seconds)}.${
+    millis < 10 ? '00' : millis < 100 ? '0' : ''
+  }${millis}Z`
+}
+
+function twoDigits(value: number): string {
+  return value < 10 ? `0${value}` : `${value}`
 }
 
 export function owner(parent: XMLBuilder, value: S3Owner): void {

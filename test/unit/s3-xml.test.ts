@@ -17,6 +17,7 @@ import {
   locationConstraintXml,
   parseDeleteObjects,
   parseXmlBody,
+  s3Timestamp,
   s3UrlEncode,
   xmlChildText,
   xmlChildren,
@@ -113,6 +114,20 @@ test('ListAllMyBucketsResult has Owner and Buckets with ISO 8601 millisecond dat
       ['beta', '2024-06-30T12:34:56.789Z'],
     ],
   )
+})
+
+test('s3Timestamp writes what toISOString writes, for any time a Date can hold', () => {
+  const DAY = 86_400_000
+  const times = [0, -0, 0.9, -0.5, -1, 1, DAY - 1, DAY, Date.UTC(2000, 1, 29, 23, 59, 59, 999)]
+  times.push(Date.UTC(9999, 11, 31, 23, 59, 59, 999), Date.UTC(10000, 0, 1), -62135596800000)
+  times.push(8.64e15, -8.64e15, 1795000000123.7)
+  // A fixed pseudo-random walk over ±8000 years, with fractions, crossing days in both orders.
+  let seed = 12345
+  for (let index = 0; index < 20_000; index++) {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31
+    times.push(((seed / 2 ** 31) * 2 - 1) * 2.5e14 + (index % 3 === 0 ? 0.25 : 0))
+  }
+  for (const time of times) assert.is(s3Timestamp(time), new Date(time).toISOString(), `${time}`)
 })
 
 test('ListAllMyBucketsResult with no buckets has an empty Buckets element', () => {
