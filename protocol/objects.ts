@@ -1,4 +1,5 @@
 /** @module Object and bucket records as they travel between actors (plain data). */
+import type { ObjectColumns } from './object-columns.js'
 
 /** Content-* and caching headers S3 stores with an object and returns on GET/HEAD. */
 export interface HttpMeta {
@@ -72,7 +73,7 @@ export interface ListRequest {
   withContentType?: true
 }
 export interface ListPage {
-  objects: ObjectSummary[]
+  objects: ObjectColumns
   commonPrefixes: string[]
   truncated: boolean
   /** The last key or common prefix in this page: where the next page starts (exclusive). */

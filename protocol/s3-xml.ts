@@ -10,7 +10,8 @@ import { XMLParser, XMLValidator, type EntityDecoderOptions } from 'fast-xml-par
 import { create } from 'xmlbuilder2'
 import { fail, ok, type Result } from './errors.js'
 import { DELETE_OBJECTS_KEYS_MAX, KEY_BYTES_MAX, XML_BODY_BYTES_MAX } from './limits.js'
-import type { BucketInfo, ListPage, ObjectSummary } from './objects.js'
+import type { ObjectColumns } from './object-columns.js'
+import type { BucketInfo, ListPage } from './objects.js'
 import { XmlWriter } from './xml-writer.js'
 
 export const S3_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/'
@@ -176,16 +177,18 @@ export function encoderFor(encodingType: EncodingType | undefined): (value: stri
 
 function contents(
   xml: XmlWriter,
-  objects: readonly ObjectSummary[],
+  objects: ObjectColumns,
   by: S3Owner | undefined,
   encode: (value: string) => string,
 ): void {
-  for (const object of objects) {
+  const { keys, sizes, etags, lastModifiedMs } = objects
+  // The columns have one length: every index below keys.length is in each of them.
+  for (let index = 0; index < keys.length; index++) {
     xml.open('Contents')
-    xml.text('Key', encode(object.key))
-    xml.text('LastModified', s3Timestamp(object.lastModifiedMs))
-    xml.text('ETag', object.etag)
-    xml.text('Size', object.size)
+    xml.text('Key', encode(keys[index] as string))
+    xml.text('LastModified', s3Timestamp(lastModifiedMs[index] as number))
+    xml.text('ETag', etags[index] as string)
+    xml.text('Size', sizes[index] as number)
     xml.text('StorageClass', 'STANDARD')
     if (by !== undefined)
       xml.open('Owner').text('ID', by.id).text('DisplayName', by.displayName).close('Owner')
@@ -220,7 +223,7 @@ export function listObjectsV2Xml(options: ListObjectsV2XmlOptions): string {
   if (page.truncated) {
     xml.text('NextContinuationToken', encodeContinuationToken(page.lastReturned))
   }
-  xml.text('KeyCount', page.objects.length + page.commonPrefixes.length)
+  xml.text('KeyCount', page.objects.keys.length + page.commonPrefixes.length)
   xml.text('MaxKeys', options.maxKeys)
   if (options.delimiter !== '') xml.text('Delimiter', encode(options.delimiter))
   if (options.encodingType !== undefined) xml.text('EncodingType', options.encodingType)

@@ -12,6 +12,7 @@ import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
 import { LIST_KEYS_MAX } from '../../protocol/limits.js'
 import type { ObjectMsg } from '../../protocol/messages.js'
 import type { ListPage } from '../../protocol/objects.js'
+import { addObject, objectColumns } from '../../protocol/object-columns.js'
 import { objectEnd, objectPrefix, successor } from './keys.js'
 import { Mutation } from './mutation.js'
 import { decodeObject, type ObjectRecord } from './records.js'
@@ -33,7 +34,12 @@ export function listObjects(msg: ListMsg, ctx: Context): Result<ListPage> {
   if (new Mutation(ctx.kv).bucket(msg.bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
   }
-  const page: ListPage = { objects: [], commonPrefixes: [], truncated: false, lastReturned: '' }
+  const page: ListPage = {
+    objects: objectColumns([], msg.withContentType === true),
+    commonPrefixes: [],
+    truncated: false,
+    lastReturned: '',
+  }
   // S3 caps max-keys at 1000 and answers max-keys=0 with an empty page, IsTruncated false.
   const maxKeys = Math.min(msg.maxKeys, LIST_KEYS_MAX)
   if (maxKeys === 0) return ok(page)
@@ -46,7 +52,7 @@ export function listObjects(msg: ListMsg, ctx: Context): Result<ListPage> {
   // Each scan returns an entry, skips a common prefix (only one can be <= after) or grows `rows`.
   for (let scans = 0; cursor !== null; scans++) {
     assert(scans <= 2 * maxKeys + 32, 'list page did not converge')
-    const count = page.objects.length + page.commonPrefixes.length
+    const count = page.objects.keys.length + page.commonPrefixes.length
     const limit = Math.min(rows, maxKeys + 1 - count)
     const found = ctx.kv.scan({ ...cursor, lt: end, limit })
     const step = takeRows(found, msg, base, maxKeys, page)
@@ -84,7 +90,7 @@ function takeRows(
   page: ListPage,
 ): Step {
   for (const [storedKey, value] of rows) {
-    if (page.objects.length + page.commonPrefixes.length === maxKeys) return { kind: 'full' }
+    if (page.objects.keys.length + page.commonPrefixes.length === maxKeys) return { kind: 'full' }
     assert(storedKey.startsWith(base))
     const key = storedKey.slice(base.length)
     const at = msg.delimiter === '' ? -1 : key.indexOf(msg.delimiter, msg.prefix.length)
@@ -101,9 +107,15 @@ function takeRows(
     const record = decodeObject(value)
     const { size, etag, lastModifiedMs } = record
     if (msg.withContentType === true) {
-      page.objects.push({ key, size, etag, lastModifiedMs, contentType: contentTypeOf(record) })
+      addObject(page.objects, {
+        key,
+        size,
+        etag,
+        lastModifiedMs,
+        contentType: contentTypeOf(record),
+      })
     } else {
-      page.objects.push({ key, size, etag, lastModifiedMs })
+      addObject(page.objects, { key, size, etag, lastModifiedMs })
     }
     page.lastReturned = key
   }

@@ -3,6 +3,7 @@
  * slip into a response. */
 import type { BucketStats, LoginGrant, UserView } from '../../protocol/messages.js'
 import type { ListPage } from '../../protocol/objects.js'
+import { objectSummaries } from '../../protocol/object-columns.js'
 import { encodeContinuationToken } from '../../protocol/s3-xml.js'
 
 function isoTime(ms: number): string {
@@ -73,7 +74,7 @@ export interface ObjectListJson {
 }
 
 export function objectListJson(page: ListPage, prefix: string): ObjectListJson {
-  const objects = page.objects.map((summary) => ({
+  const objects = objectSummaries(page.objects).map((summary) => ({
     key: summary.key,
     size: summary.size,
     etag: summary.etag,

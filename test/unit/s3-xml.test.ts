@@ -30,6 +30,7 @@ import {
   KEY_BYTES_MAX,
   XML_BODY_BYTES_MAX,
 } from '../../protocol/limits.js'
+import { objectColumns } from '../../protocol/object-columns.js'
 import type { ListPage, ObjectSummary } from '../../protocol/objects.js'
 
 const NS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
@@ -85,7 +86,7 @@ function summary(key: string, size = 3): ObjectSummary {
 
 function page(objects: ObjectSummary[], commonPrefixes: string[], truncated: boolean): ListPage {
   const last = [...objects.map((object) => object.key), ...commonPrefixes].sort().at(-1) ?? ''
-  return { objects, commonPrefixes, truncated, lastReturned: last }
+  return { objects: objectColumns(objects), commonPrefixes, truncated, lastReturned: last }
 }
 
 /** How a client reverses encoding-type=url (botocore uses unquote_plus). */
