@@ -38,6 +38,9 @@ export interface KvStore {
   getMany(keys: readonly string[]): (Uint8Array | undefined)[]
   /** Entries with gte <= key < lt (or gt < key), ascending, at most `limit`. */
   scan(range: KvRange): [string, Uint8Array][]
+  /** `scan` with each value decoded as UTF-8, for ranges of JSON records: RocksDB hands out
+   * strings far cheaper than buffers (1001 rows: 0.74 ms against 2.36 ms, measured). */
+  scanText(range: KvRange): [string, string][]
   commit(ops: readonly KvOp[]): Promise<void>
 }
 export interface KvRange {

@@ -54,7 +54,7 @@ export function listObjects(msg: ListMsg, ctx: Context): Result<ListPage> {
     assert(scans <= 2 * maxKeys + 32, 'list page did not converge')
     const count = page.objects.keys.length + page.commonPrefixes.length
     const limit = Math.min(rows, maxKeys + 1 - count)
-    const found = ctx.kv.scan({ ...cursor, lt: end, limit })
+    const found = ctx.kv.scanText({ ...cursor, lt: end, limit })
     const step = takeRows(found, msg, base, maxKeys, page)
     if (step.kind === 'full') {
       page.truncated = true
@@ -75,7 +75,7 @@ export function listObjects(msg: ListMsg, ctx: Context): Result<ListPage> {
  * (go on at `next`, or stop if null), or every row was taken as an object. */
 type Step = { kind: 'full' } | { kind: 'folded'; next: Cursor | null } | { kind: 'taken' }
 
-function lastKey(rows: [string, Uint8Array][]): string {
+function lastKey(rows: [string, string][]): string {
   const last = rows[rows.length - 1]
   assert(last !== undefined)
   return last[0]
@@ -83,7 +83,7 @@ function lastKey(rows: [string, Uint8Array][]): string {
 
 /** Adds rows to the page until it is full or a common prefix turns up; says where to go on. */
 function takeRows(
-  rows: [string, Uint8Array][],
+  rows: [string, string][],
   msg: ListMsg,
   base: string,
   maxKeys: number,
@@ -134,6 +134,6 @@ function contentTypeOf(record: ObjectRecord): string {
  * forced batches). */
 export function firstKeys(kv: KvStore, bucket: string, limit: number): string[] {
   const base = objectPrefix(bucket)
-  const rows = kv.scan({ gte: base, lt: objectEnd(bucket), limit })
+  const rows = kv.scanText({ gte: base, lt: objectEnd(bucket), limit })
   return rows.map(([storedKey]) => storedKey.slice(base.length))
 }

@@ -94,10 +94,15 @@ export function encodeRecord(record: object): Uint8Array {
   return encoder.encode(JSON.stringify(record))
 }
 
-function decodeJson(bytes: Uint8Array, what: string): Record<string, unknown> {
+/** A record's bytes, or its text as a scan of JSON records gives it (KvStore.scanText, whose
+ * decoding replaces bytes that are not UTF-8 instead of failing: a record damaged that way still
+ * fails here when it is read by key). */
+type Encoded = Uint8Array | string
+
+function decodeJson(encoded: Encoded, what: string): Record<string, unknown> {
   let value: unknown
   try {
-    value = JSON.parse(decoder.decode(bytes))
+    value = JSON.parse(typeof encoded === 'string' ? encoded : decoder.decode(encoded))
   } catch {
     throw new ServiceError('corrupt', `${what} record is not JSON`)
   }
@@ -141,8 +146,8 @@ function requireObjects(record: Record<string, unknown>, what: string, names: st
   }
 }
 
-export function decodeObject(bytes: Uint8Array): ObjectRecord {
-  const record = decodeJson(bytes, 'object')
+export function decodeObject(encoded: Encoded): ObjectRecord {
+  const record = decodeJson(encoded, 'object')
   requireFields(record, 'object', ['size', 'lastModifiedMs'], ['etag'])
   requireObjects(record, 'object', ['http', 'userMeta', 'checksums'])
   const parts = record['parts']

@@ -132,6 +132,10 @@ export class MemoryKv implements KvStore {
     return this.visible.scan(range)
   }
 
+  scanText(range: KvRange): [string, string][] {
+    return this.scan(range).map(([key, value]) => [key, Buffer.from(value).toString('utf8')])
+  }
+
   commit(ops: readonly KvOp[]): Promise<void> {
     // Values are copied as the real adapter's are (it clones them to its writer thread).
     const owned = ops.map((op): KvOp =>

@@ -19,7 +19,7 @@ const str = (value: Uint8Array | undefined): string | undefined =>
   value === undefined ? undefined : Buffer.from(value).toString('utf8')
 const put = (key: string, value: string): KvOp => ({ type: 'put', key, value: bytes(value) })
 const del = (key: string): KvOp => ({ type: 'del', key })
-const keysOf = (rows: [string, Uint8Array][]): string[] => rows.map(([key]) => key)
+const keysOf = (rows: [string, unknown][]): string[] => rows.map(([key]) => key)
 
 type Case = [title: string, run: (harness: KvHarness) => Promise<void>]
 
@@ -85,6 +85,37 @@ const CASES: Case[] = [
       assert.equal(keysOf(kv.scan({ gt: 'a', lt: 'z', limit: 2 })), ['ab', 'c'])
       await pending
       assert.equal(keysOf(kv.scan({ gte: 'a', lt: 'z', limit: 10 })), ['a', 'ab', 'c'])
+    },
+  ],
+  [
+    'scanText: the rows of scan, values as UTF-8 text, pending commits merged in',
+    async (harness) => {
+      const { kv } = harness
+      const keys = ['k\u{1F600}', 'k\uffff', 'k', 'kA', 'k\u00e9', 'j', 'l']
+      await kv.commit(keys.map((key) => put(key, `{"key":"${key}"}`)))
+      const stored = kv.scan({ gt: 'k', lt: 'l', limit: 4 })
+      assert.equal(
+        kv.scanText({ gt: 'k', lt: 'l', limit: 4 }),
+        stored.map(([key, value]) => [key, str(value)]),
+      )
+      assert.equal(keysOf(stored), ['kA', 'k\u00e9', 'k\uffff', 'k\u{1F600}'])
+      const pending = kv.commit([put('kA', 'new \u00e9'), del('k\u00e9'), put('kB', 'added')])
+      assert.equal(kv.scanText({ gte: 'k', lt: 'l', limit: 4 }), [
+        ['k', '{"key":"k"}'],
+        ['kA', 'new \u00e9'],
+        ['kB', 'added'],
+        ['k\uffff', '{"key":"k\uffff"}'],
+      ])
+      await pending
+      assert.equal(keysOf(kv.scan({ gte: 'k', lt: 'l', limit: 10 })), [
+        'k',
+        'kA',
+        'kB',
+        'k\uffff',
+        'k\u{1F600}',
+      ])
+      assert.equal(kv.scanText({ gte: 'x', lt: 'z', limit: 5 }), [])
+      assert.equal(kv.scanText({ gte: 'a', lt: 'z', limit: 0 }), [])
     },
   ],
   [

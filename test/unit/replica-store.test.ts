@@ -1699,6 +1699,7 @@ test('a mutation prefetches in one kv call and reads through its own writes', as
     get: (key) => (calls++, kv.get(key)),
     getMany: (keys) => (calls++, kv.getMany(keys)),
     scan: (range) => kv.scan(range),
+    scanText: (range) => kv.scanText(range),
     commit: (ops) => kv.commit(ops),
   }
   const view = new Mutation(counting)
