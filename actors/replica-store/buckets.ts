@@ -206,7 +206,7 @@ function scanBuckets(ctx: Context): [string, BucketRecord][] {
   let range: { gte: string } | { gt: string } = { gte: BUCKET_PREFIX }
   while (buckets.length <= BUCKETS_LISTED_MAX) {
     const limit = Math.min(BUCKET_SCAN_ROWS, BUCKETS_LISTED_MAX + 1 - buckets.length)
-    const rows = ctx.kv.scan({ ...range, lt: BUCKET_END, limit })
+    const rows = ctx.kv.scanText({ ...range, lt: BUCKET_END, limit })
     for (const [key, value] of rows) {
       buckets.push([key.slice(BUCKET_PREFIX.length), decodeBucket(value)])
     }

@@ -132,8 +132,8 @@ function requireFields(
   }
 }
 
-export function decodeBucket(bytes: Uint8Array): BucketRecord {
-  const record = decodeJson(bytes, 'bucket')
+export function decodeBucket(encoded: Encoded): BucketRecord {
+  const record = decodeJson(encoded, 'bucket')
   requireFields(record, 'bucket', ['createdMs', 'objects', 'bytes'])
   return record as unknown as BucketRecord
 }
@@ -178,22 +178,22 @@ export function blobsOf(record: ObjectRecord): BlobRef[] {
   return [{ sha256: record.sha256, size: record.size }]
 }
 
-export function decodeUpload(bytes: Uint8Array): UploadRecord {
-  const record = decodeJson(bytes, 'upload')
+export function decodeUpload(encoded: Encoded): UploadRecord {
+  const record = decodeJson(encoded, 'upload')
   requireFields(record, 'upload', ['initiatedMs'])
   requireObjects(record, 'upload', ['http', 'userMeta'])
   return record as unknown as UploadRecord
 }
 
-export function decodePart(bytes: Uint8Array): PartRecord {
-  const record = decodeJson(bytes, 'part')
+export function decodePart(encoded: Encoded): PartRecord {
+  const record = decodeJson(encoded, 'part')
   requireFields(record, 'part', ['size', 'lastModifiedMs'], ['etag', 'sha256'])
   requireObjects(record, 'part', ['checksums'])
   return record as unknown as PartRecord
 }
 
-export function decodeBlob(bytes: Uint8Array): BlobRecord {
-  const record = decodeJson(bytes, 'blob')
+export function decodeBlob(encoded: Encoded): BlobRecord {
+  const record = decodeJson(encoded, 'blob')
   requireFields(record, 'blob', ['size', 'crc32', 'refs'])
   if (record['file'] !== undefined && typeof record['file'] !== 'string') {
     throw new ServiceError('corrupt', 'blob record: bad file')
@@ -201,8 +201,8 @@ export function decodeBlob(bytes: Uint8Array): BlobRecord {
   return record as unknown as BlobRecord
 }
 
-export function decodeCounters(bytes: Uint8Array): Counters {
-  const record = decodeJson(bytes, 'counters')
+export function decodeCounters(encoded: Encoded): Counters {
+  const record = decodeJson(encoded, 'counters')
   requireFields(record, 'counters', ['buckets', 'objects', 'bytes', 'blobs', 'refs'])
   return record as unknown as Counters
 }

@@ -125,7 +125,7 @@ export function listParts(msg: Msg<'upload.list-parts'>, ctx: Context): Result<P
   if (!upload.ok) return upload
   const maxParts = Math.min(msg.maxParts, LIST_PARTS_MAX)
   const after = Math.min(msg.afterPartNumber, PART_NUMBER_MAX)
-  const rows = ctx.kv.scan({
+  const rows = ctx.kv.scanText({
     gt: after === 0 ? partPrefix(msg.uploadId) : partKey(msg.uploadId, after),
     lt: partEnd(msg.uploadId),
     limit: maxParts + 1,
@@ -168,9 +168,9 @@ export function listUploads(msg: Msg<'upload.list'>, ctx: Context): Result<Uploa
   let last: { key: string; uploadId: string } | null = null
   for (let scans = 0; cursor !== null; scans++) {
     assert(scans <= 4 * maxUploads + 32, 'upload listing did not converge')
-    const rows = ctx.kv.scan({ ...cursor, lt: end, limit: UPLOAD_SCAN_ROWS })
+    const rows = ctx.kv.scanText({ ...cursor, lt: end, limit: UPLOAD_SCAN_ROWS })
     if (rows.length === 0) break
-    const lastRow = rows[rows.length - 1] as [string, Uint8Array]
+    const lastRow = rows[rows.length - 1] as [string, string]
     cursor = rows.length < UPLOAD_SCAN_ROWS ? null : { gt: lastRow[0] }
     for (const [storedKey, value] of rows) {
       const at = splitUploadKey(storedKey.slice(base.length))

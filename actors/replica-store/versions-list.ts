@@ -173,7 +173,7 @@ function versionsOf(
   }
   const end = successor(prefix)
   if (end === null) return entries
-  const rows = ctx.kv.scan({ ...from, lt: end, limit })
+  const rows = ctx.kv.scanText({ ...from, lt: end, limit })
   for (const [index, [, value]] of rows.entries()) {
     const latest = current === undefined && index === 0 && afterVersionId === ''
     entries.push(entry(key, decodeObject(value), latest))
