@@ -6,7 +6,7 @@ import { randomFillSync } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { Readable } from 'node:stream'
 import { BIG_CHUNK_BYTES, BIG_TIMEOUT_MS, RSS_POLL_MS } from './config.js'
-import { newPool } from './load.js'
+import { collectClientGarbage, newPool } from './load.js'
 import { sampleRss } from './rss.js'
 
 export interface Transfer {
@@ -53,6 +53,7 @@ async function* generate(total: number): AsyncGenerator<Buffer> {
 
 async function transfer(spec: BigSpec, method: 'PUT' | 'GET'): Promise<Transfer> {
   const pool = newPool(spec.origin, 1)
+  collectClientGarbage()
   const sampler = sampleRss(spec.pids(), RSS_POLL_MS)
   const startMs = performance.now()
   let bytes = 0

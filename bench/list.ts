@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks'
 import type { Pool } from 'undici'
 import { LIST_FILL_CONCURRENCY, LIST_PAGE_KEYS } from './config.js'
 import { LIST_SECONDS_MAX } from './config.js'
-import { newPool, runPhase, type PhaseResult } from './load.js'
+import { collectClientGarbage, newPool, runPhase, type PhaseResult } from './load.js'
 import { yieldToEventLoop, type Presign } from './presign.js'
 
 export interface ListResult {
@@ -32,12 +32,23 @@ export interface ListSpec {
 
 export async function runList(spec: ListSpec): Promise<ListResult> {
   assert(spec.keys > 0)
+  const fill = await fillBucket(spec)
+  const pool = newPool(spec.origin, 1)
+  try {
+    return { fill, ...(await pageThrough(pool, spec)) }
+  } finally {
+    await pool.close()
+  }
+}
+
+/** PUTs the keys; their signed URLs (tens of MB) die when it returns, before the listing. */
+async function fillBucket(spec: ListSpec): Promise<PhaseResult> {
   const paths: string[] = []
   for (let i = 0; i < spec.keys; i++) {
     paths.push(await spec.presign('PUT', `/${spec.bucket}/${keyName(i)}`))
     if (i % 1000 === 0) await yieldToEventLoop() // Let a SIGINT in while we sign.
   }
-  const fill = await runPhase({
+  return runPhase({
     origin: spec.origin,
     method: 'PUT',
     paths,
@@ -46,12 +57,6 @@ export async function runList(spec: ListSpec): Promise<ListResult> {
     countMax: spec.keys,
     secondsMax: spec.fillSecondsMax,
   })
-  const pool = newPool(spec.origin, 1)
-  try {
-    return { fill, ...(await pageThrough(pool, spec)) }
-  } finally {
-    await pool.close()
-  }
 }
 
 /** Zero-padded so that the listing order is the insertion order. */
@@ -62,6 +67,7 @@ function keyName(index: number): string {
 async function pageThrough(pool: Pool, spec: ListSpec): Promise<Omit<ListResult, 'fill'>> {
   const pagesMax = Math.ceil(spec.keys / LIST_PAGE_KEYS) + 2
   const latenciesMs = new Float64Array(pagesMax)
+  collectClientGarbage()
   const startMs = performance.now()
   const deadlineMs = startMs + LIST_SECONDS_MAX * 1000
   let token: string | null = null
