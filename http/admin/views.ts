@@ -4,11 +4,7 @@
 import type { BucketStats, LoginGrant, UserView } from '../../protocol/messages.js'
 import type { ListPage } from '../../protocol/objects.js'
 import { objectSummaries } from '../../protocol/object-columns.js'
-import { encodeContinuationToken } from '../../protocol/s3-xml.js'
-
-function isoTime(ms: number): string {
-  return new Date(ms).toISOString()
-}
+import { encodeContinuationToken, s3Timestamp } from '../../protocol/s3-xml.js'
 
 export interface LoginJson {
   token: string
@@ -16,7 +12,7 @@ export interface LoginJson {
 }
 
 export function loginJson(grant: LoginGrant): LoginJson {
-  return { token: grant.token, expires_at: isoTime(grant.expiresAtMs) }
+  return { token: grant.token, expires_at: s3Timestamp(grant.expiresAtMs) }
 }
 
 export interface UserJson {
@@ -34,7 +30,7 @@ export function userJson(user: UserView): UserJson {
     username: user.username,
     role: user.role,
     is_active: user.isActive,
-    created_at: isoTime(user.createdMs),
+    created_at: s3Timestamp(user.createdMs),
     access_key: user.accessKey,
   }
 }
@@ -51,7 +47,7 @@ export function bucketStatsJson(stats: BucketStats): BucketStatsJson {
     name: stats.name,
     objects_count: stats.objectsCount,
     storage_used_bytes: stats.storageUsedBytes,
-    created_at: isoTime(stats.createdMs),
+    created_at: s3Timestamp(stats.createdMs),
   }
 }
 
@@ -78,7 +74,7 @@ export function objectListJson(page: ListPage, prefix: string): ObjectListJson {
     key: summary.key,
     size: summary.size,
     etag: summary.etag,
-    last_modified: isoTime(summary.lastModifiedMs),
+    last_modified: s3Timestamp(summary.lastModifiedMs),
     content_type: summary.contentType ?? null,
   }))
   return {
