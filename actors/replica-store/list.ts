@@ -11,7 +11,7 @@ import type { Context, KvStore } from '../../protocol/actor.js'
 import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
 import { LIST_KEYS_MAX } from '../../protocol/limits.js'
 import type { ObjectMsg } from '../../protocol/messages.js'
-import type { ListPage } from '../../protocol/objects.js'
+import type { ListPage, ObjectSummary } from '../../protocol/objects.js'
 import { addObject, objectColumns } from '../../protocol/object-columns.js'
 import { objectEnd, objectPrefix, successor } from './keys.js'
 import { Mutation } from './mutation.js'
@@ -106,17 +106,9 @@ function takeRows(
     }
     const record = decodeObject(value)
     const { size, etag, lastModifiedMs } = record
-    if (msg.withContentType === true) {
-      addObject(page.objects, {
-        key,
-        size,
-        etag,
-        lastModifiedMs,
-        contentType: contentTypeOf(record),
-      })
-    } else {
-      addObject(page.objects, { key, size, etag, lastModifiedMs })
-    }
+    const summary: ObjectSummary = { key, size, etag, lastModifiedMs }
+    if (msg.withContentType === true) summary.contentType = contentTypeOf(record)
+    addObject(page.objects, summary)
     page.lastReturned = key
   }
   return { kind: 'taken' }
