@@ -395,11 +395,16 @@ function isObjectDelete(op: KvOp): boolean {
  * 4. a delete that released a promoted blob whose file removal never ran.
  * Returns the cut-off upload's stream, for the test to close at the end. */
 async function crashWithEffectsCutShort(dir: string): Promise<MemoryStream> {
+  let newFileCommits = 0
   const disk = await openDisk(dir, ({ kv, blobs }) => ({
     // The commit that would make a new file blob live never happens.
     kv: {
       ...bind(kv),
-      commit: (ops) => (ops.some(isNewFile) ? new Promise(() => undefined) : kv.commit(ops)),
+      commit: (ops) => {
+        if (!ops.some(isNewFile)) return kv.commit(ops)
+        newFileCommits++
+        return new Promise(() => undefined)
+      },
     },
     blobs: { ...bind(blobs), remove: () => new Promise(() => undefined) },
   }))
@@ -420,7 +425,9 @@ async function crashWithEffectsCutShort(dir: string): Promise<MemoryStream> {
   }
   void disk.send(msg)
   value(await disk.send({ kind: 'object.delete', bucket: 'b', key: 'released' }))
-  await waitFor(async () => (await readdir(join(dir, 'tmp'))).length === 2)
+  // The crash comes only once the first put is at its cut: its file synced and its commit sent.
+  // Crashing while the file still syncs would leave that put running on a closed kv.
+  await waitFor(async () => newFileCommits === 1 && (await readdir(join(dir, 'tmp'))).length === 2)
   assert.is((await filesUnder(dir)).length, 2, 'released file still there')
   await disk.crash()
   return cut
