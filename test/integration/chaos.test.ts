@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto'
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3'
 import { signedRequest } from '../support/signed-request.js'
 import { startServer, waitHealthy, type TestServer } from '../support/server.js'
+import { sleep } from '../support/wait.js'
 
 const LOAD_MS = 8_000
 const LOAD_OPS_MAX = 5_000
@@ -23,10 +24,6 @@ async function kill(server: TestServer, actor: string): Promise<number> {
   } catch {
     return 0 // The ingress may go before its answer does.
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 test('killing replica-store and http-ingress under load loses no acknowledged write', async () => {

@@ -25,6 +25,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3'
 import { startServer, type TestServer } from '../support/server.js'
+import { sleep } from '../support/wait.js'
 import { admin, createUser, issueKeys, login, type Credentials } from '../support/admin-client.js'
 
 const ROOT_PASSWORD = 'root-password-for-tests'
@@ -231,7 +232,7 @@ test('a token expires at its expires_at', async () => {
     // Poll past expiry (bounded): the token must stop working, and not before expires_at.
     let status = 200
     for (let attempt = 0; attempt < 40 && status === 200; attempt += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
+      await sleep(100)
       status = (await admin(server, 'GET', '/users', token)).status
       if (status === 200) assert.ok(Date.now() < expiresMs + 1000, 'still valid after expiry')
     }

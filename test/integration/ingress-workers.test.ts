@@ -10,11 +10,15 @@ import * as assert from 'uvu/assert'
 import { signedRequest, errorCode, type RawResponse } from '../support/signed-request.js'
 import { startServer, waitHealthy, type TestServer } from '../support/server.js'
 import { admin, createUser, issueKeys, login, type Credentials } from '../support/admin-client.js'
+import { sample } from '../support/metrics-text.js'
+import { pollUntil } from '../support/wait.js'
 
 const ROOT_PASSWORD = 'root-password-for-tests'
 /** Fresh connections per round: with two sockets, all of them landing on one has odds 2^-31. */
 const CONNECTIONS = 32
 const REQUEST_TIMEOUT_MS = 5_000
+/** How long a restart may take to show in the metrics. */
+const SCRAPE_WAIT_MS = 10_000
 
 /** A signed ListBuckets on a connection of its own. */
 function listBuckets(server: TestServer, keys?: Credentials): Promise<RawResponse> {
@@ -49,23 +53,8 @@ async function metrics(server: TestServer): Promise<string> {
   return response.text()
 }
 
-/** Polls `check` (a failed scrape counts as false) until it holds or 10 s pass. */
-async function until(check: () => Promise<boolean>): Promise<boolean> {
-  const deadline = Date.now() + 10_000
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return true
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return false
-}
-
 async function restarts(server: TestServer, actor: string): Promise<number | undefined> {
   return sample(await metrics(server), 'svc_actor_restarts_total', `actor="${actor}"`)
-}
-
-function sample(text: string, name: string, labels: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`))
-  return line === undefined ? undefined : Number(line.split(' ').pop())
 }
 
 test('a key change reaches the key cache of every ingress thread', async () => {
@@ -119,7 +108,11 @@ test('killing one ingress thread leaves every new connection served', async () =
     assert.ok(killed === null || killed.status === 200, `kill answered ${killed?.status}`)
     // Connections already queued on the victim's socket when it dies are reset, as with any
     // killed server; the ones after that must all reach the other thread, or the new one.
-    const died = await until(async () => (await restarts(server, 'http-ingress-1')) === 1)
+    const died = await pollUntil(
+      async () => (await restarts(server, 'http-ingress-1')) === 1,
+      SCRAPE_WAIT_MS,
+      50,
+    )
     assert.ok(died, 'the supervisor saw http-ingress-1 die')
     const served = await round(async () => {
       try {
@@ -129,10 +122,11 @@ test('killing one ingress thread leaves every new connection served', async () =
       }
     })
     assert.equal(served, { ok: CONNECTIONS })
-    const back = await until(async () => {
-      const text = await metrics(server)
-      return sample(text, 'svc_actor_up', 'actor="http-ingress-1"') === 1
-    })
+    const back = await pollUntil(
+      async () => sample(await metrics(server), 'svc_actor_up', 'actor="http-ingress-1"') === 1,
+      SCRAPE_WAIT_MS,
+      50,
+    )
     assert.ok(back, 'http-ingress-1 is back')
     const text = await metrics(server)
     assert.is(sample(text, 'svc_actor_up', 'actor="http-ingress-1"'), 1)
@@ -151,16 +145,13 @@ test('with port 0 every ingress thread listens on the port the first one got', a
     waitHealthy: false,
   })
   try {
-    const deadline = Date.now() + 20_000
     const ports = (): number[] =>
       server
         .output()
         .split('\n')
         .filter((line) => line.includes('"msg":"listening"'))
         .map((line) => (JSON.parse(line) as { port: number }).port)
-    while (ports().length < 2 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
+    await pollUntil(() => ports().length >= 2, 20_000, 50)
     const [first, second] = ports()
     assert.ok(first !== undefined && first > 0, server.output())
     assert.is(second, first)
@@ -178,10 +169,7 @@ test('SVC_HTTP_WORKERS out of range stops the node with a configuration error', 
   for (const workers of ['0', '65', 'two']) {
     const server = await startServer({ env: { SVC_HTTP_WORKERS: workers }, waitHealthy: false })
     try {
-      const deadline = Date.now() + 10_000
-      while (server.child.exitCode === null && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
+      await pollUntil(() => server.child.exitCode !== null, 10_000, 50)
       assert.is(server.child.exitCode, 2, workers)
       assert.match(server.output(), /SVC_HTTP_WORKERS must be an integer from 1 to 64/)
     } finally {

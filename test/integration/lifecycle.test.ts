@@ -21,15 +21,12 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
 import { errorCode, signedRequest } from '../support/signed-request.js'
 import { probeHealth, startServer, type HealthProbe } from '../support/server.js'
+import { sleep } from '../support/wait.js'
 
 /** Probes of /health: bounded in number and in total time; each probe is bounded by probeHealth. */
 const PROBES_MAX = 1_000
 const PROBING_MS = 60_000
 const PROBE_INTERVAL_MS = 20
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
 
 /** Probes /health until `done` holds for a probe, within PROBES_MAX and PROBING_MS; every probe is
  * returned, the last one first satisfied `done` unless the bounds ran out. */

@@ -15,6 +15,8 @@ import {
 } from '@aws-sdk/client-s3'
 import { signedRequest } from '../support/signed-request.js'
 import { startServer, waitHealthy, type TestServer } from '../support/server.js'
+import { sample } from '../support/metrics-text.js'
+import { pollUntil } from '../support/wait.js'
 
 let server: TestServer
 let s3: S3Client
@@ -29,11 +31,6 @@ test.after(async () => {
   await server.stop()
   server.cleanup()
 })
-
-function sample(text: string, name: string, labels: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`))
-  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1))
-}
 
 test('S3 requests are counted by operation, method and status', async () => {
   await s3.send(new CreateBucketCommand({ Bucket: 'metered' }))
@@ -119,13 +116,14 @@ test('a dead actor shows svc_actor_up 0 and the scrape still answers 200', async
   }
   assert.ok(sawDown, 'no scrape saw iam down')
   await waitHealthy(server.url)
-  const upDeadline = Date.now() + 10_000
   let text = ''
-  while (Date.now() < upDeadline) {
-    text = await (await fetch(`${server.url}/metrics`)).text()
-    if (sample(text, 'svc_actor_up', 'actor="iam"') === 1) break
-    await new Promise((resolve) => setTimeout(resolve, 50))
+  const scrapeShowsUp = async (): Promise<boolean> => {
+    text = await (
+      await fetch(`${server.url}/metrics`, { signal: AbortSignal.timeout(5_000) })
+    ).text()
+    return sample(text, 'svc_actor_up', 'actor="iam"') === 1
   }
+  await pollUntil(scrapeShowsUp, 10_000, 50)
   assert.is(sample(text, 'svc_actor_up', 'actor="iam"'), 1)
   assert.is(sample(text, 'svc_actor_restarts_total', 'actor="iam"'), 1)
 })

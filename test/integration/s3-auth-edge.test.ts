@@ -22,6 +22,7 @@ import {
 } from '@aws-sdk/client-s3'
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
 import { ACCESS_KEY, startServer, type TestServer } from '../support/server.js'
+import { sleep } from '../support/wait.js'
 import {
   errorCode,
   send,
@@ -114,10 +115,6 @@ async function putBody(
     body,
     ...(payloadHash === undefined ? {} : { payloadHash }),
   })
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 // ---------------------------------------------------------------------------------------------

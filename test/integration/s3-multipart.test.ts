@@ -25,6 +25,7 @@ import {
 } from '@aws-sdk/client-s3'
 import { failure } from '../support/s3-failure.js'
 import { startServer, type TestServer } from '../support/server.js'
+import { pollUntil } from '../support/wait.js'
 import type { StatsRecord } from '../../http/stats.js'
 
 const MiB = 1024 * 1024
@@ -428,12 +429,12 @@ test('incomplete uploads expire after SVC_MULTIPART_EXPIRY_HOURS; their parts go
     const read = async (): Promise<StatsRecord> =>
       (await (await fetch(`${quick.url}/api/stats`)).json()) as StatsRecord
     assert.is((await read()).storage_used_bytes, 200 * 1024)
-    const deadline = Date.now() + 15_000
     let current = await read()
-    while (current.storage_used_bytes !== 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 200))
+    const reclaimed = async (): Promise<boolean> => {
       current = await read()
+      return current.storage_used_bytes === 0
     }
+    await pollUntil(reclaimed, 15_000, 200)
     assert.is(current.storage_used_bytes, 0)
     assert.is(current.dedup_unique_blobs, 0)
     const listed = await client.send(new ListMultipartUploadsCommand({ Bucket: 'expiring' }))

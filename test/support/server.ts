@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { S3Client } from '@aws-sdk/client-s3'
+import { sleep } from './wait.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 export const MAIN_JS = join(here, '..', '..', 'runtime', 'main.js')
@@ -146,7 +147,7 @@ export async function waitHealthy(url: string, exited?: Promise<unknown>): Promi
     } catch {
       // Not listening yet.
     }
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await sleep(50)
   }
   throw new Error(`server at ${url} not healthy within ${HEALTH_WAIT_MS} ms`)
 }

@@ -9,6 +9,7 @@ import { setFlagsFromString } from 'node:v8'
 import { Worker } from 'node:worker_threads'
 import { mapLargeAllocations, startNativeTrimmer } from '../../runtime/native-trim.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
+import { sleep } from '../support/wait.js'
 
 setFlagsFromString('--expose-gc') // The worker below frees its buffers with a collection.
 
@@ -29,8 +30,6 @@ globalThis.gc()
 parentPort.postMessage('freed')
 parentPort.on('message', () => parentPort.postMessage(kept.length))
 `
-
-const settle = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 const CHUNKS = 400
 
@@ -66,7 +65,7 @@ test('freed stream chunks leave the process without a trim', async () => {
     const filled = process.memoryUsage.rss()
     worker.postMessage('free')
     assert.is(await next(), CHUNKS)
-    await settle(300) // Backing stores are released by the collector's sweeper, maybe later.
+    await sleep(300) // Backing stores are released by the collector's sweeper, maybe later.
     const dropped = filled - process.memoryUsage.rss()
     const chunkBytes = CHUNKS * STREAM_CHUNK_BYTES
     assert.ok(dropped > chunkBytes / 2, `RSS dropped ${dropped} of ${chunkBytes} freed bytes`)
@@ -82,9 +81,9 @@ test('a trim gives back memory a thread freed inside its arena', async () => {
   try {
     const freed = new Promise((resolve) => worker.once('message', resolve))
     assert.is(await freed, 'freed')
-    await settle(300) // Backing stores are released by the collector's sweeper, maybe later.
+    await sleep(300) // Backing stores are released by the collector's sweeper, maybe later.
     const before = process.memoryUsage.rss()
-    await settle(300)
+    await sleep(300)
     const freedBytes = HOLES * HOLE_BYTES
     const droppedAlone = before - process.memoryUsage.rss()
     assert.ok(droppedAlone < freedBytes / 4, `glibc kept the freed memory (${droppedAlone} bytes)`)

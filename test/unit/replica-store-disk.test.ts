@@ -27,6 +27,7 @@ import type { ListPage } from '../../protocol/objects.js'
 import { openBlobFiles, type LocalBlobFiles } from '../../runtime/blob-files.js'
 import { openRocksKv, type RocksKv } from '../../runtime/rocks-kv.js'
 import { fakeContext, memoryStream, type MemoryStream } from '../support/fake-context.js'
+import { pollUntil } from '../support/wait.js'
 
 type Distribute<T> = T extends unknown ? Omit<T, 'requestId' | 'deadlineMs'> : never
 type Body = Distribute<StoreMsg>
@@ -358,7 +359,7 @@ test('a crash amid a forced delete keeps its durable batches and exact counters'
       blobs,
     }))
     void disk.send({ kind: 'bucket.delete', bucket: 'b', force: true })
-    await waitFor(() => Promise.resolve(batches === 2))
+    assert.ok(await pollUntil(() => batches === 2), 'the second batch was sent')
     await disk.crash()
     disk = await openDisk(dir)
     const left = 2100 - 1000
@@ -427,19 +428,13 @@ async function crashWithEffectsCutShort(dir: string): Promise<MemoryStream> {
   value(await disk.send({ kind: 'object.delete', bucket: 'b', key: 'released' }))
   // The crash comes only once the first put is at its cut: its file synced and its commit sent.
   // Crashing while the file still syncs would leave that put running on a closed kv.
-  await waitFor(async () => newFileCommits === 1 && (await readdir(join(dir, 'tmp'))).length === 2)
+  const atCuts = await pollUntil(
+    async () => newFileCommits === 1 && (await readdir(join(dir, 'tmp'))).length === 2,
+  )
+  assert.ok(atCuts, 'both puts reached their cuts')
   assert.is((await filesUnder(dir)).length, 2, 'released file still there')
   await disk.crash()
   return cut
-}
-
-/** Polls `condition` until it holds, failing after `timeoutMs`. */
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    assert.ok(Date.now() < deadline, 'condition not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
 }
 
 function isNewFile(op: KvOp): boolean {

@@ -13,6 +13,7 @@ import { freeChunks } from '../../runtime/chunk-pool.js'
 import { PENDING_CALLS_MAX } from '../../runtime/knobs.js'
 import { CallerLink, serveLink, type Batch } from '../../runtime/link.js'
 import { openStream, PortSink, PortSource } from '../../runtime/stream-port.js'
+import { pollUntil, sleep } from '../support/wait.js'
 
 test('a call is answered through the link, its body transferred', async () => {
   const { port1, port2 } = new MessageChannel()
@@ -103,7 +104,7 @@ test('more than PENDING_CALLS_MAX outstanding calls answer busy without sending'
   )
   const extra = await link.call({ kind: 'x', deadlineMs: Date.now() + 60_000 })
   assert.equal(extra.ok ? 'ok' : extra.code, 'busy')
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await sleep(50)
   assert.is(received, PENDING_CALLS_MAX)
   link.close('done')
   await Promise.all(calls)
@@ -122,7 +123,7 @@ test('a stream sender never runs more than the window ahead of its receiver', as
     }
     sink.end({ trailer: 'yes' })
   })()
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await sleep(50)
   assert.is(written, STREAM_WINDOW_CHUNKS, 'the sender ran past its credit')
   const received: number[] = []
   for (let chunk = await source.next(); chunk !== null; chunk = await source.next()) {
@@ -154,7 +155,7 @@ test('a receiver that cancels makes the sender fail instead of waiting for credi
   const sink = new PortSink(left)
   const source = new PortSource(right)
   source.cancel('incomplete_body', 'client went away')
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  await sleep(20)
   let failure: unknown = null
   try {
     for (let i = 0; i < STREAM_WINDOW_CHUNKS + 1; i++) await sink.write(new Uint8Array(4))
@@ -178,7 +179,7 @@ test('a released chunk goes back to its sender for reuse; views and late ones do
   assert.ok(received !== null)
   assert.is(freeChunks(), before, 'nothing is reused before the receiver releases it')
   source.release(received)
-  await waitFor(() => freeChunks() === before + 1)
+  assert.ok(await pollUntil(() => freeChunks() === before + 1, 1_000), 'the buffer came back')
   const reused = sink.buffer()
   assert.is(reused[0], 7, 'the next buffer is the released one, old bytes and all')
   // A view into a larger buffer is never pooled: it is not the whole of what it points into.
@@ -202,12 +203,5 @@ test('a buffer the sender took and did not write goes back to its free list', ()
   assert.is(sink.buffer()[0], 9, 'the next buffer is the one given back')
   sink.abort('internal', 'test over')
 })
-
-async function waitFor(condition: () => boolean): Promise<void> {
-  for (let attempt = 0; attempt < 100 && !condition(); attempt++) {
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  assert.ok(condition(), 'condition not reached within a second')
-}
 
 test.run()
