@@ -202,7 +202,10 @@ class RocksKvStore implements RocksKv {
     return this.scanAs(range, TEXT_ROWS)
   }
 
-  private scanAs<K extends Buffer | string, V>(range: KvRange, rows: RowForm<K, V>): [string, V][] {
+  private scanAs<V, K extends V & (Buffer | string)>(
+    range: KvRange,
+    rows: RowForm<K, V>,
+  ): [string, V][] {
     assert(!this.closed, 'rocks-kv is closed')
     assert(range.gte === undefined || range.gt === undefined, 'scan takes gte or gt, not both')
     assert(Number.isInteger(range.limit) && range.limit >= 0)
@@ -370,13 +373,12 @@ function inRange(key: Buffer, bounds: EncodedRange): boolean {
   return true
 }
 
-/** How scanned rows come out: stored keys and values as the iterator gave them, turned into the
- * caller's form; overlay values (bytes) turned into the same. */
-interface RowForm<K, V> {
+/** How scanned rows come out. A stored value stays as the iterator gave it (in `encoding`); keys
+ * become text, and overlay values (bytes) take the stored values' form. */
+interface RowForm<K extends V, V> {
   encoding: RowEncoding
   keyBytes(key: K): Buffer
   keyText(key: K): string
-  storedValue(value: K): V
   overlayValue(value: Uint8Array): V
 }
 
@@ -384,7 +386,6 @@ const BUFFER_ROWS: RowForm<Buffer, Uint8Array> = {
   encoding: 'buffer',
   keyBytes: (key) => key,
   keyText: (key) => key.toString('utf8'),
-  storedValue: (value) => value,
   overlayValue: (value) => value,
 }
 
@@ -392,12 +393,11 @@ const TEXT_ROWS: RowForm<string, string> = {
   encoding: 'utf8',
   keyBytes: (key) => Buffer.from(key, 'utf8'),
   keyText: (key) => key,
-  storedValue: (value) => value,
   overlayValue: (value) => Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString(),
 }
 
 /** Merges stored rows with overlay entries (which win on equal keys; deletions hide rows). */
-function mergeRows<K, V>(
+function mergeRows<K extends V, V>(
   stored: [K, K][],
   pending: OverlayEntry[],
   limit: number,
@@ -417,7 +417,7 @@ function mergeRows<K, V>(
           ? -1
           : Buffer.compare(form.keyBytes(row[0]), entry.encoded)
     if (order < 0 && row !== undefined) {
-      result.push([form.keyText(row[0]), form.storedValue(row[1])])
+      result.push([form.keyText(row[0]), row[1]])
       storedAt++
       continue
     }

@@ -15,12 +15,10 @@ export async function pollUntil(
 ): Promise<boolean> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    if (
-      await Promise.resolve()
-        .then(check)
-        .catch(() => false)
-    )
-      return true
+    const held = await Promise.resolve()
+      .then(check)
+      .catch(() => false)
+    if (held) return true
     if (Date.now() >= deadline) return false
     await sleep(intervalMs)
   }
