@@ -6,7 +6,7 @@
  * serves once the supervisor says every actor is up; until then every request answers 503. Stop:
  * answer 503 to new requests while the ones admitted earlier finish (at most SHUTDOWN_DRAIN_MS),
  * so that health checks see the node leave; then close the port and cut what is left. */
-import { closeSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -21,7 +21,6 @@ import { HttpMetrics } from './http-metrics.js'
 import { METRICS_GATHER_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
 import type { HostContext } from './thread-host.js'
-import { openSharedListener } from './reuse-port.js'
 import { withTimeout } from './timeout.js'
 
 /** Bounds how long a client may take to send its headers; bodies are bounded by stream timeouts. */
@@ -137,10 +136,9 @@ function countInFlight(state: IngressActorState): void {
   })
 }
 
-/** One ingress thread listens as Node does; several each open their own SO_REUSEPORT socket on
- * the same address (runtime/reuse-port.ts) and the kernel spreads connections over them. The
- * socket is opened last: a descriptor Node has not taken over would outlive this thread and take
- * connections that nobody accepts. */
+/** Every ingress thread listens on the node's address with SO_REUSEPORT when there are several
+ * (`reusePort`, Node >= 22.12), and the kernel spreads new connections over their sockets. A
+ * thread's socket closes with it, so no connection waits on a dead thread. */
 async function listen(ctx: Context, hostname: string, listener: Listener): Promise<Server> {
   const cert = ctx.config['SVC_TLS_CERT']
   const key = ctx.config['SVC_TLS_KEY']
@@ -153,18 +151,13 @@ async function listen(ctx: Context, hostname: string, listener: Listener): Promi
   server.setTimeout(SOCKET_IDLE_TIMEOUT_MS)
   const port = Number(ctx.config['SVC_HTTP_PORT'])
   const workers = Number(ctx.config['SVC_HTTP_WORKERS'] ?? '1')
-  const shared = workers > 1 ? await openSharedListener(hostname, port) : null
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.once('listening', () => {
       server.off('error', reject)
       resolve()
     })
-    if (shared === null) server.listen(port, hostname)
-    else server.listen({ fd: shared.fd })
-  }).catch((error: unknown) => {
-    if (shared !== null && !server.listening) closeQuietly(shared.fd)
-    throw error
+    server.listen({ port, host: hostname, reusePort: workers > 1 })
   })
   const bound = (server.address() as AddressInfo).port
   ctx.log.info({ hostname, port: bound, tls: cert !== undefined, workers }, 'listening')
@@ -195,13 +188,4 @@ async function metricsText(supervisor: Comlink.Remote<SupervisorApi>): Promise<s
   for (const [actor, count] of Object.entries(gathered.restarts)) restarts.inc({ actor }, count)
   const merged = AggregatorRegistry.aggregate(gathered.actors as never)
   return (await node.metrics()) + (await merged.metrics())
-}
-
-/** Closes a descriptor on a path that is already failing: the first error is the one to report. */
-function closeQuietly(fd: number): void {
-  try {
-    closeSync(fd)
-  } catch {
-    // Already closed by node:net when it gave up on it.
-  }
 }

@@ -1,5 +1,5 @@
 /** @module glibc through the koffi FFI, for the few calls Node does not offer (malloc_trim,
- * SO_REUSEPORT sockets). koffi is imported on first use only: a platform without its prebuilt
+ * mallopt). koffi is imported on first use only: a platform without its prebuilt
  * binary, or without glibc, fails here, where each caller decides what that means. */
 import type { IKoffiLib } from 'koffi'
 

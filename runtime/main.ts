@@ -11,6 +11,7 @@ import { SHUTDOWN_DRAIN_MS } from './knobs.js'
 import { createLogger } from './log.js'
 import { loadNodeSecrets } from './node-secrets.js'
 import { mapLargeAllocations, startNativeTrimmer } from './native-trim.js'
+import { checkNodeVersion } from './node-version.js'
 import { Supervisor } from './supervisor.js'
 
 const log = createLogger('supervisor')
@@ -18,6 +19,7 @@ const log = createLogger('supervisor')
 setFlagsFromString('--expose-gc')
 
 async function main(): Promise<void> {
+  checkNodeVersion(process.versions.node)
   const config = loadConfig(process.env)
   if (config.mode !== 'single') {
     throw new ConfigError(`SVC_MODE=${config.mode} is not available yet: this build runs single`)
