@@ -43,35 +43,57 @@ async function loadMallocTrim(): Promise<MallocTrim | null> {
   }
 }
 
-export interface NativeTrimmer {
-  /** Trims now (also used by the trimmer's timer); returns the bytes of RSS given back. */
-  trim(): number
-  stop(): void
-}
+/** Trims every arena now; returns the bytes of RSS given back. */
+export type TrimNow = () => number
 
-export async function startNativeTrimmer(): Promise<NativeTrimmer | null> {
+/** malloc_trim(0) over every arena, measured; null without glibc. Also the trimmer's own call. */
+export async function loadTrimNow(): Promise<TrimNow | null> {
   const mallocTrim = await loadMallocTrim()
   if (mallocTrim === null) return null
-  // The lowest RSS a trim has left: the node's own footprint, which trimming cannot go under.
-  let floor = process.memoryUsage.rss()
-  let lastAfter = floor
-  let checksSinceTrim = 0
-  const trim = (): number => {
+  return () => {
     const before = process.memoryUsage.rss()
     mallocTrim(0)
-    const after = process.memoryUsage.rss()
-    floor = Math.min(floor, after)
-    lastAfter = after
-    checksSinceTrim = 0
-    return Math.max(0, before - after)
+    return Math.max(0, before - process.memoryUsage.rss())
   }
+}
+
+/** What the trimmer's checks remember between looks. */
+export interface TrimWatch {
+  /** The lowest RSS a trim has left: the node's own footprint, which trimming cannot go under. */
+  floor: number
+  /** RSS right after the last trim (or at start). */
+  lastAfter: number
+  checksSinceTrim: number
+}
+
+/** One look of the trimmer: trim when RSS grew by TRIM_GROWTH_BYTES since the last trim, or has
+ * stayed that far above the floor for TRIM_RETRY_CHECKS looks. Counts the look. */
+export function dueForTrim(watch: TrimWatch, rss: number): boolean {
+  watch.checksSinceTrim++
+  const grew = rss - watch.lastAfter >= TRIM_GROWTH_BYTES
+  const above = rss - watch.floor >= TRIM_GROWTH_BYTES && watch.checksSinceTrim >= TRIM_RETRY_CHECKS
+  return grew || above
+}
+
+/** Records a trim that left RSS at `after`. */
+export function trimmed(watch: TrimWatch, after: number): void {
+  watch.floor = Math.min(watch.floor, after)
+  watch.lastAfter = after
+  watch.checksSinceTrim = 0
+}
+
+/** Looks at the node's RSS every TRIM_CHECK_MS and trims when `dueForTrim` says so; returns the
+ * stop function, or null without glibc. */
+export async function startNativeTrimmer(): Promise<(() => void) | null> {
+  const trimNow = await loadTrimNow()
+  if (trimNow === null) return null
+  const start = process.memoryUsage.rss()
+  const watch: TrimWatch = { floor: start, lastAfter: start, checksSinceTrim: 0 }
   const timer = setInterval(() => {
-    checksSinceTrim++
-    const rss = process.memoryUsage.rss()
-    const grew = rss - lastAfter >= TRIM_GROWTH_BYTES
-    const above = rss - floor >= TRIM_GROWTH_BYTES && checksSinceTrim >= TRIM_RETRY_CHECKS
-    if (grew || above) trim()
+    if (!dueForTrim(watch, process.memoryUsage.rss())) return
+    trimNow()
+    trimmed(watch, process.memoryUsage.rss())
   }, TRIM_CHECK_MS)
   timer.unref()
-  return { trim, stop: () => clearInterval(timer) }
+  return () => clearInterval(timer)
 }

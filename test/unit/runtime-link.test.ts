@@ -104,7 +104,8 @@ test('more than PENDING_CALLS_MAX outstanding calls answer busy without sending'
   )
   const extra = await link.call({ kind: 'x', deadlineMs: Date.now() + 60_000 })
   assert.equal(extra.ok ? 'ok' : extra.code, 'busy')
-  await sleep(50)
+  assert.ok(await pollUntil(() => received >= PENDING_CALLS_MAX), `received ${received}`)
+  await sleep(50) // A slow machine only makes an extra send less likely to show, never a failure.
   assert.is(received, PENDING_CALLS_MAX)
   link.close('done')
   await Promise.all(calls)
@@ -123,7 +124,8 @@ test('a stream sender never runs more than the window ahead of its receiver', as
     }
     sink.end({ trailer: 'yes' })
   })()
-  await sleep(50)
+  assert.ok(await pollUntil(() => written >= STREAM_WINDOW_CHUNKS), `wrote ${written}`)
+  await sleep(50) // Time to run past its credit, were it able to.
   assert.is(written, STREAM_WINDOW_CHUNKS, 'the sender ran past its credit')
   const received: number[] = []
   for (let chunk = await source.next(); chunk !== null; chunk = await source.next()) {
