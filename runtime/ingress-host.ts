@@ -2,10 +2,11 @@
  * (HTTPS when SVC_TLS_CERT and SVC_TLS_KEY name PEM files) inside its worker thread, one of
  * SVC_HTTP_WORKERS that share the port (each on its own SO_REUSEPORT socket), and gives it
  * the Mesh: calls to other actors, streams, and the supervisor's services (chaos kills, metrics of
- * every actor merged into one Prometheus text). It listens before the other actors start and
- * serves once the supervisor says every actor is up; until then every request answers 503. Stop:
- * answer 503 to new requests while the ones admitted earlier finish (at most SHUTDOWN_DRAIN_MS),
- * so that health checks see the node leave; then close the port and cut what is left. */
+ * every actor merged into one Prometheus text, with the node's). It listens
+ * before the other actors start and serves once the supervisor says every actor is up; until then
+ * every request answers 503. Stop: answer 503 to new requests while the ones admitted earlier
+ * finish (at most SHUTDOWN_DRAIN_MS), so that health checks see the node leave; then close the
+ * port and cut what is left. */
 import { closeSync, readFileSync } from 'node:fs'
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http'
@@ -177,24 +178,24 @@ async function metricsText(supervisor: Comlink.Remote<SupervisorApi>): Promise<s
     METRICS_SCRAPE_TIMEOUT_MS,
     'gathering metrics',
   )
-  const node = new Registry()
+  const liveness = new Registry()
   const up = new Gauge({
     name: 'svc_actor_up',
     help: 'Whether the actor is running',
     labelNames: ['actor'],
-    registers: [node],
+    registers: [liveness],
   })
   // A fresh registry per scrape: the counter starts at 0 and takes the supervisor's count.
   const restarts = new Counter({
     name: 'svc_actor_restarts_total',
     help: 'Restarts of the actor by its supervisor',
     labelNames: ['actor'],
-    registers: [node],
+    registers: [liveness],
   })
   for (const [actor, isUp] of Object.entries(gathered.up)) up.set({ actor }, isUp ? 1 : 0)
   for (const [actor, count] of Object.entries(gathered.restarts)) restarts.inc({ actor }, count)
   const merged = AggregatorRegistry.aggregate(gathered.actors as never)
-  return (await node.metrics()) + (await merged.metrics())
+  return (await liveness.metrics()) + gathered.node + (await merged.metrics())
 }
 
 /** Closes a descriptor on a path that is already failing: the first error is the one to report. */

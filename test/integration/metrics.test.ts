@@ -1,10 +1,14 @@
 /** Goal: /metrics counts every S3 request under the operation it named, with its method and
  * status, and shows every actor (up, restarts, mailbox, messages) in one valid text exposition,
- * even while an actor is dead. Method: a real server; known requests, then exact counter values
- * from a scrape, each metric family's HELP and TYPE appearing exactly once, `promtool check
- * metrics` on a real scrape, and scrapes right after a chaos kill of iam. promtool comes from
- * Debian's prometheus package (.ci/test-deps); CI requires it, elsewhere its absence is said. */
+ * even while an actor is dead; figures of the whole process appear once, so that they add up, and
+ * the build is a gauge. Method: a real server; known requests, then exact counter values from a
+ * scrape, each metric family's HELP and TYPE appearing exactly once, one unlabelled series per
+ * process-wide metric whose resident memory is the process's own (its /proc status), `promtool
+ * check metrics` on a real scrape, and scrapes right after a chaos kill of iam. promtool comes
+ * from Debian's prometheus package (.ci/test-deps); CI requires it, elsewhere its absence is
+ * said. */
 import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
@@ -15,11 +19,39 @@ import {
 } from '@aws-sdk/client-s3'
 import { signedRequest } from '../support/signed-request.js'
 import { startServer, waitHealthy, type TestServer } from '../support/server.js'
-import { sample } from '../support/metrics-text.js'
+import { sample, seriesLines } from '../support/metrics-text.js'
 import { pollUntil } from '../support/wait.js'
 
 let server: TestServer
 let s3: S3Client
+
+const ACTORS = ['replica-store', 'coordinator', 'iam', 'http-ingress']
+/** Figures every thread of the process reads alike: once per node, or a sum counts them again. */
+const PROCESS_WIDE = [
+  'process_resident_memory_bytes',
+  'process_virtual_memory_bytes',
+  'process_heap_bytes',
+  'process_cpu_user_seconds_total',
+  'process_cpu_system_seconds_total',
+  'process_cpu_seconds_total',
+  'process_open_fds',
+  'process_max_fds',
+  'process_start_time_seconds',
+  'nodejs_version_info',
+]
+/** Figures of one thread's isolate or event loop: one series per actor. */
+const PER_THREAD = [
+  'nodejs_heap_size_used_bytes',
+  'nodejs_heap_size_total_bytes',
+  'nodejs_external_memory_bytes',
+  'nodejs_eventloop_lag_p99_seconds',
+]
+
+async function scrape(): Promise<string> {
+  const response = await fetch(`${server.url}/metrics`, { signal: AbortSignal.timeout(10_000) })
+  assert.is(response.status, 200)
+  return response.text()
+}
 
 test.before(async () => {
   server = await startServer({ env: { SVC_CHAOS: '1' } })
@@ -90,16 +122,49 @@ test('a real scrape passes promtool check metrics', async () => {
 
 test('per-actor mailbox depth and handling time, and Node metrics per thread', async () => {
   const text = await (await fetch(`${server.url}/metrics`)).text()
-  for (const actor of ['replica-store', 'coordinator', 'iam', 'http-ingress']) {
+  for (const actor of ACTORS) {
     assert.ok(sample(text, 'svc_actor_mailbox_depth', `actor="${actor}"`) !== undefined, actor)
-    assert.match(text, new RegExp(`nodejs_heap_size_used_bytes\\{actor="${actor}"\\} \\d+`))
+    for (const name of PER_THREAD) {
+      assert.ok(sample(text, name, `actor="${actor}"`) !== undefined, `${name} of ${actor}`)
+    }
   }
+  for (const name of PER_THREAD) assert.is(seriesLines(text, name).length, ACTORS.length, name)
   const count = sample(
     text,
     'svc_actor_message_duration_seconds_count',
     'kind="object.put",actor="replica-store"',
   )
   assert.ok(count !== undefined && count >= 3, `object.put handled ${count} times`)
+})
+
+test('process-wide figures appear once per node, without an actor label', async () => {
+  const text = await scrape()
+  for (const name of PROCESS_WIDE) {
+    const lines = seriesLines(text, name)
+    assert.is(lines.length, 1, `${name}: ${lines.join(' | ')}`)
+    assert.not.match(lines[0] ?? '', /actor=/, name)
+  }
+  // What a dashboard's sum(process_resident_memory_bytes) shows: the process, counted once. RSS
+  // moves between two reads, never by half or double.
+  const status = `/proc/${server.child.pid}/status`
+  if (!existsSync(status)) {
+    console.log('no /proc here: resident memory not compared')
+    return
+  }
+  const summed = seriesLines(text, 'process_resident_memory_bytes')
+    .map((line) => Number(line.slice(line.lastIndexOf(' ') + 1)))
+    .reduce((a, b) => a + b, 0)
+  const kib = Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(status, 'utf8'))?.[1])
+  assert.ok(summed > kib * 512 && summed < kib * 2048, `summed ${summed} bytes, VmRSS ${kib} kB`)
+})
+
+test('svc_build_info names the version and the mode', async () => {
+  const packageFile = new URL('../../../package.json', import.meta.url)
+  const { version } = JSON.parse(readFileSync(packageFile, 'utf8')) as { version: string }
+  const text = await scrape()
+  assert.equal(seriesLines(text, 'svc_build_info'), [
+    `svc_build_info{version="${version}",mode="single"} 1`,
+  ])
 })
 
 test('a dead actor shows svc_actor_up 0 and the scrape still answers 200', async () => {
