@@ -1,13 +1,18 @@
 /** @module GET /api/stats (no authentication): the stats record of SPEC.md section 2, from the
  * store's counters, which are kept with every mutation (never computed by scanning). The dedup
- * ratio is total references over unique blobs, 0 while no blob is stored. */
+ * ratio is total references over unique blobs, 0 while no blob is stored. /metrics serves the
+ * store's figures as gauges too (runtime/store-metrics.ts). */
 import type { Mesh } from '../protocol/actor.js'
 import type { Result } from '../protocol/errors.js'
 import type { StoreStats } from '../protocol/messages.js'
 import { CALL_TIMEOUT_MS } from '../protocol/timing.js'
 
-export interface StatsRecord {
+export interface StatsRecord extends StoreFigures {
   uptime_seconds: number
+}
+
+/** The store's part of the record, which /metrics serves as gauges too. */
+export interface StoreFigures {
   buckets_count: number
   objects_count: number
   storage_used_bytes: number
@@ -17,17 +22,24 @@ export interface StatsRecord {
 }
 
 export async function statsRecord(mesh: Mesh, uptimeSeconds: number): Promise<Result<StatsRecord>> {
+  const figures = await storeFigures(mesh, CALL_TIMEOUT_MS)
+  if (!figures.ok) return figures
+  return { ok: true, value: { uptime_seconds: Math.floor(uptimeSeconds), ...figures.value } }
+}
+
+/** One call to the store's counters through the coordinator, failed with `timeout` after
+ * timeoutMs. */
+export async function storeFigures(mesh: Mesh, timeoutMs: number): Promise<Result<StoreFigures>> {
   const stats = await mesh.call<StoreStats>('coordinator', {
     kind: 'system.stats',
     requestId: 'stats',
-    deadlineMs: mesh.now() + CALL_TIMEOUT_MS,
+    deadlineMs: mesh.now() + timeoutMs,
   })
   if (!stats.ok) return stats
   const { uniqueBlobs, totalReferences } = stats.value
   return {
     ok: true,
     value: {
-      uptime_seconds: Math.floor(uptimeSeconds),
       buckets_count: stats.value.bucketsCount,
       objects_count: stats.value.objectsCount,
       storage_used_bytes: stats.value.storageUsedBytes,

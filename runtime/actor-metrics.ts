@@ -1,8 +1,8 @@
 /** @module Per-actor metrics: each actor thread keeps its own prom-client registry (mailbox depth,
- * messages handled, handling time, rejections, and Node's default metrics of that thread); the
- * ingress gathers them over the supervisor. What leaves here must pass `promtool check metrics`. */
+ * messages handled, handling time, rejections, and the per-thread part of Node's default metrics,
+ * runtime/default-metrics.ts); the ingress gathers them over the supervisor. What leaves here must
+ * pass `promtool check metrics`. */
 import {
-  collectDefaultMetrics,
   Counter,
   Gauge,
   Histogram,
@@ -10,17 +10,9 @@ import {
   type MetricObjectWithValues,
   type MetricValue,
 } from 'prom-client'
+import { collectThreadMetrics } from './default-metrics.js'
 
 export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[]
-
-/** Gauges of prom-client's default set named like counters, which promtool reports ("non-counter
- * metrics should not have _total suffix"). Each is the sum of a gauge by type that stays
- * (nodejs_active_handles{type}, and likewise for requests and resources). */
-const MISNAMED_DEFAULT_GAUGES = new Set([
-  'nodejs_active_handles_total',
-  'nodejs_active_requests_total',
-  'nodejs_active_resources_total',
-])
 
 export class ActorMetrics {
   readonly registry = new Registry()
@@ -37,7 +29,7 @@ export class ActorMetrics {
     this.registry.setDefaultLabels({ actor })
     // Node's own metrics per thread: heap and external memory are per isolate, so each actor's
     // line shows what that thread holds.
-    collectDefaultMetrics({ register: this.registry })
+    collectThreadMetrics(this.registry)
     const registers = [this.registry]
     this.depth = new Gauge({
       name: 'svc_actor_mailbox_depth',
@@ -76,9 +68,6 @@ export class ActorMetrics {
   async json(): Promise<MetricsJson> {
     const own = (await this.registry.getMetricsAsJSON()) as MetricsJson
     const included = await Promise.all(this.included.map((r) => r.getMetricsAsJSON()))
-    return [
-      ...own.filter((metric) => !MISNAMED_DEFAULT_GAUGES.has(metric.name)),
-      ...included.flat(),
-    ] as MetricsJson
+    return [...own, ...included.flat()] as MetricsJson
   }
 }

@@ -2,10 +2,11 @@
  * (HTTPS when SVC_TLS_CERT and SVC_TLS_KEY name PEM files) inside its worker thread, one of
  * SVC_HTTP_WORKERS that share the port (each on its own SO_REUSEPORT socket), and gives it
  * the Mesh: calls to other actors, streams, and the supervisor's services (chaos kills, metrics of
- * every actor merged into one Prometheus text). It listens before the other actors start and
- * serves once the supervisor says every actor is up; until then every request answers 503. Stop:
- * answer 503 to new requests while the ones admitted earlier finish (at most SHUTDOWN_DRAIN_MS),
- * so that health checks see the node leave; then close the port and cut what is left. */
+ * every actor merged into one Prometheus text, with the node's and the store's). It listens
+ * before the other actors start and serves once the supervisor says every actor is up; until then
+ * every request answers 503. Stop: answer 503 to new requests while the ones admitted earlier
+ * finish (at most SHUTDOWN_DRAIN_MS), so that health checks see the node leave; then close the
+ * port and cut what is left. */
 import { readFileSync } from 'node:fs'
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http'
@@ -21,6 +22,7 @@ import { HttpMetrics } from './http-metrics.js'
 import { METRICS_GATHER_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
 import type { HostContext } from './thread-host.js'
+import { storeMetricsText } from './store-metrics.js'
 import { withTimeout } from './timeout.js'
 
 /** Bounds how long a client may take to send its headers; bodies are bounded by stream timeouts. */
@@ -63,7 +65,7 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       config: ctx.config,
       kill: (actor) => supervisor.kill(actor),
       observeRequest: (sample) => http.observe(sample),
-      metricsText: () => metricsText(supervisor),
+      metricsText: () => metricsText(supervisor, mesh),
     }
     const state = {
       serving: false,
@@ -164,28 +166,28 @@ async function listen(ctx: Context, hostname: string, listener: Listener): Promi
   return server
 }
 
-async function metricsText(supervisor: Comlink.Remote<SupervisorApi>): Promise<string> {
-  const gathered = await withTimeout(
-    supervisor.gatherMetrics(),
-    METRICS_SCRAPE_TIMEOUT_MS,
-    'gathering metrics',
-  )
-  const node = new Registry()
+/** The supervisor's gathering and the store's figures run at once, each under its own bound. */
+async function metricsText(supervisor: Comlink.Remote<SupervisorApi>, mesh: Mesh): Promise<string> {
+  const [gathered, store] = await Promise.all([
+    withTimeout(supervisor.gatherMetrics(), METRICS_SCRAPE_TIMEOUT_MS, 'gathering metrics'),
+    storeMetricsText(mesh),
+  ])
+  const liveness = new Registry()
   const up = new Gauge({
     name: 'svc_actor_up',
     help: 'Whether the actor is running',
     labelNames: ['actor'],
-    registers: [node],
+    registers: [liveness],
   })
   // A fresh registry per scrape: the counter starts at 0 and takes the supervisor's count.
   const restarts = new Counter({
     name: 'svc_actor_restarts_total',
     help: 'Restarts of the actor by its supervisor',
     labelNames: ['actor'],
-    registers: [node],
+    registers: [liveness],
   })
   for (const [actor, isUp] of Object.entries(gathered.up)) up.set({ actor }, isUp ? 1 : 0)
   for (const [actor, count] of Object.entries(gathered.restarts)) restarts.inc({ actor }, count)
   const merged = AggregatorRegistry.aggregate(gathered.actors as never)
-  return (await node.metrics()) + (await merged.metrics())
+  return (await liveness.metrics()) + gathered.node + store + (await merged.metrics())
 }

@@ -10,6 +10,7 @@ import { SINGLE_NODE_ACTORS, SINGLE_NODE_LINKS } from './actor-table.js'
 import { SHUTDOWN_DRAIN_MS } from './knobs.js'
 import { createLogger } from './log.js'
 import { loadNodeSecrets } from './node-secrets.js'
+import { NodeMetrics } from './node-metrics.js'
 import { mapLargeAllocations, startNativeTrimmer } from './native-trim.js'
 import { checkNodeVersion } from './node-version.js'
 import { Supervisor } from './supervisor.js'
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
     config: { ...config.actorConfig, ...secrets },
     ingress: 'http-ingress',
     chaos: config.chaos,
+    metrics: new NodeMetrics(config.mode),
     log,
     onEscalate: (exitCode, reason) => {
       if (exitCode !== 0) log.error({ reason }, 'escalating: stopping the node')

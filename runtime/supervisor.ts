@@ -34,13 +34,16 @@ import type { Logger } from '../protocol/actor.js'
 import type { HostApi, HostData } from './thread-host.js'
 import { withTimeout } from './timeout.js'
 import type { MetricsJson } from './actor-metrics.js'
+import type { NodeMetrics } from './node-metrics.js'
 import { PasswordPool } from './password-pool.js'
 import type { Result } from '../protocol/errors.js'
 
 /** What one scrape learns from the supervisor: the metrics of every actor that answered in time,
- * which actors are up, and how often each has been restarted. */
+ * which actors are up, how often each has been restarted, and the node's own metrics. */
 export interface GatheredMetrics {
   actors: MetricsJson[]
+  /** Prometheus text of the metrics kept once per node on this thread (runtime/node-metrics.ts). */
+  node: string
   up: Record<string, boolean>
   restarts: Record<string, number>
 }
@@ -85,6 +88,8 @@ export interface SupervisorOptions {
    * connection) while the others start, and stopped first, so that it drains before they go. */
   ingress: ActorName
   chaos: boolean
+  /** The node's own metrics (process-wide figures, build), served with the actors'. */
+  metrics: NodeMetrics
   log: Logger
   /** Called once when the node must stop: a crash loop (code 1) or a shutdown request (code 0). */
   onEscalate: (exitCode: number, reason: string) => void
@@ -310,7 +315,8 @@ export class Supervisor {
         return null
       }
     })
+    const node = await this.options.metrics.text()
     const actors = (await Promise.all(answers)).filter((json) => json !== null)
-    return { actors, up, restarts }
+    return { actors, node, up, restarts }
   }
 }
