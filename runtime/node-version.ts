@@ -1,7 +1,7 @@
 /** @module The oldest Node.js the node runs on. Several ingress threads share the HTTP port with
- * `server.listen({ reusePort })`, which Node 22.12 brought; an older Node ignores the option and the
- * second thread's listen fails with EADDRINUSE, so the node refuses to start there instead, with a
- * line that says why. */
+ * `server.listen({ reusePort })`, which Node 22.12 brought; an older Node ignores the option and
+ * the second thread's listen fails with EADDRINUSE, so the node refuses to start there instead,
+ * with a line that says why. */
 import { ConfigError } from './config.js'
 
 export const NODE_VERSION_MIN: readonly [number, number] = [22, 12]
