@@ -4,8 +4,8 @@
  * Node's response directly (bodies stream without a web-stream detour); through the app they return
  * RESPONSE_ALREADY_SENT. The fixed paths shadow buckets of the same name for those methods only
  * (GET /health, GET /metrics). /health answers 200 while the node serves, with a body that says
- * when the data volume is full (reads and deletes still work then). While the node starts or shuts down every request answers 503 at
- * once, S3 requests as S3 XML. */
+ * when the data volume is full (reads and deletes still work then). While the node starts or shuts
+ * down every request answers 503 at once, S3 requests as S3 XML. */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { getRequestListener, type HttpBindings } from '@hono/node-server'
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
