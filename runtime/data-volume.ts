@@ -181,8 +181,11 @@ export class DataVolume {
       return
     }
     this.reportEdge()
-    if (this.reserveWork === null && !this.closed) {
-      this.reserveWork = this.keepReserve().finally(() => {
+    if (this.reserveWork !== null || this.closed) return
+    // Inside the look: a look begun before the reserve went would otherwise miss its bytes.
+    await this.releaseReserveIfFull()
+    if (this.room() >= RESERVE_REWRITE_ROOM_BYTES && this.reserveHeld < RESERVE_BYTES) {
+      this.reserveWork = this.writeReserve().finally(() => {
         this.reserveWork = null
       })
     }
@@ -197,14 +200,8 @@ export class DataVolume {
     else this.log.info(fields, 'data volume has room again: object writes are admitted')
   }
 
-  /** Deletes the reserve when the volume is full; writes it back once there is room beyond it. */
-  private async keepReserve(): Promise<void> {
-    await this.releaseReserveIfFull()
-    if (this.room() >= RESERVE_REWRITE_ROOM_BYTES && this.reserveHeld < RESERVE_BYTES) {
-      await this.writeReserve()
-    }
-  }
-
+  /** Deletes the reserve when the volume is full (it is written back, in the background, once
+   * there is room beyond it). */
   private async releaseReserveIfFull(): Promise<void> {
     if (this.room() >= FULL_ROOM_BYTES || this.reserveHeld === 0) return
     await unlink(this.reservePath).catch(() => undefined)
