@@ -3,8 +3,9 @@
  * path none of those routes can claim goes to the S3 handler without the app. S3 handlers write to
  * Node's response directly (bodies stream without a web-stream detour); through the app they return
  * RESPONSE_ALREADY_SENT. The fixed paths shadow buckets of the same name for those methods only
- * (GET /health, GET /metrics). While the node starts or shuts down every request answers 503 at
- * once, S3 requests as S3 XML. */
+ * (GET /health, GET /metrics). /health answers 200 while the node serves, with a body that says
+ * when the data volume is full (reads and deletes still work then). While the node starts or shuts
+ * down every request answers 503 at once, S3 requests as S3 XML. */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { getRequestListener, type HttpBindings } from '@hono/node-server'
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
@@ -62,6 +63,9 @@ export function createListener(
   return { listener, keys: caches.keys }
 }
 
+/** /health's body while object writes are refused for lack of space. */
+export const HEALTH_FULL = 'ok; data volume full: object writes answer 507 InsufficientStorage'
+
 /** Paths of the routes besides S3 (the app's own table below): exactly these, or under them. A
  * route added to the app must be added here, or its requests go to the S3 handler. */
 const OWN_PATHS = ['/health', '/metrics', '/api/stats']
@@ -95,9 +99,15 @@ function createApp(
   caches: AuthCaches,
 ): Hono<{ Bindings: HttpBindings }> {
   const app = new Hono<{ Bindings: HttpBindings }>()
-  app.get('/health', (c) =>
-    state.serving ? c.text('ok', 200) : c.text('unavailable', 503, { 'retry-after': '1' }),
-  )
+  app.get('/health', async (c) => {
+    if (!state.serving) return c.text('unavailable', 503, { 'retry-after': '1' })
+    // A full volume still serves reads and deletes: 200 for a load balancer, and the body says it.
+    const full = await mesh.volumeStatus().then(
+      (status) => status.full,
+      () => false,
+    )
+    return c.text(full ? HEALTH_FULL : 'ok', 200)
+  })
   app.get('/api/stats', async (c) => {
     const record = await statsRecord(mesh, process.uptime())
     if (record.ok) return c.json(record.value, 200)

@@ -63,8 +63,10 @@ export interface BlobFiles {
   /** Ids of temporary files left by a previous run. */
   listTemporary(): Promise<string[]>
   removeTemporary(id: string): Promise<void>
-  /** Bytes free on the volume that holds the blobs. */
-  freeBytes(): Promise<number>
+  /** Whether `bytes` more of object data fit on the data volume, above the space kept free for
+   * deletes and the metadata database's own writes. A write that finds no room while it runs
+   * fails with `insufficient_storage` instead. */
+  admits(bytes: number): Promise<boolean>
 }
 export interface BlobWriter {
   /** Appends `chunk`. Writes may still be running when this resolves (a bounded number of them):
@@ -169,6 +171,16 @@ export interface Mesh extends Pick<
   observeRequest(sample: RequestSample): void
   /** The node's metrics in Prometheus text format: every actor's registry merged. */
   metricsText(): Promise<string>
+  /** The data volume's size and free space, and whether object writes are refused for lack of
+   * space (a look at most about a second old). */
+  volumeStatus(): Promise<VolumeStatus>
+}
+
+export interface VolumeStatus {
+  sizeBytes: number
+  freeBytes: number
+  /** True while object writes answer `insufficient_storage`. */
+  full: boolean
 }
 
 /** One finished HTTP request, as /metrics counts it. */

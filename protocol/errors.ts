@@ -42,6 +42,8 @@ export type ErrorCode =
   | 'unavailable'
   | 'corrupt'
   | 'internal'
+  // The data volume has no room for a write (see runtime/data-volume.ts).
+  | 'insufficient_storage'
   // Bucket CORS (S3 API).
   | 'no_such_cors_configuration'
   | 'cors_forbidden'

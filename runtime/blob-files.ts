@@ -10,13 +10,19 @@
  * must find the file where the metadata says. `promote` links the file into `blobs/`, fsyncs the
  * fan-out directory (and `blobs/` when it had to create the fan-out directory), then unlinks the
  * temporary name; it never replaces a different file with the same id. `open` falls back to `tmp/`
- * for a file whose metadata committed but whose promotion did not happen. */
+ * for a file whose metadata committed but whose promotion did not happen.
+ *
+ * Space: each chunk is counted against the data volume before it is written (runtime/
+ * data-volume.ts), and a write the volume has no room for, or that fails with ENOSPC, fails with
+ * `insufficient_storage`: the store discards the file and answers 507. */
 import assert from 'node:assert/strict'
-import { link, mkdir, open, readdir, stat, statfs, unlink, type FileHandle } from 'node:fs/promises'
+import { link, mkdir, open, readdir, stat, unlink, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { BlobFiles, BlobReader, BlobWriter } from '../protocol/actor.js'
+import { ServiceError } from '../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../protocol/limits.js'
 import { takeChunk } from './chunk-pool.js'
+import { isNoSpace } from './data-volume.js'
 
 /** Store-chosen ids: hex, long enough to be unique, short enough to be a file name. */
 const BLOB_ID_PATTERN = /^[0-9a-f]{16,128}$/
@@ -26,8 +32,17 @@ export interface LocalBlobFiles extends BlobFiles {
   close(): Promise<void>
 }
 
-export async function openBlobFiles(dir: string): Promise<LocalBlobFiles> {
-  const files = new LocalFiles(dir)
+/** What blob files ask of the data volume (runtime/data-volume.ts). */
+export interface BlobSpace {
+  admits(bytes: number): Promise<boolean>
+  /** Counts bytes about to be written; false (or a promise of it) when there is no room. */
+  spend(bytes: number): true | Promise<boolean>
+  /** A write failed with ENOSPC. */
+  exhausted(): void
+}
+
+export async function openBlobFiles(dir: string, space: BlobSpace): Promise<LocalBlobFiles> {
+  const files = new LocalFiles(dir, space)
   await mkdir(files.temporaryDir, { recursive: true })
   await mkdir(files.permanentDir, { recursive: true })
   return files
@@ -57,7 +72,10 @@ class LocalFiles implements LocalBlobFiles {
   /** Handles open now, closed by `close` if their owner never did. */
   private readonly handles = new Set<FileHandle>()
 
-  constructor(private readonly dir: string) {
+  constructor(
+    dir: string,
+    private readonly space: BlobSpace,
+  ) {
     this.temporaryDir = join(dir, 'tmp')
     this.permanentDir = join(dir, 'blobs')
   }
@@ -79,9 +97,12 @@ class LocalFiles implements LocalBlobFiles {
   async create(id: string): Promise<BlobWriter> {
     const path = this.temporaryPath(id)
     // 'wx': an id is used once; an existing file means a bug in how ids are chosen.
-    const handle = await open(path, 'wx')
+    const handle = await open(path, 'wx').catch((error: unknown) => {
+      throw this.noSpaceAs(error)
+    })
     this.handles.add(handle)
-    return new FileWriter(handle, path, this.temporaryDir, () => this.handles.delete(handle))
+    const release = (): boolean => this.handles.delete(handle)
+    return new FileWriter(handle, path, this.temporaryDir, release, this.space)
   }
 
   async promote(id: string): Promise<void> {
@@ -151,9 +172,12 @@ class LocalFiles implements LocalBlobFiles {
     await unlinkIfPresent(this.temporaryPath(id))
   }
 
-  async freeBytes(): Promise<number> {
-    const stats = await statfs(this.dir)
-    return stats.bavail * stats.bsize
+  admits(bytes: number): Promise<boolean> {
+    return this.space.admits(bytes)
+  }
+
+  private noSpaceAs(error: unknown): unknown {
+    return noSpaceAs(error, this.space)
   }
 
   async close(): Promise<void> {
@@ -161,6 +185,17 @@ class LocalFiles implements LocalBlobFiles {
     this.handles.clear()
     await Promise.allSettled(open.map((handle) => handle.close()))
   }
+}
+
+/** ENOSPC (or a quota) becomes `insufficient_storage`, and the volume is looked at again. */
+function noSpaceAs(error: unknown, space: BlobSpace): unknown {
+  if (!isNoSpace(error)) return error
+  space.exhausted()
+  return roomless()
+}
+
+function roomless(): ServiceError {
+  return new ServiceError('insufficient_storage', 'no room on the data volume for the blob file')
 }
 
 async function statOrNull(path: string): Promise<{ ino: number; dev: number } | null> {
@@ -205,6 +240,7 @@ class FileWriter implements BlobWriter {
     private readonly path: string,
     private readonly directory: string,
     private readonly release: () => void,
+    private readonly space: BlobSpace,
   ) {}
 
   /** Starts writing `chunk` at the end of the file and resolves once at most
@@ -213,6 +249,8 @@ class FileWriter implements BlobWriter {
   async write(chunk: Uint8Array, written?: () => void): Promise<void> {
     assert(!this.finished, 'blob writer used after commit or discard')
     this.throwIfFailed()
+    const allowed = this.space.spend(chunk.byteLength)
+    if (allowed !== true && !(await allowed)) throw roomless()
     const position = this.position
     this.position += chunk.byteLength
     this.writing.push(
@@ -247,6 +285,8 @@ class FileWriter implements BlobWriter {
       this.throwIfFailed()
       await this.flushing
       await this.handle.sync()
+    } catch (error) {
+      throw noSpaceAs(error, this.space)
     } finally {
       this.release()
       await this.handle.close()
@@ -269,7 +309,7 @@ class FileWriter implements BlobWriter {
   }
 
   private throwIfFailed(): void {
-    if (this.failure !== null) throw this.failure
+    if (this.failure !== null) throw noSpaceAs(this.failure, this.space)
   }
 }
 

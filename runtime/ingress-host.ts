@@ -14,16 +14,18 @@ import type { AddressInfo } from 'node:net'
 import type * as Comlink from 'comlink'
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client'
 import { createListener, type IngressState, type Listener } from '../http/app.js'
-import type { Actor, Context, Mesh } from '../protocol/actor.js'
+import type { Actor, Context, Mesh, VolumeStatus } from '../protocol/actor.js'
 import { ok, unreachable } from '../protocol/errors.js'
 import type { IngressMsg } from '../protocol/messages.js'
 import type { KeyCache } from '../http/s3/key-cache.js'
+import { readVolumeStatus, SAMPLE_INTERVAL_MS as VOLUME_LOOK_MS } from './data-volume.js'
 import { HttpMetrics } from './http-metrics.js'
 import { METRICS_GATHER_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
 import type { HostContext } from './thread-host.js'
 import { storeMetricsText } from './store-metrics.js'
 import { withTimeout } from './timeout.js'
+import { volumeMetricsText } from './volume-metrics.js'
 
 /** Bounds how long a client may take to send its headers; bodies are bounded by stream timeouts. */
 const HEADERS_TIMEOUT_MS = 60_000
@@ -51,6 +53,7 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
   async init(ctx) {
     const host = ctx as HostContext
     const supervisor = host.supervisor
+    const volumeStatus = cachedVolumeStatus(ctx.config['SVC_DATA_DIR'] ?? './data')
     const http = new HttpMetrics()
     // Reported with this thread's actor metrics, so /metrics adds up every ingress instance's.
     host.includeMetrics(http.registry)
@@ -65,7 +68,13 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       config: ctx.config,
       kill: (actor) => supervisor.kill(actor),
       observeRequest: (sample) => http.observe(sample),
-      metricsText: () => metricsText(supervisor, mesh),
+      metricsText: async () => {
+        // A volume that cannot be looked at leaves its gauges out, not the scrape.
+        const volume = volumeStatus().then(volumeMetricsText, () => '')
+        const [text, gauges] = await Promise.all([metricsText(supervisor, mesh), volume])
+        return text + gauges
+      },
+      volumeStatus,
     }
     const state = {
       serving: false,
@@ -190,4 +199,22 @@ async function metricsText(supervisor: Comlink.Remote<SupervisorApi>, mesh: Mesh
   for (const [actor, count] of Object.entries(gathered.restarts)) restarts.inc({ actor }, count)
   const merged = AggregatorRegistry.aggregate(gathered.actors as never)
   return (await liveness.metrics()) + gathered.node + store + (await merged.metrics())
+}
+
+/** The data volume's status, looked at again when the last look is over VOLUME_LOOK_MS old: a
+ * load balancer may probe /health often, and one look a second is enough to follow the volume. */
+function cachedVolumeStatus(dataDir: string): () => Promise<VolumeStatus> {
+  let last: { atMs: number; status: Promise<VolumeStatus> } | null = null
+  return () => {
+    const now = Date.now()
+    if (last === null || now - last.atMs > VOLUME_LOOK_MS) {
+      const status = readVolumeStatus(dataDir)
+      last = { atMs: now, status }
+      // A failed look is not kept: the next call looks again.
+      status.catch(() => {
+        if (last?.status === status) last = null
+      })
+    }
+    return last.status
+  }
 }

@@ -14,17 +14,28 @@
  * at most MAILBOX_DEPTH_MAX (512) requests at once, each with one commit outstanding.
  *
  * A failed write poisons the store: its commits and all queued ones reject, the overlay is dropped
- * (reads show what is durable) and every later commit rejects, until the owner reopens it. */
+ * (reads show what is durable) and every later commit rejects, until the owner reopens it.
+ *
+ * Except a write that failed for lack of space: RocksDB then stops writing by itself (a "hard"
+ * background error: the batch is not in the memtable, and it flushes the memtables before it
+ * takes writes again, which retires the WAL holding the failed record) and resumes once its
+ * SstFileManager sees a write buffer's worth of free space (it looks every 5 s). Those commits
+ * and the queued ones (prepared from reads that saw them) reject with `insufficient_storage`,
+ * the overlay is dropped, and later commits go to RocksDB, which refuses them the same way until
+ * it has resumed. Reads go on meanwhile. */
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import type { KvOp, KvRange, KvStore } from '../protocol/actor.js'
+import { ServiceError } from '../protocol/errors.js'
 
 /** Ops in one synced batch. 512 concurrent puts of about 8 ops each fit in one write. */
 export const BATCH_OPS_MAX = 4096
 /** Key and value bytes in one synced batch: 256 inline bodies of 64 KiB. A single commit larger
  * than either bound is written alone. */
 export const BATCH_BYTES_MAX = 16 * 1024 * 1024
+/** RocksDB's status for ENOSPC (and for writes refused until it resumed from one). */
+const NO_SPACE_PATTERN = /No space left on device|NoSpace/
 /** Rows fetched per native call while scanning. */
 const SCAN_ROWS_PER_CALL = 1024
 
@@ -113,7 +124,12 @@ interface PendingCommit {
   reject: (error: Error) => void
 }
 
-export async function openRocksKv(dir: string): Promise<RocksKv> {
+export interface RocksKvOptions {
+  /** Called when a write failed for lack of space. */
+  onNoSpace?: () => void
+}
+
+export async function openRocksKv(dir: string, options: RocksKvOptions = {}): Promise<RocksKv> {
   const { RocksLevel } = require('@nxtedition/rocksdb') as { RocksLevel: RocksLevelClass }
   const db = new RocksLevel(dir, {})
   await db.open({
@@ -133,7 +149,7 @@ export async function openRocksKv(dir: string): Promise<RocksKv> {
     },
   })
   writer.unref()
-  return new RocksKvStore(db, writer)
+  return new RocksKvStore(db, writer, options.onNoSpace ?? (() => undefined))
 }
 
 class RocksKvStore implements RocksKv {
@@ -149,6 +165,7 @@ class RocksKvStore implements RocksKv {
   constructor(
     private readonly db: RocksLevelDb,
     private readonly writer: Worker,
+    private readonly onNoSpace: () => void,
   ) {
     writer.on('message', (reply: WriterReply) => this.landed(reply))
     writer.on('error', (error) => this.poison(error))
@@ -285,6 +302,10 @@ class RocksKvStore implements RocksKv {
     assert.equal(reply.batch, batch.number)
     this.inFlight = null
     this.writer.unref()
+    if (reply.error !== null && NO_SPACE_PATTERN.test(reply.error)) {
+      this.refuseForSpace(batch.commits, reply.error)
+      return
+    }
     if (reply.error !== null) {
       this.poison(new Error(`rocks-kv: synced write failed: ${reply.error}`), batch.commits)
       return
@@ -298,6 +319,15 @@ class RocksKvStore implements RocksKv {
       }
     }
     for (const commit of batch.commits) commit.resolve()
+    this.flush()
+  }
+
+  /** The batch did not land; neither may the commits queued behind it (see the module comment). */
+  private refuseForSpace(failed: PendingCommit[], detail: string): void {
+    const error = new ServiceError('insufficient_storage', `rocks-kv: ${detail.split('\n')[0]}`)
+    this.overlay.clear()
+    for (const commit of [...failed, ...this.queue.splice(0)]) commit.reject(error)
+    this.onNoSpace()
     this.flush()
   }
 

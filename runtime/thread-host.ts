@@ -74,7 +74,7 @@ function notOwned(what: string): never {
 
 async function main(): Promise<void> {
   const actor = await loadActor(data.actor)
-  const storage = data.actor === 'replica-store' ? await openStorage(data.config) : null
+  const storage = data.actor === 'replica-store' ? await openStorage(data.config, log) : null
   const kv: KvStore = storage?.kv ?? new Proxy({} as KvStore, { get: () => notOwned('kv store') })
   const blobs: BlobFiles =
     storage?.blobs ?? new Proxy({} as BlobFiles, { get: () => notOwned('blob files') })

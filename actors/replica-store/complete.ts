@@ -15,6 +15,7 @@ import { PART_BYTES_MIN, PART_NUMBER_MAX } from '../../protocol/limits.js'
 import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
 import { expiryKey, uploadKey } from './keys.js'
 import { Mutation } from './mutation.js'
+import { NO_ROOM } from './put.js'
 import type { BlobRef, ObjectRecord, PartRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload, partNumbers } from './uploads.js'
@@ -33,6 +34,7 @@ export async function completeUpload(
   ctx: Context,
 ): Promise<Result<PutResult>> {
   assert(msg.parts.length > 0 && msg.parts.length <= PART_NUMBER_MAX, 'parts list out of bounds')
+  if (!(await ctx.blobs.admits(0))) return fail('insufficient_storage', NO_ROOM)
   const mutation = new Mutation(ctx.kv)
   const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
   if (!upload.ok) return upload

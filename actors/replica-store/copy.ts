@@ -7,6 +7,7 @@ import { evaluateConditions } from '../../protocol/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
 import { Mutation } from './mutation.js'
+import { NO_ROOM } from './put.js'
 import { blobsOf, type ObjectRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findVersion, writeCurrent } from './versions.js'
@@ -19,6 +20,7 @@ export async function copyObject(
   ctx: Context,
 ): Promise<Result<PutResult>> {
   const { source, target } = msg
+  if (!(await ctx.blobs.admits(0))) return fail('insufficient_storage', NO_ROOM)
   const mutation = new Mutation(ctx.kv)
   if (mutation.bucket(source.bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${source.bucket} does not exist`)

@@ -10,7 +10,7 @@ import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { ObjectMsg, PartInfo } from '../../protocol/messages.js'
 import { streamBlobs } from './get.js'
 import { Mutation } from './mutation.js'
-import { storeBody, type BodyMsg, type Recorder } from './put.js'
+import { NO_ROOM, storeBody, type BodyMsg, type Recorder } from './put.js'
 import { blobsOf, type PartRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload } from './uploads.js'
@@ -66,6 +66,7 @@ export async function uploadPartCopy(
   msg: PartCopyMsg,
   ctx: Context,
 ): Promise<Result<PartInfo>> {
+  if (!(await ctx.blobs.admits(0))) return fail('insufficient_storage', NO_ROOM)
   const mutation = new Mutation(ctx.kv)
   const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
   if (!upload.ok) return upload

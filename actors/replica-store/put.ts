@@ -42,6 +42,8 @@ export type Recorder<T> = (
   created: NewBlob | undefined,
 ) => Result<{ value: T; createdBlob: boolean }>
 
+/** Why an object write is refused before its first byte is read. */
+export const NO_ROOM = 'the data volume has no room for more object data'
 /** Random bytes in a file id (see keys.ts isFileId: 32 hex characters). */
 const FILE_ID_BYTES = 16
 const FILE_ID_ATTEMPTS_MAX = 8
@@ -103,6 +105,10 @@ export async function storeBody<T>(
 ): Promise<Result<T>> {
   assert((msg.body === undefined) !== (msg.stream === undefined), 'put needs a body or a stream')
   const source = given ?? (msg.stream === undefined ? null : ctx.source(msg.stream, msg.deadlineMs))
+  if (!(await ctx.blobs.admits(msg.expect.size ?? msg.body?.byteLength ?? 0))) {
+    source?.cancel('insufficient_storage', NO_ROOM)
+    return fail('insufficient_storage', NO_ROOM)
+  }
   const admitted = admit(new Mutation(ctx.kv))
   if (!admitted.ok) {
     source?.cancel(admitted.code, admitted.detail)

@@ -3,6 +3,7 @@
  * flight (the metadata itself lives in ctx.kv), so a restart is exactly a new `init`. */
 import assert from 'node:assert/strict'
 import type { ByteSink, Context } from '../../protocol/actor.js'
+import { ServiceError } from '../../protocol/errors.js'
 import { garbageKey } from './keys.js'
 import type { Mutation } from './mutation.js'
 
@@ -73,7 +74,8 @@ export async function commitMutation(
 /** Waits for a kv commit, which `stop` also waits for. A commit that fails leaves the kv's state
  * unknown (it refuses every later commit, see runtime/rocks-kv.ts), so this incarnation of the
  * actor cannot go on: the failure is fatal, and the supervisor's restart reopens the store and
- * recovers it from what is durable. */
+ * recovers it from what is durable. Except `insufficient_storage`: the batch did not land and the
+ * kv goes on once it has room, so the request answers 507 and the actor stays. */
 export async function durably(
   state: StoreState,
   ctx: Context,
@@ -83,8 +85,14 @@ export async function durably(
   try {
     await committed
   } catch (error) {
+    if (isNoRoom(error)) throw error
     assert.fail(`replica-store: metadata commit failed: ${String(error)}`)
   }
+}
+
+/** A write the data volume had no room for. */
+export function isNoRoom(error: unknown): error is ServiceError {
+  return error instanceof ServiceError && error.code === 'insufficient_storage'
 }
 
 /** Removes files whose blobs are gone, then their garbage records. A file still being promoted is

@@ -16,6 +16,8 @@ export interface AdminError {
 
 const INTERNAL_MESSAGE = 'The server encountered an internal error. Please try again.'
 const UNAVAILABLE_MESSAGE = 'The service is briefly unavailable. Please try again.'
+const INSUFFICIENT_STORAGE_MESSAGE =
+  'The data volume is full: delete objects (or add space) before writing more.'
 /** What an operator must do when no user exists yet (ARCHITECTURE.md, Identity). */
 export const ADMIN_DISABLED_MESSAGE =
   'The admin API is disabled: no user exists. Start the node with SVC_ROOT_PASSWORD set, ' +
@@ -71,6 +73,8 @@ export function adminErrorFor(code: ErrorCode): AdminError {
     case 'timeout':
     case 'unavailable':
       return adminError('ServiceUnavailable', 503, UNAVAILABLE_MESSAGE)
+    case 'insufficient_storage':
+      return adminError('InsufficientStorage', 507, INSUFFICIENT_STORAGE_MESSAGE)
     case 'corrupt':
     case 'internal':
     // S3-only outcomes: the admin API sends no request that can produce them.

@@ -66,6 +66,14 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'corrupt':
     case 'internal':
       return protocolOrServerError(code)
+    case 'insufficient_storage':
+      // Not one of Amazon S3's codes (its storage does not fill up): WebDAV's status (RFC 4918),
+      // which SDKs do not retry, since only a delete or more space makes room.
+      return s3Error(
+        'InsufficientStorage',
+        507,
+        'The data volume is full: delete objects (or add space) before writing more.',
+      )
     case 'no_such_cors_configuration':
     case 'cors_forbidden':
     case 'bad_request':

@@ -32,6 +32,7 @@ import type {
 } from '../../protocol/actor.js'
 import { fail, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
+import type { BlobSpace } from '../../runtime/blob-files.js'
 import runPasswordTask from '../../runtime/password-task.js'
 
 // ---------------------------------------------------------------------------------------------
@@ -202,6 +203,13 @@ interface TemporaryFile {
   synced: boolean
 }
 
+/** A data volume that always has room, for blob files on disk in tests not about space. */
+export const ROOMY_VOLUME: BlobSpace = {
+  admits: () => Promise.resolve(true),
+  spend: () => true,
+  exhausted: () => undefined,
+}
+
 export class MemoryBlobs implements BlobFiles {
   readonly temporary = new Map<string, TemporaryFile>()
   readonly permanent = new Map<string, Uint8Array>()
@@ -279,8 +287,11 @@ export class MemoryBlobs implements BlobFiles {
     return Promise.resolve()
   }
 
-  freeBytes(): Promise<number> {
-    return Promise.resolve(2 ** 40)
+  /** Set to make the volume full: object writes are then refused. */
+  full = false
+
+  admits(): Promise<boolean> {
+    return Promise.resolve(!this.full)
   }
 
   /** Flips one bit of a permanent file (a disk fault the scrubber and GET must catch). */

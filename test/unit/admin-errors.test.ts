@@ -48,6 +48,7 @@ const EXPECTED: Record<ErrorCode, [code: string, status: number]> = {
   // Server faults, and S3-only outcomes that no admin request can produce (our bug if one did).
   corrupt: INTERNAL,
   internal: INTERNAL,
+  insufficient_storage: ['InsufficientStorage', 507],
   no_such_key: INTERNAL,
   no_such_upload: INTERNAL,
   no_such_version: INTERNAL,
@@ -78,6 +79,7 @@ const SERVER_SIDE = new Set<ErrorCode>([
   'unavailable',
   'corrupt',
   'internal',
+  'insufficient_storage',
   'no_such_key',
   'no_such_upload',
   'no_such_version',
@@ -104,7 +106,7 @@ const SERVER_SIDE = new Set<ErrorCode>([
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the code and status of the table', () => {
-  assert.is(CODES.length, 53)
+  assert.is(CODES.length, 54)
   for (const code of CODES) {
     const mapped = adminErrorFor(code)
     assert.equal([mapped.code, mapped.status], EXPECTED[code], code)
@@ -119,8 +121,9 @@ test('only server-side faults are 5xx, and every 5xx text is fixed and says noth
     assert.is(mapped.status >= 500, SERVER_SIDE.has(code), code)
     if (mapped.status >= 500) texts.add(mapped.message)
   }
-  // One text for faults, one for an unavailable callee: the cause is in the log, not the body.
-  assert.is(texts.size, 2)
+  // One text for faults, one for an unavailable callee, one for a full volume: the cause is in
+  // the log, not the body.
+  assert.is(texts.size, 3)
   for (const text of texts) assert.not.match(text, /[a-z]+_[a-z]+|store|iam|coordinator/i)
 })
 

@@ -1,7 +1,7 @@
 // Goal: the file-system BlobFiles adapter keeps its contract: temporary files become permanent by
 // an idempotent promotion, reads fall back to tmp/ for a file a crash left unpromoted, ids that
-// are not store-chosen hex never reach a path, and read chunks own their buffers (they get
-// transferred).
+// are not store-chosen hex never reach a path, read chunks own their buffers (they get
+// transferred), and a write the data volume has no room for fails as insufficient_storage.
 // Method: drive openBlobFiles in a fresh temp dir per test and look at the directory tree directly.
 import { existsSync } from 'node:fs'
 import { link, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
@@ -9,16 +9,19 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { openBlobFiles } from '../../runtime/blob-files.js'
+import { ServiceError } from '../../protocol/errors.js'
+import { openBlobFiles, type BlobSpace } from '../../runtime/blob-files.js'
+import { ROOMY_VOLUME } from '../support/fake-context.js'
 
 const ID = '0123456789abcdef0123456789abcdef'
 const OTHER = 'fedcba9876543210fedcba9876543210'
 
 async function withFiles(
   run: (files: Awaited<ReturnType<typeof openBlobFiles>>, dir: string) => Promise<void>,
+  space: BlobSpace = ROOMY_VOLUME,
 ): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'blob-files-test-'))
-  const files = await openBlobFiles(dir)
+  const files = await openBlobFiles(dir, space)
   try {
     await run(files, dir)
   } finally {
@@ -152,8 +155,29 @@ test('reads: ranges, short reads at the end, chunks that own their buffers', () 
     // A pooled Buffer would share an 8 KiB ArrayBuffer; transferring it would break other code.
     assert.is(small.buffer.byteLength, 3)
     await reader.close()
-    assert.ok((await files.freeBytes()) > 0)
+    assert.ok(await files.admits(10_000))
   }))
+
+test('a chunk the volume has no room for fails the write as insufficient_storage', () => {
+  let looks = 0
+  const full: BlobSpace = {
+    admits: () => Promise.resolve(false),
+    spend: () => Promise.resolve(++looks > 1),
+    exhausted: () => undefined,
+  }
+  return withFiles(async (files, dir) => {
+    const writer = await files.create(ID)
+    const refused = await writer.write(new Uint8Array(100)).then(
+      () => null,
+      (error: unknown) => error,
+    )
+    assert.ok(refused instanceof ServiceError)
+    assert.is(refused.code, 'insufficient_storage')
+    await writer.discard()
+    assert.equal(await readdir(join(dir, 'tmp')), [])
+    assert.is(await files.admits(1), false)
+  }, full)
+})
 
 test('an unlinked file stays readable through a reader opened before', () =>
   withFiles(async (files) => {

@@ -26,7 +26,12 @@ import type {
 import type { ListPage } from '../../protocol/objects.js'
 import { openBlobFiles, type LocalBlobFiles } from '../../runtime/blob-files.js'
 import { openRocksKv, type RocksKv } from '../../runtime/rocks-kv.js'
-import { fakeContext, memoryStream, type MemoryStream } from '../support/fake-context.js'
+import {
+  fakeContext,
+  memoryStream,
+  ROOMY_VOLUME,
+  type MemoryStream,
+} from '../support/fake-context.js'
 import { pollUntil } from '../support/wait.js'
 
 type Distribute<T> = T extends unknown ? Omit<T, 'requestId' | 'deadlineMs'> : never
@@ -50,7 +55,7 @@ async function openDisk(
     real,
 ): Promise<Disk> {
   const kv = await openRocksKv(join(dir, 'meta'))
-  const files = await openBlobFiles(dir)
+  const files = await openBlobFiles(dir, ROOMY_VOLUME)
   const effects = wrap({ kv, blobs: files })
   const ctx: Context = { ...fakeContext(), kv: effects.kv, blobs: effects.blobs }
   const state = await replicaStore.init(ctx)

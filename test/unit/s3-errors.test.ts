@@ -47,6 +47,7 @@ const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
   unavailable: ['ServiceUnavailable', 503],
   corrupt: ['InternalError', 500],
   internal: ['InternalError', 500],
+  insufficient_storage: ['InsufficientStorage', 507],
   no_such_cors_configuration: ['NoSuchCORSConfiguration', 404],
   cors_forbidden: ['AccessForbidden', 403],
   bad_request: ['BadRequest', 400],
@@ -83,13 +84,14 @@ const SERVER_SIDE = new Set<ErrorCode>([
   'unavailable',
   'corrupt',
   'internal',
+  'insufficient_storage',
   'not_implemented',
 ])
 
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the S3 code and status of the table', () => {
-  assert.is(CODES.length, 53)
+  assert.is(CODES.length, 54)
   for (const code of CODES) {
     const mapped = s3ErrorFor(code)
     assert.equal([mapped.s3Code, mapped.status], EXPECTED[code], code)

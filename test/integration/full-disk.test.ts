@@ -1,0 +1,183 @@
+/** Goal: a full data volume is an answer, not a crash. Object writes that find no room answer
+ * `507 InsufficientStorage` (S3 XML), never a 500 or a 503; reads, listings and deletes go on;
+ * /health (200) and /metrics say the volume is full; deletes make room for writes again; and the
+ * node stops and starts again on the full volume and serves reads. Method: the real server on a
+ * 64 MiB tmpfs the test mounts (skipped, saying why, where mounting is refused), filled with PUTs
+ * one at a time until the first refusal: 1 MiB objects, which fill blob files, and 60 KB objects,
+ * which live inline in the metadata database, so that it is RocksDB that meets the edge. */
+import { randomBytes } from 'node:crypto'
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3'
+import { sample } from '../support/metrics-text.js'
+import { failure } from '../support/s3-failure.js'
+import { startServer, type TestServer } from '../support/server.js'
+import { mountTmpfs, type Tmpfs } from '../support/tmpfs.js'
+import { pollUntil } from '../support/wait.js'
+
+const VOLUME_MIB = 64
+const BUCKET = 'full'
+/** Far more PUTs than the volume holds of either size: the loop ends at the first refusal. */
+const PUTS_MAX = 2_000
+/** The store looks at the volume every second; room made by deletes shows within a few. */
+const ROOM_BACK_MS = 15_000
+const FILL_ROUNDS_MAX = 5
+/** Well past the ingress's second between two looks at the volume. */
+const SAYS_FULL_MS = 5_000
+
+/** Runs `body` with a server on a fresh tmpfs, then stops everything and unmounts. */
+async function onSmallVolume(
+  body: (volume: Tmpfs, servers: TestServer[]) => Promise<void>,
+): Promise<void> {
+  const volume = await mountTmpfs(VOLUME_MIB)
+  if ('refused' in volume) {
+    console.log(`full-disk test not run: cannot mount a tmpfs here (${volume.refused})`)
+    return
+  }
+  const servers: TestServer[] = []
+  try {
+    await body(volume, servers)
+  } finally {
+    for (const server of servers) await server.kill()
+    await volume.unmount()
+  }
+}
+
+/** PUTs objects of `size` until the first failure, which must be 507 InsufficientStorage. */
+async function fill(s3: S3Client, size: number, prefix: string): Promise<string[]> {
+  const stored: string[] = []
+  for (let i = 0; i < PUTS_MAX; i++) {
+    const key = `${prefix}-${i}`
+    const put = new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: randomBytes(size) })
+    const failed = await failure(() => s3.send(put))
+    if (failed.name === 'no error') {
+      stored.push(key)
+      continue
+    }
+    assert.equal(failed, { name: 'InsufficientStorage', status: 507 }, `PUT ${key}`)
+    return stored
+  }
+  throw new Error(`${PUTS_MAX} PUTs of ${size} bytes fit on a ${VOLUME_MIB} MiB volume`)
+}
+
+interface VolumeGauges {
+  size: number
+  full: number
+  /** Restarts of replica-store: a full volume must cause none. */
+  storeRestarts: number | undefined
+}
+
+async function volumeGauges(server: TestServer): Promise<VolumeGauges> {
+  const text = await (await fetch(`${server.url}/metrics`)).text()
+  const gauge = (name: string): number => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `))
+    return line === undefined ? NaN : Number(line.slice(name.length + 1))
+  }
+  assert.ok(gauge('svc_data_volume_free_bytes') >= 0)
+  return {
+    size: gauge('svc_data_volume_size_bytes'),
+    full: gauge('svc_data_volume_full'),
+    storeRestarts: sample(text, 'svc_actor_restarts_total', 'actor="replica-store"'),
+  }
+}
+
+/** Fills until a refusal after which /health and /metrics say full (the ingress looks at the
+ * volume at most once a second, so it may take that long). Room may also come back meanwhile (the
+ * metadata database flushes and retires its log in the background): writes then work again, and
+ * the fill goes on, a bounded number of rounds. */
+async function fillUntilFull(server: TestServer, size: number, prefix: string): Promise<string[]> {
+  const stored: string[] = []
+  for (let round = 0; round < FILL_ROUNDS_MAX; round++) {
+    stored.push(...(await fill(server.client(), size, `${prefix}-${round}`)))
+    const saysFull = async (): Promise<boolean> => {
+      const said = await health(server)
+      assert.is(said.status, 200)
+      return said.body.includes('data volume full') && (await volumeGauges(server)).full === 1
+    }
+    if (await pollUntil(saysFull, SAYS_FULL_MS, 100)) return stored
+  }
+  throw new Error(`/health and /metrics did not say full after ${FILL_ROUNDS_MAX} refusals`)
+}
+
+async function health(server: TestServer): Promise<{ status: number; body: string }> {
+  const response = await fetch(`${server.url}/health`)
+  return { status: response.status, body: await response.text() }
+}
+
+/** Reads and listings on the full volume, and no restart of the store. */
+async function assertServesWhileFull(server: TestServer, stored: string[]): Promise<void> {
+  const s3 = server.client()
+  const first = stored[0]
+  assert.ok(first !== undefined)
+  const got = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: first }))
+  assert.ok((await got.Body?.transformToByteArray())?.byteLength)
+  await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: first }))
+  const listed = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET }))
+  assert.is(listed.KeyCount, stored.length)
+  const gauges = await volumeGauges(server)
+  assert.is(gauges.size, VOLUME_MIB * 1024 * 1024)
+  assert.is(gauges.storeRestarts, 0)
+}
+
+/** Stops the node on the full volume and starts it again there: it must serve reads. */
+async function restartOnFullVolume(
+  servers: TestServer[],
+  dataDir: string,
+  key: string,
+): Promise<void> {
+  const previous = servers[servers.length - 1]
+  assert.ok(previous !== undefined)
+  assert.is(await previous.stop(), 0)
+  const again = await startServer({ dataDir })
+  servers.push(again)
+  const got = await again.client().send(new GetObjectCommand({ Bucket: BUCKET, Key: key }))
+  assert.ok((await got.Body?.transformToByteArray())?.byteLength)
+  assert.is((await health(again)).status, 200)
+}
+
+test('1 MiB objects fill blob files: 507, reads and deletes go on, room comes back', () =>
+  onSmallVolume(async (volume, servers) => {
+    const dataDir = `${volume.dir}/data`
+    const server = await startServer({ dataDir })
+    servers.push(server)
+    const s3 = server.client()
+    await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
+    const stored = await fillUntilFull(server, 1024 * 1024, 'blob')
+    assert.ok(stored.length >= 10, `only ${stored.length} objects fit`)
+    await assertServesWhileFull(server, stored)
+    const deleted = stored.splice(0, Math.ceil(stored.length / 2))
+    for (const key of deleted) await s3.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: key }))
+    assert.ok(await pollUntil(async () => (await volumeGauges(server)).full === 0, ROOM_BACK_MS))
+    assert.is((await health(server)).body, 'ok')
+    await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'again', Body: randomBytes(1024) }))
+    // Full again, for the restart.
+    stored.push('again', ...(await fillUntilFull(server, 1024 * 1024, 'refill')))
+    await restartOnFullVolume(servers, dataDir, stored[0] ?? '')
+  }))
+
+test('60 KB objects fill the metadata database: 507, never a crash, and a restart serves', () =>
+  onSmallVolume(async (volume, servers) => {
+    const dataDir = `${volume.dir}/data`
+    const server = await startServer({ dataDir })
+    servers.push(server)
+    const s3 = server.client()
+    await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
+    const stored = await fillUntilFull(server, 60_000, 'inline')
+    assert.ok(stored.length >= 100, `only ${stored.length} objects fit`)
+    await assertServesWhileFull(server, stored)
+    // Deletes go on, though inline bytes leave the database only when it compacts.
+    for (const key of stored.splice(0, 50)) {
+      await s3.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: key }))
+    }
+    await restartOnFullVolume(servers, dataDir, stored[0] ?? '')
+  }))
+
+test.run()
