@@ -6,7 +6,7 @@
  * serves once the supervisor says every actor is up; until then every request answers 503. Stop:
  * answer 503 to new requests while the ones admitted earlier finish (at most SHUTDOWN_DRAIN_MS),
  * so that health checks see the node leave; then close the port and cut what is left. */
-import { closeSync, readFileSync } from 'node:fs'
+import { closeSync } from 'node:fs'
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -22,6 +22,8 @@ import { METRICS_GATHER_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
 import type { HostContext } from './thread-host.js'
 import { openSharedListener } from './reuse-port.js'
+import { listenFailure } from './listen-failure.js'
+import { readTlsPair } from './tls-files.js'
 import { withTimeout } from './timeout.js'
 
 /** Bounds how long a client may take to send its headers; bodies are bounded by stream timeouts. */
@@ -146,14 +148,19 @@ async function listen(ctx: Context, hostname: string, listener: Listener): Promi
   const key = ctx.config['SVC_TLS_KEY']
   const server: Server =
     cert !== undefined && key !== undefined
-      ? createHttpsServer({ cert: readFileSync(cert), key: readFileSync(key) }, listener)
+      ? createHttpsServer(readTlsPair(cert, key), listener)
       : createHttpServer(listener)
   server.headersTimeout = HEADERS_TIMEOUT_MS
   server.requestTimeout = 0 // Bodies are bounded by the stream idle timeout instead.
   server.setTimeout(SOCKET_IDLE_TIMEOUT_MS)
   const port = Number(ctx.config['SVC_HTTP_PORT'])
   const workers = Number(ctx.config['SVC_HTTP_WORKERS'] ?? '1')
-  const shared = workers > 1 ? await openSharedListener(hostname, port) : null
+  const shared =
+    workers > 1
+      ? await openSharedListener(hostname, port).catch((error: unknown) => {
+          throw listenFailure(error, hostname, port)
+        })
+      : null
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.once('listening', () => {
@@ -164,7 +171,7 @@ async function listen(ctx: Context, hostname: string, listener: Listener): Promi
     else server.listen({ fd: shared.fd })
   }).catch((error: unknown) => {
     if (shared !== null && !server.listening) closeQuietly(shared.fd)
-    throw error
+    throw listenFailure(error, hostname, port)
   })
   const bound = (server.address() as AddressInfo).port
   ctx.log.info({ hostname, port: bound, tls: cert !== undefined, workers }, 'listening')

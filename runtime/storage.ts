@@ -1,8 +1,11 @@
 /** @module Opens the data directory for replica-store, its sole owner: RocksDB metadata under
- * `meta/`, blob files beside it. */
+ * `meta/`, blob files beside it. A directory the store cannot open because of its permissions or
+ * its file system (main.ts checked it at start, but a restart may meet it changed) is an
+ * EnvironmentError naming SVC_DATA_DIR: the node stops rather than restart the store in a loop. */
 import { join } from 'node:path'
 import type { BlobFiles, KvStore } from '../protocol/actor.js'
 import { openBlobFiles } from './blob-files.js'
+import { dataDirFailure } from './data-dir.js'
 import { openRocksKv } from './rocks-kv.js'
 
 export interface Storage {
@@ -13,8 +16,13 @@ export interface Storage {
 
 export async function openStorage(config: Readonly<Record<string, string>>): Promise<Storage> {
   const dataDir = config['SVC_DATA_DIR'] ?? './data'
-  const kv = await openRocksKv(join(dataDir, 'meta'))
-  const blobs = await openBlobFiles(dataDir)
+  const kv = await openRocksKv(join(dataDir, 'meta')).catch((error: unknown) => {
+    throw environmentCause(error, dataDir)
+  })
+  const blobs = await openBlobFiles(dataDir).catch(async (error: unknown) => {
+    await kv.close()
+    throw environmentCause(error, dataDir)
+  })
   return {
     kv,
     blobs,
@@ -23,4 +31,22 @@ export async function openStorage(config: Readonly<Record<string, string>>): Pro
       await blobs.close()
     },
   }
+}
+
+/** RocksDB reports an I/O error as text in the open error's cause; node:fs as an errno code. */
+const ENVIRONMENT_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'ENOENT'])
+const ENVIRONMENT_TEXT: readonly [RegExp, string][] = [
+  [/Permission denied/, 'EACCES'],
+  [/Read-only file system/, 'EROFS'],
+]
+
+function environmentCause(error: unknown, dataDir: string): unknown {
+  const cause = (error as { cause?: unknown } | undefined)?.cause ?? error
+  const found = cause as { code?: string; message?: string } | undefined
+  const text = String(found?.message ?? '')
+  const code = ENVIRONMENT_CODES.has(found?.code ?? '')
+    ? found?.code
+    : ENVIRONMENT_TEXT.find(([pattern]) => pattern.test(text))?.[1]
+  if (code === undefined) return error
+  return dataDirFailure({ code }, dataDir, 'cannot be opened by the store')
 }
