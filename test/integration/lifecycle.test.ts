@@ -6,7 +6,6 @@
  * open until the test has seen the 503s; a self-signed certificate made with openssl for TLS. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { request, type ClientRequest } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -20,6 +19,7 @@ import {
 } from '@aws-sdk/client-s3'
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
 import { errorCode, signedRequest } from '../support/signed-request.js'
+import { selfSignedCertificate } from '../support/tls-cert.js'
 import { probeHealth, startServer, type HealthProbe } from '../support/server.js'
 import { sleep } from '../support/wait.js'
 
@@ -111,29 +111,7 @@ function grep(dir: string, needle: string): string[] {
 
 test('HTTPS with a self-signed certificate serves the S3 API, on two ingress threads', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'))
-  const cert = join(dir, 'cert.pem')
-  const key = join(dir, 'key.pem')
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  )
+  const { cert, key } = selfSignedCertificate(dir)
   process.env['NODE_TLS_REJECT_UNAUTHORIZED'] = '0' // The test's own self-signed certificate.
   const server = await startServer({
     protocol: 'https',
