@@ -96,11 +96,13 @@ function isRunning(pid: number): boolean {
   }
 }
 
-function commandLine(pid: number): string {
+/** Whether `pid` is node running the node's main.js (not the shell whose command names it). */
+function isNodeMain(pid: number): boolean {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ')
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+    return /(^|\/)node$/.test(argv[0] ?? '') && argv.some((arg) => arg.endsWith('runtime/main.js'))
   } catch {
-    return ''
+    return false
   }
 }
 
@@ -121,7 +123,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     let nodePid = 0
     try {
       await pollUntil(() => {
-        nodePid = descendants(npmPid).find((pid) => commandLine(pid).includes('main.js')) ?? 0
+        nodePid = descendants(npmPid).find(isNodeMain) ?? 0
         return nodePid !== 0
       }, NPM_START_BOUND_MS)
       assert.ok(nodePid !== 0, 'npm start did not start the node')
