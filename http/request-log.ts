@@ -2,7 +2,8 @@
  * client's address (the TCP peer; a proxy's header is not trusted), its user agent, and the bytes
  * the request moved on its connection: `bytesIn` read while it was served (its body: the headers
  * were read before it began) and `bytesOut` written (the response, headers included). They are
- * differences of the connection's counters, so a keep-alive connection counts each request apart. */
+ * differences of the connection's counters, so a keep-alive connection counts each request
+ * apart. */
 import type { IncomingMessage } from 'node:http'
 
 export interface ClientFields {
