@@ -2,7 +2,7 @@
  * by main.ts before any actor starts and by each ingress thread when it opens its port, so that a
  * file missing, unreadable, not PEM, or a key that does not belong to the certificate is an
  * EnvironmentError naming the variable, not a thread that crashes and restarts. */
-import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto'
+import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { EnvironmentError } from '../protocol/environment-error.js'
 
@@ -14,11 +14,14 @@ export interface TlsPair {
 export function readTlsPair(certPath: string, keyPath: string): TlsPair {
   const cert = readPem('SVC_TLS_CERT', certPath)
   const key = readPem('SVC_TLS_KEY', keyPath)
-  const certificate = parse('SVC_TLS_CERT', certPath, 'a PEM certificate', () => {
-    return new X509Certificate(cert)
-  })
+  const certificate = parse(
+    'SVC_TLS_CERT',
+    certPath,
+    'a PEM certificate',
+    () => new X509Certificate(cert),
+  )
   const privateKey = parse('SVC_TLS_KEY', keyPath, 'a PEM private key', () => createPrivateKey(key))
-  if (!certificate.checkPrivateKey(privateKey as KeyObject)) {
+  if (!certificate.checkPrivateKey(privateKey)) {
     throw new EnvironmentError(
       'SVC_TLS_KEY',
       `${keyPath} is not the private key of the certificate in ${certPath}`,
