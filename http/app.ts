@@ -2,10 +2,13 @@
  * and the chaos route (only with SVC_CHAOS=1), and the S3 API for everything else. A request whose
  * path none of those routes can claim goes to the S3 handler without the app. S3 handlers write to
  * Node's response directly (bodies stream without a web-stream detour); through the app they return
- * RESPONSE_ALREADY_SENT. The fixed paths shadow buckets of the same name for those methods only
- * (GET /health, GET /metrics). /health answers 200 while the node serves, with a body that says
- * when the data volume is full (reads and deletes still work then). While the node starts or shuts
- * down every request answers 503 at once, S3 requests as S3 XML. */
+ * RESPONSE_ALREADY_SENT. A request signed with SigV4 (an Authorization header or a presigned
+ * query) is S3's whatever its path, so buckets named `health`, `metrics` or `api` (and keys named
+ * so under virtual-hosted style) work for every S3 operation: the node's own routes take unsigned
+ * requests, and every S3 operation here is signed. The chaos route, itself signed, is the one
+ * exception. /health answers 200 while the node serves, with a body that says when the data
+ * volume is full (reads and deletes still work then). While the node starts or shuts down every
+ * request answers 503 at once, S3 requests as S3 XML. */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { getRequestListener, type HttpBindings } from '@hono/node-server'
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
@@ -50,7 +53,7 @@ export function createListener(
   // An HTTP/1 server only: the bindings are always HttpBindings.
   const viaApp = getRequestListener(fetch as never, { hostname, autoCleanupIncoming: false })
   const listener: Listener = (incoming, outgoing) => {
-    if (!state.serving || mayBeOwnRoute(incoming.url ?? '/')) {
+    if (!state.serving || isOwnRoute(incoming)) {
       void viaApp(incoming, outgoing)
       return
     }
@@ -69,12 +72,26 @@ export const HEALTH_FULL = 'ok; data volume full: object writes answer 507 Insuf
 /** Paths of the routes besides S3 (the app's own table below): exactly these, or under them. A
  * route added to the app must be added here, or its requests go to the S3 handler. */
 const OWN_PATHS = ['/health', '/metrics', '/api/stats']
-const OWN_PREFIXES = ['/api/admin', '/admin/chaos/']
+const CHAOS_PREFIX = '/admin/chaos/'
+const OWN_PREFIXES = ['/api/admin', CHAOS_PREFIX]
 
-function mayBeOwnRoute(url: string): boolean {
+/** Whether the app's own routes, rather than S3, answer this request. A signed request on one of
+ * their paths is an S3 request to a bucket of that name, except on the chaos route (signed too). */
+function isOwnRoute(incoming: IncomingMessage): boolean {
+  const url = incoming.url ?? '/'
   const end = url.indexOf('?')
   const path = end === -1 ? url : url.slice(0, end)
-  return OWN_PATHS.includes(path) || OWN_PREFIXES.some((prefix) => path.startsWith(prefix))
+  if (!OWN_PATHS.includes(path) && !OWN_PREFIXES.some((prefix) => path.startsWith(prefix))) {
+    return false
+  }
+  return path.startsWith(CHAOS_PREFIX) || !isSigV4(incoming, end === -1 ? '' : url.slice(end + 1))
+}
+
+/** SigV4 in the Authorization header, or presigned (X-Amz-Algorithm in the query). */
+function isSigV4(incoming: IncomingMessage, query: string): boolean {
+  const authorization = incoming.headers.authorization
+  if (authorization?.startsWith('AWS4-HMAC-SHA256') === true) return true
+  return /(^|&)x-amz-algorithm=/i.test(query)
 }
 
 /** The answer while the node starts or drains: 503 for /health, S3's retryable 503

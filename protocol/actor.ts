@@ -122,6 +122,9 @@ export interface Logger {
   info(fields: Record<string, unknown>, message: string): void
   warn(fields: Record<string, unknown>, message: string): void
   error(fields: Record<string, unknown>, message: string): void
+  /** Plain text for the operator, outside the structured log stream (generated credentials shown
+   * once must not be kept by whatever collects the logs). */
+  notice(text: string): void
 }
 
 /** argon2id password hashing. The runtime runs it on the node's CPU pool, never on the actor's own

@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { DEFAULT_HTTP_WORKERS_MAX, DEFAULT_HTTP_WORKERS_RESERVED_CORES } from './knobs.js'
 import { isAcceptablePassword, isValidUsername } from '../protocol/identity.js'
+import { LOG_LEVELS } from './log.js'
 
 export interface NodeConfig {
   mode: 'single' | 'cluster' | 'gateway'
@@ -64,6 +65,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
   }
   checkIdentitySettings(env)
   checkStorageSettings(env)
+  checkLogLevel(env['SVC_LOG_LEVEL'])
   const actorConfig: Record<string, string> = {
     SVC_MODE: mode,
     SVC_DATA_DIR: dataDir,
@@ -85,6 +87,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     chaos: actorConfig['SVC_CHAOS'] === '1',
     actorConfig,
   }
+}
+
+function checkLogLevel(level: string | undefined): void {
+  if (level === undefined || level === '' || LOG_LEVELS.includes(level)) return
+  throw new ConfigError(
+    `SVC_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`,
+  )
 }
 
 /** More ingress threads than this only contend for the cores the other actors need. */

@@ -7,7 +7,6 @@
  * every request answers 503. Stop: answer 503 to new requests while the ones admitted earlier
  * finish (at most SHUTDOWN_DRAIN_MS), so that health checks see the node leave; then close the
  * port and cut what is left. */
-import { readFileSync } from 'node:fs'
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -24,6 +23,8 @@ import { METRICS_GATHER_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
 import type { HostContext } from './thread-host.js'
 import { storeMetricsText } from './store-metrics.js'
+import { listenFailure } from './listen-failure.js'
+import { readTlsPair } from './tls-files.js'
 import { withTimeout } from './timeout.js'
 import { volumeMetricsText } from './volume-metrics.js'
 
@@ -155,7 +156,7 @@ async function listen(ctx: Context, hostname: string, listener: Listener): Promi
   const key = ctx.config['SVC_TLS_KEY']
   const server: Server =
     cert !== undefined && key !== undefined
-      ? createHttpsServer({ cert: readFileSync(cert), key: readFileSync(key) }, listener)
+      ? createHttpsServer(readTlsPair(cert, key), listener)
       : createHttpServer(listener)
   server.headersTimeout = HEADERS_TIMEOUT_MS
   server.requestTimeout = 0 // Bodies are bounded by the stream idle timeout instead.
@@ -169,6 +170,8 @@ async function listen(ctx: Context, hostname: string, listener: Listener): Promi
       resolve()
     })
     server.listen({ port, host: hostname, reusePort: workers > 1 })
+  }).catch((error: unknown) => {
+    throw listenFailure(error, hostname, port)
   })
   const bound = (server.address() as AddressInfo).port
   ctx.log.info({ hostname, port: bound, tls: cert !== undefined, workers }, 'listening')

@@ -19,6 +19,9 @@ export const RESTART_BACKOFF_MS_MAX = 2_000
 export const ACTOR_START_TIMEOUT_MS = 60_000
 /** Graceful shutdown: in-flight requests get this long (SPEC.md section 3). */
 export const SHUTDOWN_DRAIN_MS = 30_000
+/** A node that cannot run in its environment (runtime/fatal.ts) stops within this, then exits:
+ * operators are promised an exit within 5 s of the failure. */
+export const FATAL_STOP_TIMEOUT_MS = 3_000
 /** A stopping actor gets this long to release its resources before it is terminated. */
 export const ACTOR_STOP_TIMEOUT_MS = 10_000
 /** Young-generation size of each actor thread, bounded so that per-request garbage cannot grow a
@@ -56,6 +59,7 @@ export const PASSWORD_QUEUE_MAX = 64
 export const PASSWORD_TASK_TIMEOUT_MS = 10_000
 
 assert(RESTART_BACKOFF_MS_MIN < RESTART_BACKOFF_MS_MAX)
+assert(FATAL_STOP_TIMEOUT_MS < 5_000)
 assert(RESTART_BACKOFF_MS_MAX * RESTART_INTENSITY < RESTART_PERIOD_MS)
 assert(CALL_TIMEOUT_MS < STREAM_IDLE_TIMEOUT_MS)
 assert(MAILBOX_DEPTH_MAX <= PENDING_CALLS_MAX)

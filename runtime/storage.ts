@@ -1,10 +1,14 @@
 /** @module Opens the data directory for replica-store, its sole owner: the data volume's watch
  * first (on a full volume it deletes the reserve, so that the metadata database finds room to
- * open), then RocksDB metadata under `meta/` and blob files beside it. */
+ * open), then RocksDB metadata under `meta/` and blob files beside it. A directory the store cannot
+ * open because of its permissions or its file system (main.ts checked it at start, but a restart
+ * may meet it changed) is an EnvironmentError naming SVC_DATA_DIR: the node stops rather than
+ * restart the store in a loop. */
 import { join } from 'node:path'
 import type { BlobFiles, Logger, KvStore } from '../protocol/actor.js'
 import { openBlobFiles } from './blob-files.js'
 import { DataVolume } from './data-volume.js'
+import { dataDirFailure } from './data-dir.js'
 import { openRocksKv } from './rocks-kv.js'
 
 export interface Storage {
@@ -18,9 +22,21 @@ export async function openStorage(
   log: Logger,
 ): Promise<Storage> {
   const dataDir = config['SVC_DATA_DIR'] ?? './data'
-  const volume = await DataVolume.open(dataDir, log)
-  const kv = await openRocksKv(join(dataDir, 'meta'), { onNoSpace: () => volume.exhausted() })
-  const blobs = await openBlobFiles(dataDir, volume)
+  const volume = await DataVolume.open(dataDir, log).catch((error: unknown) => {
+    throw environmentCause(error, dataDir)
+  })
+  const onNoSpace = (): void => volume.exhausted()
+  const kv = await openRocksKv(join(dataDir, 'meta'), { onNoSpace }).catch(
+    async (error: unknown) => {
+      await volume.close()
+      throw environmentCause(error, dataDir)
+    },
+  )
+  const blobs = await openBlobFiles(dataDir, volume).catch(async (error: unknown) => {
+    await kv.close()
+    await volume.close()
+    throw environmentCause(error, dataDir)
+  })
   return {
     kv,
     blobs,
@@ -30,4 +46,22 @@ export async function openStorage(
       await volume.close()
     },
   }
+}
+
+/** RocksDB reports an I/O error as text in the open error's cause; node:fs as an errno code. */
+const ENVIRONMENT_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'ENOENT'])
+const ENVIRONMENT_TEXT: readonly [RegExp, string][] = [
+  [/Permission denied/, 'EACCES'],
+  [/Read-only file system/, 'EROFS'],
+]
+
+function environmentCause(error: unknown, dataDir: string): unknown {
+  const cause = (error as { cause?: unknown } | undefined)?.cause ?? error
+  const found = cause as { code?: string; message?: string } | undefined
+  const text = String(found?.message ?? '')
+  const code = ENVIRONMENT_CODES.has(found?.code ?? '')
+    ? found?.code
+    : ENVIRONMENT_TEXT.find(([pattern]) => pattern.test(text))?.[1]
+  if (code === undefined) return error
+  return dataDirFailure({ code }, dataDir, 'cannot be opened by the store')
 }

@@ -3,16 +3,18 @@
  * and restarts a crashed actor one-for-one with exponential backoff. Peers of a dead actor are told
  * at once, so their calls fail fast with `unavailable`; after the restart only that actor's links
  * are rewired. More than RESTART_INTENSITY restarts of one actor within RESTART_PERIOD_MS is a
- * crash loop: the node stops cleanly and exits non-zero. It also serves the actors' requests to
- * the node (chaos kills, gathering metrics, whether the node has started) over a comlink port per
- * actor. The ingress, the actor that faces clients, is spawned before the others and stopped
- * before them: its port answers 503 while the node starts and while it drains, never refuses a
- * health check that the node could answer.
+ * crash loop: the node stops cleanly and exits non-zero. An actor whose `init` fails for an
+ * environment reason (protocol/environment-error.ts) reports it through `fatal` and is not
+ * restarted: the node stops (`onFatal`), at start or at run time. It also serves the actors'
+ * requests to the node (chaos kills, gathering metrics, whether the node has started) over a
+ * comlink port per actor. The ingress, the actor that faces clients, is spawned before the others
+ * and stopped before them: its port answers 503 while the node starts and while it drains, never
+ * refuses a health check that the node could answer.
  *
- * A stateless role may run several instances (the ingress: SVC_HTTP_WORKERS threads, each with
- * its own SO_REUSEPORT socket on the node's port). Instances are named `<role>-<n>` from 1 when
- * there are several, and by the role alone when there is one; each is a child of its own with its
- * own restarts, and a link between two roles joins every instance of one to every instance of the
+ * A stateless role may run several instances (the ingress: SVC_HTTP_WORKERS threads, each with its
+ * own SO_REUSEPORT socket on the node's port). Instances are named `<role>-<n>` from 1 when there
+ * are several, and by the role alone when there is one; each is a child of its own with its own
+ * restarts, and a link between two roles joins every instance of one to every instance of the
  * other. */
 import assert from 'node:assert/strict'
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads'
@@ -61,6 +63,8 @@ export interface SupervisorApi {
   /** The ingress tells the port it listens on: when the configured port is 0 the first instance
    * lets the kernel choose, and the others (and every restart) must listen on the same one. */
   listening(port: number): void
+  /** An actor's `init` failed because of the environment: the node must stop, not restart it. */
+  fatal(actor: string, variable: string, reason: string): void
   /** argon2id on the node's password pool (runtime/password-pool.ts), for iam. */
   hashPassword(password: string, salt: Uint8Array): Promise<Result<string>>
   verifyPassword(storedHash: string, password: string): Promise<Result<boolean>>
@@ -93,6 +97,15 @@ export interface SupervisorOptions {
   log: Logger
   /** Called once when the node must stop: a crash loop (code 1) or a shutdown request (code 0). */
   onEscalate: (exitCode: number, reason: string) => void
+  /** Called when an actor cannot run in this environment; the node must stop. */
+  onFatal: (failure: EnvironmentFailure) => void
+}
+
+/** An actor's EnvironmentError as it crosses to the main thread (an Error subclass would not). */
+export interface EnvironmentFailure {
+  actor: string
+  variable: string
+  reason: string
 }
 
 export class Supervisor {
@@ -142,12 +155,13 @@ export class Supervisor {
     }
   }
 
-  /** Spawns every actor; resolves true once all are up, false if a stop began meanwhile. */
+  /** Spawns every actor; resolves true once all are up, false if a stop began meanwhile or an
+   * actor cannot run in this environment. */
   async start(): Promise<boolean> {
     for (const role of this.startOrder) {
       for (const child of this.instancesOf(role)) {
         if (this.stopping) return false
-        await this.spawn(child)
+        if (!(await this.spawn(child))) return false
       }
     }
     if (this.stopping) return false
@@ -190,7 +204,8 @@ export class Supervisor {
     return instances
   }
 
-  private async spawn(child: Child): Promise<void> {
+  /** Resolves false when the actor reported that it cannot run in this environment. */
+  private async spawn(child: Child): Promise<boolean> {
     const control = new MessageChannel()
     Comlink.expose(this.api(), nodeEndpoint(control.port1 as never))
     const hostData: HostData = {
@@ -216,9 +231,11 @@ export class Supervisor {
       this.onExit(child, worker, code)
     })
     await this.wire(child)
-    await withTimeout(api.ready(), ACTOR_START_TIMEOUT_MS, `start ${child.name}`)
+    const ready = await withTimeout(api.ready(), ACTOR_START_TIMEOUT_MS, `start ${child.name}`)
+    if (!ready) return false // It reported `fatal`: the node is stopping.
     if (child.worker === worker) child.up = true
     this.options.log.info({ child: child.name }, 'actor up')
+    return true
   }
 
   /** Creates a fresh channel for every link of this actor whose other end is alive: one to each
@@ -288,6 +305,12 @@ export class Supervisor {
       },
       gatherMetrics: () => this.gatherMetrics(),
       shutdown: () => this.options.onEscalate(0, 'shutdown requested'),
+      fatal: (actor, variable, reason) => {
+        const child = this.children.get(actor)
+        // Its thread ends with the node; that exit is not a crash to restart.
+        if (child !== undefined) child.stopping = true
+        this.options.onFatal({ actor, variable, reason })
+      },
       started: () => this.started,
       listening: (port) => {
         if (this.config['SVC_HTTP_PORT'] === '0')

@@ -3,7 +3,9 @@
  * runs `init`, then serves requests through a bounded mailbox: past MAILBOX_DEPTH_MAX requests in
  * progress a request is answered `busy` at once, and a request already past its deadline is dropped
  * as `timeout`. The supervisor drives it over a comlink control channel (connect, disconnect,
- * stop). An assertion failure inside a handler crashes the thread: the supervisor restarts it. */
+ * stop). An assertion failure inside a handler crashes the thread: the supervisor restarts it. An
+ * EnvironmentError from `init` (a port in use, a data directory it cannot write) is reported to
+ * the supervisor instead, which stops the node: a restart would meet the same environment. */
 import { AssertionError } from 'node:assert'
 import { randomBytes } from 'node:crypto'
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
@@ -19,6 +21,7 @@ import type {
   PasswordHasher,
 } from '../protocol/actor.js'
 import { fail, ServiceError, type Result } from '../protocol/errors.js'
+import { EnvironmentError } from '../protocol/environment-error.js'
 import { Mailbox } from './mailbox.js'
 import { loadActor } from './actor-table.js'
 import { MAILBOX_DEPTH_MAX } from './knobs.js'
@@ -51,13 +54,16 @@ export interface HostApi {
   /** A link to one instance of a peer role: this actor calls it, or serves it. */
   connect(peerRole: ActorName, peer: string, end: 'caller' | 'server', port: MessagePort): void
   disconnect(peerRole: ActorName, peer: string): void
-  ready(): Promise<void>
+  /** True once `init` is done; false when it failed for an environment reason, which the actor has
+   * reported to the supervisor's `fatal` (any other failure crashes the thread). */
+  ready(): Promise<boolean>
   stop(): Promise<void>
   metrics(): Promise<MetricsJson>
 }
 
 const data = workerData as HostData
 const log = createLogger(data.instance)
+const supervisor = Comlink.wrap<SupervisorApi>(nodeEndpoint(data.supervisor as never))
 const metrics = new ActorMetrics(data.instance)
 /** Links this actor calls on, by peer role: one per instance (`link.peer` names it). An array, so
  * that a call, on every request's path, picks its link without copying anything. */
@@ -78,7 +84,6 @@ async function main(): Promise<void> {
   const kv: KvStore = storage?.kv ?? new Proxy({} as KvStore, { get: () => notOwned('kv store') })
   const blobs: BlobFiles =
     storage?.blobs ?? new Proxy({} as BlobFiles, { get: () => notOwned('blob files') })
-  const supervisor = Comlink.wrap<SupervisorApi>(nodeEndpoint(data.supervisor as never))
   const ctx: HostContext = {
     self: data.actor,
     now: () => Date.now(),
@@ -149,8 +154,8 @@ function crash(error: unknown): void {
   })
 }
 
-let markReady: () => void = () => undefined
-const readyPromise = new Promise<void>((resolve) => {
+let markReady: (ready: boolean) => void = () => undefined
+const readyPromise = new Promise<boolean>((resolve) => {
   markReady = resolve
 })
 
@@ -184,9 +189,20 @@ const api: HostApi = {
 }
 Comlink.expose(api, nodeEndpoint(parentPort as never))
 
-main().then(markReady, (error: unknown) => {
-  log.error({ err: error }, 'actor failed to start')
-  setImmediate(() => {
-    throw error
-  })
-})
+main().then(
+  () => markReady(true),
+  (error: unknown) => {
+    if (error instanceof EnvironmentError) {
+      // No stack and no crash: the supervisor prints the one line and stops the node.
+      supervisor.fatal(data.instance, error.variable, error.reason).then(
+        () => markReady(false),
+        () => markReady(false),
+      )
+      return
+    }
+    log.error({ err: error }, 'actor failed to start')
+    setImmediate(() => {
+      throw error
+    })
+  },
+)

@@ -5,6 +5,7 @@
  * stored user and its password). */
 import assert from 'node:assert/strict'
 import type { Context } from '../../protocol/actor.js'
+import { EnvironmentError } from '../../protocol/environment-error.js'
 import { newAccessKey, newSecretKey } from './random-keys.js'
 import { seal, SEAL_IV_BYTES, unseal } from './sealed.js'
 import { hashPassword } from './passwords.js'
@@ -41,8 +42,7 @@ export async function bootstrapPair(ctx: Context, deadlineMs: number): Promise<P
       s: string
     }
     const secretKey = unseal(record.s, masterKey)
-    if (secretKey === undefined)
-      throw new Error('bootstrap secret does not open with this master key')
+    if (secretKey === undefined) throw masterKeyMismatch('the bootstrap S3 secret')
     return { accessKey: record.a, secretKey }
   }
   const pair = {
@@ -62,12 +62,22 @@ export async function bootstrapPair(ctx: Context, deadlineMs: number): Promise<P
   })
   if (!saved.ok) throw new Error(`cannot save bootstrap credentials: ${saved.detail}`)
   // Shown once, when generated: the secret is stored sealed and never printed again.
-  process.stdout.write(
+  ctx.log.notice(
     '\nGenerated S3 credentials (shown once; ' +
       'set SVC_ACCESS_KEY_ID/SVC_SECRET_ACCESS_KEY to choose):\n' +
       `  access key: ${pair.accessKey}\n  secret key: ${pair.secretKey}\n\n`,
   )
   return pair
+}
+
+/** A sealed secret that this master key does not open: the node was started with another key than
+ * the one the data directory's secrets were sealed with. Restarting cannot help. */
+export function masterKeyMismatch(what: string): EnvironmentError {
+  return new EnvironmentError(
+    'SVC_MASTER_KEY',
+    `the master key does not open the stored secrets (${what}): start the node with the key ` +
+      'they were sealed with (SVC_MASTER_KEY, or master.key in the data directory)',
+  )
 }
 
 /** The root SuperUser, if SVC_ROOT_PASSWORD is set and no user exists yet; else null. */

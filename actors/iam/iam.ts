@@ -10,13 +10,13 @@ import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
 import { fail, ok, unreachable, type Result } from '../../protocol/errors.js'
 import type { IamMsg, KeyLookup } from '../../protocol/messages.js'
-import { bootstrapPair, createRootUser } from './bootstrap.js'
+import { bootstrapPair, createRootUser, masterKeyMismatch } from './bootstrap.js'
 import { deleteCredentials, issueCredentials } from './credentials.js'
 import type { IamState } from './iam-state.js'
 import { indexUserKey } from './iam-state.js'
 import { hashPassword } from './passwords.js'
 import { unseal } from './sealed.js'
-import { authorize, login } from './sessions.js'
+import { ADMIN_DISABLED, authorize, login } from './sessions.js'
 import { newLoginThrottle } from './throttle.js'
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './user-admin.js'
 import { loadUsers, type UserRecord } from './user-records.js'
@@ -53,6 +53,9 @@ export const iam: Actor<IamState, IamMsg> = {
     const root = await createRootUser(ctx, users.length, deadlineMs)
     if (root !== null) users.push(root)
     for (const user of users) addLoadedUser(state, user)
+    if (users.length === 0) {
+      ctx.log.warn({}, `admin API disabled: ${ADMIN_DISABLED}`)
+    }
     return state
   },
   handle(state, msg, ctx) {
@@ -65,7 +68,7 @@ function addLoadedUser(state: IamState, user: UserRecord): void {
   state.userIdsByName.set(user.username, user.id)
   if (user.credentials === null) return
   const secretKey = unseal(user.credentials.sealedSecret, state.masterKey)
-  if (secretKey === undefined) throw new Error(`S3 secret of user ${user.id} does not open`)
+  if (secretKey === undefined) throw masterKeyMismatch(`the S3 secret of user ${user.username}`)
   indexUserKey(state, user, secretKey)
 }
 

@@ -12,7 +12,8 @@ import { signToken, verifiedSubject } from './tokens.js'
 
 type LoginMsg = Extract<IamMsg, { kind: 'iam.login' }>
 
-const ADMIN_DISABLED = 'no user exists: start the node once with SVC_ROOT_PASSWORD set'
+export const ADMIN_DISABLED =
+  'no user exists; start the node once with SVC_ROOT_PASSWORD set to create the root SuperUser'
 const JTI_BYTES = 16
 
 export async function login(

@@ -8,6 +8,7 @@ import type { Mesh } from '../../protocol/actor.js'
 import type { ErrorCode, Failure } from '../../protocol/errors.js'
 import { newRequestId } from '../s3/router.js'
 import { drainBody } from './body.js'
+import { clientFields } from '../request-log.js'
 import { adminErrorFor, type AdminError } from './errors.js'
 
 export interface AdminVariables {
@@ -85,6 +86,7 @@ function byteCount(header: string | null | undefined): number {
 export function exchangeMiddleware(mesh: Mesh): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {
     const startedMs = mesh.now()
+    const client = clientFields(c.env.incoming)
     c.set('requestId', newRequestId())
     c.set('operation', 'AdminNotFound')
     c.set('route', `${ADMIN_PREFIX}/*`)
@@ -113,7 +115,10 @@ export function exchangeMiddleware(mesh: Mesh): MiddlewareHandler<AdminEnv> {
       user: c.get('userId'),
       ...c.get('failure'),
     }
-    if (status >= 500) mesh.log.error(fields, 'admin request failed')
-    else mesh.log.info(fields, 'admin request')
+    // Logged once the response is written, so that its bytes are counted.
+    c.env.outgoing.once('close', () => {
+      if (status >= 500) mesh.log.error({ ...fields, ...client() }, 'admin request failed')
+      else mesh.log.info({ ...fields, ...client() }, 'admin request')
+    })
   }
 }

@@ -1,7 +1,9 @@
 /** @module Admin sessions at the HTTP edge: POST /login turns a username and password into a JWT
  * through iam.login (with the TCP peer's address, which iam throttles on), and every other route
  * first turns its bearer token into a principal through iam.authorize and requires the SuperUser
- * role. A missing or malformed header is refused without asking iam. */
+ * role. A missing or malformed header is refused, after asking iam only whether the admin API
+ * is enabled at all: while no user exists every call answers 403 saying how to enable it, token
+ * or not. */
 import type { Mesh } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { Principal } from '../../protocol/messages.js'
@@ -30,7 +32,11 @@ export async function login(c: AdminContext, mesh: Mesh): Promise<Response> {
 /** The caller's principal if its bearer token is valid and its role is SuperUser. */
 export async function authorizeSuperUser(c: AdminContext, mesh: Mesh): Promise<Result<Principal>> {
   const token = parseBearer(c.req.header('authorization'))
-  if (!token.ok) return token
+  if (!token.ok) {
+    // An empty token never verifies: iam answers admin_disabled, or unauthorized as we would.
+    const enabled = await askIam(c, mesh, { kind: 'iam.authorize', token: '' })
+    return !enabled.ok && enabled.code === 'admin_disabled' ? enabled : token
+  }
   const principal = await askIam(c, mesh, { kind: 'iam.authorize', token: token.value })
   if (!principal.ok) return principal
   c.set('userId', principal.value.userId)

@@ -31,6 +31,7 @@ import {
   uploadPart,
 } from './multipart.js'
 import { operationOf } from './operation.js'
+import { clientFields } from '../request-log.js'
 import { parseTarget } from './target.js'
 
 /** Subresources of Amazon S3 this service does not implement (yet): answered 501. */
@@ -108,6 +109,7 @@ function byteCount(header: string | number | string[] | undefined): number {
  * x-amz-request-id. */
 function logWhenDone(ex: S3Exchange): void {
   const startedMs = ex.mesh.now()
+  const client = clientFields(ex.incoming)
   ex.outgoing.once('close', () => {
     const operation = operationOf(ex.method, ex.target, ex.query, ex.headers, UNIMPLEMENTED)
     const ms = ex.mesh.now() - startedMs
@@ -130,6 +132,7 @@ function logWhenDone(ex: S3Exchange): void {
         complete: ex.outgoing.writableFinished,
         ms,
         user: ex.principal?.userId,
+        ...client(),
       },
       's3 request',
     )

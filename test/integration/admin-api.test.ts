@@ -724,6 +724,13 @@ test('each admin request is logged once with its id; no secret reaches the log',
     for (const field of ['requestId', 'method', 'route', 'status', 'ms', 'operation']) {
       assert.ok(field in entry, `${field} in ${line}`)
     }
+    // ISO-8601 times, level names, and who asked with how many bytes.
+    assert.match(String(entry['time']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+    assert.ok(entry['level'] === 'info' || entry['level'] === 'error', line)
+    assert.is(entry['client'], '127.0.0.1', line)
+    assert.type(entry['userAgent'], 'string', line)
+    assert.ok(Number(entry['bytesOut']) > 0, line)
+    assert.type(entry['bytesIn'], 'number', line)
     assert.not.ok(logged.has(String(entry['requestId'])), 'logged twice')
     logged.add(String(entry['requestId']))
   }
@@ -736,6 +743,26 @@ test('a node without SVC_ROOT_PASSWORD: admin API 403 naming it, S3 still works'
   const bare = await startServer()
   const client = bare.client()
   try {
+    // Every route, with a token or without one, says how to enable the admin API.
+    const headers = [undefined, { authorization: 'Bearer a.b.c' }, { authorization: 'Basic x' }]
+    for (const [method, path] of protectedRoutes('00000000-0000-4000-8000-000000000000')) {
+      for (const header of headers) {
+        const answer = await call(method, path, {
+          url: bare.url,
+          ...(header && { headers: header }),
+        })
+        const what = `${method} ${path} ${JSON.stringify(header)}`
+        expectFailure(answer, 403, 'Forbidden', what)
+        assert.match((answer.json as { error: string }).error, 'SVC_ROOT_PASSWORD', what)
+      }
+    }
+    // And the node said so once, in one line, at start.
+    const said = bare
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('admin API disabled'))
+    assert.is(said.length, 1, bare.output())
+    assert.match(said[0] ?? '', 'SVC_ROOT_PASSWORD')
     const answer = await call('POST', '/login', {
       url: bare.url,
       body: { username: 'root', password: 'anything' },

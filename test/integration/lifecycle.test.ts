@@ -19,9 +19,9 @@ import {
 } from '@aws-sdk/client-s3'
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
 import { errorCode, signedRequest } from '../support/signed-request.js'
+import { selfSignedCertificate } from '../support/tls-cert.js'
 import { probeHealth, startServer, type HealthProbe } from '../support/server.js'
 import { sleep } from '../support/wait.js'
-import { selfSignedCertificate } from '../support/tls-cert.js'
 
 /** Probes of /health: bounded in number and in total time; each probe is bounded by probeHealth. */
 const PROBES_MAX = 1_000

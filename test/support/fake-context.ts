@@ -456,7 +456,7 @@ export function memoryStream(): MemoryStream {
 // The context
 
 export interface LogEntry {
-  level: 'info' | 'warn' | 'error'
+  level: 'info' | 'warn' | 'error' | 'notice'
   fields: Record<string, unknown>
   message: string
 }
@@ -542,7 +542,10 @@ function memoryLog(logs: LogEntry[]): Logger {
     (fields: Record<string, unknown>, message: string): void => {
       logs.push({ level, fields, message })
     }
-  return { info: at('info'), warn: at('warn'), error: at('error') }
+  const notice = (text: string): void => {
+    logs.push({ level: 'notice', fields: {}, message: text })
+  }
+  return { info: at('info'), warn: at('warn'), error: at('error'), notice }
 }
 
 function streamOf(handle: StreamHandle): MemoryStream {

@@ -34,7 +34,12 @@ export interface TestServer {
   port: number
   dataDir: string
   child: ChildProcess
+  /** stdout and stderr as they came, interleaved. */
   output: () => string
+  /** stdout alone: the structured log stream. */
+  stdout: () => string
+  /** stderr alone: what the node tells an operator outside the logs. */
+  stderr: () => string
   client(options?: { accessKeyId?: string; secretAccessKey?: string }): S3Client
   /** SIGTERM and wait for exit; resolves with the exit code. */
   stop(): Promise<number | null>
@@ -58,23 +63,20 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
   const port = await freePort(host)
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-'))
   const child = spawn(process.execPath, [MAIN_JS], {
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      SVC_NODE_HTTP_ADDR: `${host}:${port}`,
-      SVC_DATA_DIR: dataDir,
-      SVC_ACCESS_KEY_ID: ACCESS_KEY,
-      SVC_SECRET_ACCESS_KEY: SECRET_KEY,
-      SVC_LOG_LEVEL: 'warn',
-      // One ingress thread unless a test asks for more: the default follows the core count, and
-      // actor names in metrics and chaos routes follow the ingress's thread count.
-      SVC_HTTP_WORKERS: '1',
-      ...options.env,
-    },
+    env: nodeEnv(`${host}:${port}`, dataDir, options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
-  child.stdout?.on('data', (data: Buffer) => (output += data.toString()))
-  child.stderr?.on('data', (data: Buffer) => (output += data.toString()))
+  let stdout = ''
+  let stderr = ''
+  child.stdout?.on('data', (data: Buffer) => {
+    output += data.toString()
+    stdout += data.toString()
+  })
+  child.stderr?.on('data', (data: Buffer) => {
+    output += data.toString()
+    stderr += data.toString()
+  })
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => resolve(code)),
   )
@@ -85,6 +87,8 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     dataDir,
     child,
     output: () => output,
+    stdout: () => stdout,
+    stderr: () => stderr,
     client: (keys = {}) =>
       new S3Client({
         endpoint: url,
@@ -117,6 +121,62 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     }
   }
   return server
+}
+
+/** The environment of a test node: its address and data directory, the test's keys, quiet logs. */
+export function nodeEnv(
+  address: string,
+  dataDir: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    PATH: process.env['PATH'] ?? '',
+    SVC_NODE_HTTP_ADDR: address,
+    SVC_DATA_DIR: dataDir,
+    SVC_ACCESS_KEY_ID: ACCESS_KEY,
+    SVC_SECRET_ACCESS_KEY: SECRET_KEY,
+    SVC_LOG_LEVEL: 'warn',
+    // One ingress thread unless a test asks for more: the default follows the core count, and
+    // actor names in metrics and chaos routes follow the ingress's thread count.
+    SVC_HTTP_WORKERS: '1',
+    ...extra,
+  }
+}
+
+export interface FinishedRun {
+  /** The exit code, or null when the node had to be killed after the time limit. */
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** Runs a node that is expected to stop on its own (a start-up failure) and collects its output;
+ * past `timeoutMs` it is killed by its PID and the run reports code null. */
+export async function runUntilExit(options: {
+  env: Record<string, string>
+  timeoutMs: number
+  uid?: number
+  gid?: number
+}): Promise<FinishedRun> {
+  const child = spawn(process.execPath, [MAIN_JS], {
+    env: options.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.uid !== undefined && { uid: options.uid, gid: options.gid ?? options.uid }),
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (data: Buffer) => (stdout += data.toString()))
+  child.stderr.on('data', (data: Buffer) => (stderr += data.toString()))
+  let timer: NodeJS.Timeout | undefined
+  const code = await new Promise<number | null>((resolve) => {
+    child.once('close', (exitCode) => resolve(exitCode))
+    timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      resolve(null)
+    }, options.timeoutMs)
+  })
+  clearTimeout(timer)
+  return { code, stdout, stderr }
 }
 
 async function waitExit(

@@ -1,5 +1,5 @@
-/** @module A self-signed certificate for 127.0.0.1, made with openssl in a temp directory, for
- * tests of a node serving HTTPS. */
+/** @module A self-signed certificate for 127.0.0.1 and its key, made with openssl in a temp
+ * directory (or in `dir`), for tests of a node serving HTTPS and of TLS files it must refuse. */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -12,8 +12,9 @@ export interface TestCertificate {
   cleanup(): void
 }
 
-export function selfSignedCertificate(): TestCertificate {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'))
+export function selfSignedCertificate(
+  dir = mkdtempSync(join(tmpdir(), 'svc-tls-')),
+): TestCertificate {
   const cert = join(dir, 'cert.pem')
   const key = join(dir, 'key.pem')
   execFileSync(

@@ -1,7 +1,8 @@
 /** Goal: the node's configuration from the environment. SVC_NODE_HTTP_ADDR gives host and port
  * (IPv6 in brackets); SVC_HTTP_WORKERS defaults to the cores beyond the two the store and the
  * coordinator keep busy (1 to 4), takes 1 to 64, and refuses anything else with a
- * ConfigError naming the variable; every actor gets the values it needs in its flat record.
+ * ConfigError naming the variable, as does an SVC_LOG_LEVEL pino does not know; every actor gets
+ * the values it needs in its flat record.
  * Method: loadConfig on literal environments. */
 import { availableParallelism } from 'node:os'
 import { test } from 'uvu'
@@ -36,6 +37,8 @@ test('bad values are configuration errors that name their variable', () => {
     [{ SVC_NODE_HTTP_ADDR: '9000' }, /SVC_NODE_HTTP_ADDR/],
     [{ SVC_NODE_HTTP_ADDR: 'localhost:70000' }, /SVC_NODE_HTTP_ADDR/],
     [{ SVC_MODE: 'cloud' }, /SVC_MODE/],
+    [{ SVC_LOG_LEVEL: 'verbose' }, /SVC_LOG_LEVEL must be one of trace, debug, info/],
+    [{ SVC_LOG_LEVEL: 'INFO' }, /SVC_LOG_LEVEL/],
   ]
   for (const [env, message] of cases) {
     assert.throws(
@@ -43,6 +46,12 @@ test('bad values are configuration errors that name their variable', () => {
       (error: unknown) => error instanceof ConfigError && message.test(error.message),
       JSON.stringify(env),
     )
+  }
+})
+
+test('every log level pino knows is accepted, and silent', () => {
+  for (const level of ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']) {
+    assert.is(loadConfig({ SVC_LOG_LEVEL: level }).actorConfig['SVC_LOG_LEVEL'], level)
   }
 })
 

@@ -72,6 +72,7 @@ const ACTOR_BANS: [RegExp, string][] = [
   [/\bSharedArrayBuffer\b/, 'SharedArrayBuffer'],
   [/\bAtomics\./, 'Atomics'],
   [/from 'node:(fs|fs\/promises|net|http|https|worker_threads|child_process)'/, 'I/O modules'],
+  [/\bprocess\.(stdout|stderr|exit)\b/, 'process output (use ctx.log)'],
 ]
 
 test('actors do no effects of their own', () => {

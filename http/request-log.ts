@@ -1,0 +1,27 @@
+/** @module The fields every request's log line carries besides its own (S3 and admin alike): the
+ * client's address (the TCP peer; a proxy's header is not trusted), its user agent, and the bytes
+ * the request moved on its connection: `bytesIn` read while it was served (its body: the headers
+ * were read before it began) and `bytesOut` written (the response, headers included). They are
+ * differences of the connection's counters, so a keep-alive connection counts each request
+ * apart. */
+import type { IncomingMessage } from 'node:http'
+
+export interface ClientFields {
+  client: string | undefined
+  userAgent: string | undefined
+  bytesIn: number
+  bytesOut: number
+}
+
+/** Call when the request begins; the function it returns gives the fields when it ends. */
+export function clientFields(incoming: IncomingMessage): () => ClientFields {
+  const socket = incoming.socket
+  const readBefore = socket.bytesRead
+  const writtenBefore = socket.bytesWritten
+  return () => ({
+    client: socket.remoteAddress,
+    userAgent: incoming.headers['user-agent'],
+    bytesIn: socket.bytesRead - readBefore,
+    bytesOut: socket.bytesWritten - writtenBefore,
+  })
+}

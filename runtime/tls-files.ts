@@ -1,0 +1,56 @@
+/** @module The HTTPS certificate and key (SVC_TLS_CERT, SVC_TLS_KEY): read and checked as a pair,
+ * by main.ts before any actor starts and by each ingress thread when it opens its port, so that a
+ * file missing, unreadable, not PEM, or a key that does not belong to the certificate is an
+ * EnvironmentError naming the variable, not a thread that crashes and restarts. */
+import { X509Certificate, createPrivateKey } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { EnvironmentError } from '../protocol/environment-error.js'
+
+export interface TlsPair {
+  cert: Buffer
+  key: Buffer
+}
+
+export function readTlsPair(certPath: string, keyPath: string): TlsPair {
+  const cert = readPem('SVC_TLS_CERT', certPath)
+  const key = readPem('SVC_TLS_KEY', keyPath)
+  const certificate = parse(
+    'SVC_TLS_CERT',
+    certPath,
+    'a PEM certificate',
+    () => new X509Certificate(cert),
+  )
+  const privateKey = parse('SVC_TLS_KEY', keyPath, 'a PEM private key', () => createPrivateKey(key))
+  if (!certificate.checkPrivateKey(privateKey)) {
+    throw new EnvironmentError(
+      'SVC_TLS_KEY',
+      `${keyPath} is not the private key of the certificate in ${certPath}`,
+    )
+  }
+  return { cert, key }
+}
+
+function readPem(variable: string, path: string): Buffer {
+  try {
+    return readFileSync(path)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    const cause =
+      code === 'ENOENT'
+        ? 'does not exist'
+        : code === 'EACCES'
+          ? 'is not readable by this user'
+          : code === 'EISDIR'
+            ? 'is a directory'
+            : `cannot be read (${code ?? String(error)})`
+    throw new EnvironmentError(variable, `${path} ${cause}`)
+  }
+}
+
+function parse<T>(variable: string, path: string, what: string, read: () => T): T {
+  try {
+    return read()
+  } catch {
+    throw new EnvironmentError(variable, `${path} is not ${what}`)
+  }
+}
