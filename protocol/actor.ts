@@ -168,8 +168,9 @@ export interface Mesh extends Pick<
   Context,
   'call' | 'openStream' | 'source' | 'sink' | 'now' | 'randomBytes' | 'log' | 'config'
 > {
-  /** Terminates an actor's thread (chaos testing); false when chaos is off or the actor unknown. */
-  kill(actor: string): Promise<boolean>
+  /** Terminates an actor's thread (chaos testing), restarting it no sooner than `downMs` later;
+   * false when chaos is off or the actor unknown. */
+  kill(actor: string, downMs: number): Promise<boolean>
   /** Records one finished HTTP request for /metrics. */
   observeRequest(sample: RequestSample): void
   /** The node's metrics in Prometheus text format: every actor's registry merged. */

@@ -67,7 +67,7 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       randomBytes: ctx.randomBytes,
       log: ctx.log,
       config: ctx.config,
-      kill: (actor) => supervisor.kill(actor),
+      kill: (actor, downMs) => supervisor.kill(actor, downMs),
       observeRequest: (sample) => http.observe(sample),
       metricsText: async () => {
         // A volume that cannot be looked at leaves its gauges out, not the scrape.

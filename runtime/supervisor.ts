@@ -52,8 +52,9 @@ export interface GatheredMetrics {
 
 export interface SupervisorApi {
   /** Terminates an actor's thread abruptly (chaos testing): one instance by its name, or every
-   * instance of a role by the role's name. False if chaos is off or no such actor is running. */
-  kill(actor: string): Promise<boolean>
+   * instance of a role by the role's name, and restarts it no sooner than `downMs` after (the usual
+   * backoff when that is longer). False if chaos is off or no such actor is running. */
+  kill(actor: string, downMs: number): Promise<boolean>
   /** Metrics text of every live actor, and which actors are up, for /metrics. */
   gatherMetrics(): Promise<GatheredMetrics>
   /** Begins the graceful stop of the node (SIGTERM path), as if the signal arrived. */
@@ -77,6 +78,8 @@ interface Child {
   worker: Worker | null
   api: Comlink.Remote<HostApi> | null
   up: boolean
+  /** A chaos kill's hold: no restart before this time (ms since the epoch). */
+  downUntilMs: number
   restartTimes: number[]
   restartsTotal: number
   stopping: boolean
@@ -144,6 +147,7 @@ export class Supervisor {
           worker: null,
           api: null,
           up: false,
+          downUntilMs: 0,
           restartTimes: [],
           restartsTotal: 0,
           stopping: false,
@@ -279,9 +283,12 @@ export class Supervisor {
     }
     child.restartTimes.push(now)
     child.restartsTotal++
-    const backoffMs = Math.min(
-      RESTART_BACKOFF_MS_MAX,
-      RESTART_BACKOFF_MS_MIN * 2 ** (child.restartTimes.length - 1),
+    const backoffMs = Math.max(
+      Math.min(
+        RESTART_BACKOFF_MS_MAX,
+        RESTART_BACKOFF_MS_MIN * 2 ** (child.restartTimes.length - 1),
+      ),
+      child.downUntilMs - now,
     )
     setTimeout(() => {
       if (this.stopping) return
@@ -294,14 +301,19 @@ export class Supervisor {
 
   private api(): SupervisorApi {
     return {
-      kill: async (actor) => {
+      kill: async (actor, downMs) => {
         if (!this.options.chaos) return false
         const instance = this.children.get(actor)
         const victims = instance ? [instance] : (this.byRole.get(actor as ActorName) ?? [])
-        const workers = victims.flatMap((child) => (child.worker === null ? [] : [child.worker]))
+        const alive = victims.filter((child) => child.worker !== null)
         // Let the caller's reply leave first when the victim is the ingress that carries it.
-        for (const worker of workers) setTimeout(() => void worker.terminate(), 20)
-        return workers.length > 0
+        const delayMs = 20
+        for (const child of alive) {
+          child.downUntilMs = Date.now() + delayMs + downMs
+          const worker = child.worker
+          setTimeout(() => void worker?.terminate(), delayMs)
+        }
+        return alive.length > 0
       },
       gatherMetrics: () => this.gatherMetrics(),
       shutdown: () => this.options.onEscalate(0, 'shutdown requested'),

@@ -679,7 +679,12 @@ test('unknown admin paths 404 NotFound, known paths with another method 405', as
 })
 
 test('503 ServiceUnavailable with Retry-After while iam restarts, then service again', async () => {
-  const killed = await signedRequest(server.url, { method: 'POST', path: '/admin/chaos/kill/iam' })
+  // Held down for 2 s, so that a call sees it down however fast or busy the machine is.
+  const killed = await signedRequest(server.url, {
+    method: 'POST',
+    path: '/admin/chaos/kill/iam',
+    query: { down_ms: '2000' },
+  })
   assert.is(killed.status, 200)
   // The kill lands a moment after its answer: poll until iam is down, then until it is back.
   const statuses: number[] = []

@@ -9,10 +9,18 @@ import { randomBytes } from 'node:crypto'
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3'
 import { signedRequest } from '../support/signed-request.js'
 import { startServer, waitHealthy, type TestServer } from '../support/server.js'
-import { sleep } from '../support/wait.js'
+import { RESTART_INTENSITY } from '../../runtime/knobs.js'
+import { pollUntil, sleep } from '../support/wait.js'
 
-const LOAD_MS = 8_000
+/** Acknowledged PUTs the load must reach before the first kill, after it and after the second:
+ * the phases are counted, not timed, so a slow machine makes the test slower, never red. */
+const ACKS_PER_PHASE = 25
+/** A bound on each phase, far above what the acknowledgements take on a busy machine. */
+const PHASE_MS_MAX = 60_000
 const LOAD_OPS_MAX = 5_000
+/** Below every timeout a request could wait for (a call's 30 s, a stream's 60 s): a request that
+ * took this long waited on a dead actor rather than failing fast. */
+const FAILURE_MS_MAX = 20_000
 
 async function kill(server: TestServer, actor: string): Promise<number> {
   try {
@@ -33,10 +41,10 @@ test('killing replica-store and http-ingress under load loses no acknowledged wr
     await s3.send(new CreateBucketCommand({ Bucket: 'chaos' }))
     const acked = new Map<string, Buffer>()
     const failures: { status: number | undefined; ms: number }[] = []
-    const stopAt = Date.now() + LOAD_MS
+    let stop = false
     let ops = 0
     const worker = async (id: number): Promise<void> => {
-      while (Date.now() < stopAt && ops < LOAD_OPS_MAX) {
+      while (!stop && ops < LOAD_OPS_MAX) {
         const key = `w${id}-${ops++}`
         const body = randomBytes(ops % 3 === 0 ? 200 * 1024 : 2048)
         const started = Date.now()
@@ -52,24 +60,38 @@ test('killing replica-store and http-ingress under load loses no acknowledged wr
       }
     }
     const load = Promise.all(Array.from({ length: 8 }, (_, i) => worker(i)))
-    await sleep(1_500)
-    assert.is(await kill(server, 'replica-store'), 200)
-    await sleep(2_500)
-    await kill(server, 'http-ingress')
-    await load
+    const acks = async (count: number, phase: string): Promise<void> => {
+      const got = await pollUntil(() => acked.size >= count, PHASE_MS_MAX, 20)
+      assert.ok(got, `${phase}: ${acked.size} of ${count} PUTs acknowledged`)
+    }
+    try {
+      await acks(ACKS_PER_PHASE, 'before the kills')
+      assert.is(await kill(server, 'replica-store'), 200)
+      await acks(acked.size + ACKS_PER_PHASE, 'after the store came back')
+      await kill(server, 'http-ingress')
+      await acks(acked.size + ACKS_PER_PHASE, 'after the ingress came back')
+    } finally {
+      stop = true
+      await load
+    }
     await waitHealthy(server.url)
-    assert.ok(acked.size > 50, `too little load got through: ${acked.size}`)
     // Requests caught by a dead store answer 503 (or lose their connection with the ingress),
     // fast: no request waited for a timeout.
     for (const failure of failures) {
       assert.ok(failure.status === undefined || failure.status === 503, `status ${failure.status}`)
-      assert.ok(failure.ms < 10_000, `a failed request took ${failure.ms} ms`)
+      assert.ok(failure.ms < FAILURE_MS_MAX, `a failed request took ${failure.ms} ms`)
     }
     for (const [key, body] of acked) {
       const got = await s3.send(new GetObjectCommand({ Bucket: 'chaos', Key: key }))
       const bytes = Buffer.from(await got.Body!.transformToByteArray())
       assert.ok(bytes.equals(body), `acknowledged ${key} lost or changed`)
     }
+    const held = await signedRequest(server.url, {
+      method: 'POST',
+      path: '/admin/chaos/kill/iam',
+      query: { down_ms: '60001' },
+    })
+    assert.is(held.status, 400, 'a hold past DOWN_MS_MAX is refused, and nothing is killed')
     const metrics = await (await fetch(`${server.url}/metrics`)).text()
     assert.match(metrics, /svc_actor_restarts_total\{actor="replica-store"\} 1\b/)
     assert.match(metrics, /svc_actor_restarts_total\{actor="http-ingress"\} 1\b/)
@@ -87,14 +109,17 @@ test('one actor crashing again and again stops the node with a non-zero exit', a
   try {
     const exited = new Promise<number | null>((resolve) => server.child.once('exit', resolve))
     let kills = 0
-    const deadline = Date.now() + 30_000
+    const deadline = Date.now() + 60_000
     while (server.child.exitCode === null && Date.now() < deadline && kills < 20) {
       if ((await kill(server, 'iam')) === 200) kills++
       await sleep(100)
     }
     const code = await Promise.race([exited, sleep(20_000).then(() => 'still running')])
     assert.is(code, 1)
-    assert.ok(kills >= 5 && kills <= 7, `node stopped after ${kills} kills`)
+    // At least RESTART_INTENSITY restarts come first. A machine so busy that restarts spread over
+    // more than the 30 s window needs more kills, which is the rule working, so no upper bound.
+    assert.ok(kills >= RESTART_INTENSITY, `node stopped after ${kills} kills`)
+    assert.match(server.output(), `iam restarted ${RESTART_INTENSITY} times in`)
   } finally {
     await server.kill()
     server.cleanup()

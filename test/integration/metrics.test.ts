@@ -202,7 +202,12 @@ test('the store gauges show what /api/stats shows, after puts and deletes', asyn
 })
 
 test('a dead actor shows svc_actor_up 0 and the scrape still answers 200', async () => {
-  const killed = await signedRequest(server.url, { method: 'POST', path: '/admin/chaos/kill/iam' })
+  // Held down for 5 s: a scrape sees it down however long the machine takes to restart a thread.
+  const killed = await signedRequest(server.url, {
+    method: 'POST',
+    path: '/admin/chaos/kill/iam',
+    query: { down_ms: '5000' },
+  })
   assert.is(killed.status, 200)
   let sawDown = false
   const deadline = Date.now() + 5_000
