@@ -1,14 +1,20 @@
 /** @module The node's password pool: a piscina pool on the main thread that runs argon2id for iam
  * (runtime/password-task.ts). Actors reach it through the supervisor; an actor killed while its
  * hash runs only loses the answer. Bounded: PASSWORD_THREADS_MAX threads, at most
- * PASSWORD_QUEUE_MAX tasks waiting (one more answers `busy`), each task aborted after
- * PASSWORD_TASK_TIMEOUT_MS (`timeout`). */
+ * PASSWORD_QUEUE_MAX tasks waiting (one more answers `busy`), each answered `timeout` after
+ * PASSWORD_TASK_TIMEOUT_MS. A late task is not aborted: piscina aborts a running task by
+ * terminating its thread, and a thread terminated inside argon2's native call aborts the whole
+ * process (Napi::Error, terminate). It runs on to its end instead (argon2 with fixed costs always
+ * ends), its answer dropped; the queue bound keeps such work bounded. */
 import { Piscina } from 'piscina'
 import { fail, ok, type Result } from '../protocol/errors.js'
 import { PASSWORD_QUEUE_MAX, PASSWORD_TASK_TIMEOUT_MS, PASSWORD_THREADS_MAX } from './knobs.js'
 import type { PasswordTask } from './password-task.js'
 
 export class PasswordPool {
+  /** `taskTimeoutMs`: tests that must not depend on the machine's speed set their own. */
+  constructor(private readonly taskTimeoutMs = PASSWORD_TASK_TIMEOUT_MS) {}
+
   private readonly pool = new Piscina({
     filename: new URL('./password-task.js', import.meta.url).href,
     minThreads: 0,
@@ -35,13 +41,19 @@ export class PasswordPool {
     if (this.pool.queueSize >= PASSWORD_QUEUE_MAX) {
       return fail('busy', 'too many password checks waiting')
     }
+    const answer = (this.pool.run(task) as Promise<T>).then(
+      (value) => ok(value),
+      (error: unknown) => fail<T>('internal', `password pool: ${String(error)}`),
+    )
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<Result<T>>((resolve) => {
+      const answerLate = (): void => resolve(fail('timeout', 'password check took too long'))
+      timer = setTimeout(answerLate, this.taskTimeoutMs)
+    })
     try {
-      const signal = AbortSignal.timeout(PASSWORD_TASK_TIMEOUT_MS)
-      return ok((await this.pool.run(task, { signal })) as T)
-    } catch (error) {
-      const name = error instanceof Error ? error.name : ''
-      if (name === 'AbortError') return fail('timeout', 'password check took too long')
-      return fail('internal', `password pool: ${String(error)}`)
+      return await Promise.race([answer, late])
+    } finally {
+      clearTimeout(timer)
     }
   }
 }

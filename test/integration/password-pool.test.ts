@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto'
 import { PASSWORD_QUEUE_MAX, PASSWORD_THREADS_MAX } from '../../runtime/knobs.js'
 import { PasswordPool } from '../../runtime/password-pool.js'
 
-const pool = new PasswordPool()
+/** Far above what any burst here takes on a busy machine: counts must not depend on its speed. */
+const pool = new PasswordPool(10 * 60_000)
 
 test.after(async () => {
   await pool.close()
@@ -37,6 +38,20 @@ test('a burst past the queue bound answers busy at once; the pool serves afterwa
   assert.ok(hashed >= PASSWORD_QUEUE_MAX, `only ${hashed} hashed`)
   const after = await pool.hash('after the burst', salt)
   assert.ok(after.ok)
+})
+
+test('a task past its time answers timeout, and its thread is not terminated mid-hash', async () => {
+  // Aborting a running argon2 task terminates its thread, which aborts this whole process.
+  const hasty = new PasswordPool(1)
+  try {
+    const salt = new Uint8Array(randomBytes(16))
+    const answers = await Promise.all(Array.from({ length: 4 }, () => hasty.hash('slow', salt)))
+    for (const answer of answers) assert.equal(answer.ok ? 'ok' : answer.code, 'timeout')
+    const after = await pool.hash('the process is still here', salt)
+    assert.ok(after.ok)
+  } finally {
+    await hasty.close()
+  }
 })
 
 test.run()
