@@ -119,7 +119,7 @@ export type ObjectMsg =
   | (Request & {
       kind: 'bucket.delete'
       bucket: string
-      /** Remove every object (and, later, versions and multipart uploads) first. */
+      /** Remove every object and version first (uploads in progress go either way). */
       force?: true
     })
   | (Request & { kind: 'bucket.head'; bucket: string })
