@@ -4,9 +4,11 @@
  * is checked as Amazon S3 does, in this order: part numbers strictly ascending (InvalidPartOrder),
  * each part uploaded with that ETag (InvalidPart), every part but the last at least PART_BYTES_MIN
  * (EntityTooSmall). The ETag is the MD5 of the parts' binary MD5s, then `-` and the part count.
+ * If-Match / If-None-Match are checked against the key's current object in the same step.
  * Everything from the first read to the batch happens with no await, so a complete racing with an
- * abort or another complete of the same upload has exactly one outcome: the loser finds no upload
- * (NoSuchUpload), and no reference is lost or counted twice. */
+ * abort, another complete of the same upload or a write of the key has exactly one outcome (the
+ * loser of two completes finds no upload: NoSuchUpload), and no reference is lost or counted
+ * twice. */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import type { Context } from '../../protocol/actor.js'
@@ -19,6 +21,7 @@ import type { BlobRef, ObjectRecord, PartRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload, partNumbers } from './uploads.js'
 import { writeCurrent } from './versions.js'
+import { checkWriteConditions } from './write-conditions.js'
 
 type CompleteMsg = Extract<ObjectMsg, { kind: 'upload.complete' }>
 
@@ -38,6 +41,8 @@ export async function completeUpload(
   if (!upload.ok) return upload
   const checked = checkParts(mutation, msg)
   if (!checked.ok) return checked
+  const allowed = checkWriteConditions(mutation, msg, msg.conditions)
+  if (!allowed.ok) return allowed
   const listed = new Set(msg.parts.map((part) => part.partNumber))
   for (const partNumber of partNumbers(ctx, msg.uploadId)) {
     if (!listed.has(partNumber)) mutation.deletePart(msg.bucket, msg.uploadId, partNumber)
