@@ -7,7 +7,10 @@
  * If-Unmodified-Since is 412; If-Match, when present, makes If-Unmodified-Since irrelevant, and
  * If-None-Match, when present, makes If-Modified-Since irrelevant. Copies evaluate the same way
  * but every failure is 412, as S3 answers for x-amz-copy-source-if-*. Dates compare at second
- * precision: HTTP dates have no fractions, and Last-Modified is sent truncated to the second. */
+ * precision: HTTP dates have no fractions, and Last-Modified is sent truncated to the second.
+ *
+ * Writes (PutObject, CompleteMultipartUpload) take If-Match and If-None-Match: `*` only; the store
+ * evaluates them in the same synchronous step as the commit of the object record. */
 import type { ErrorCode } from './errors.js'
 import type { Conditions } from './objects.js'
 
@@ -32,6 +35,27 @@ export function evaluateConditions(
   } else if (conditions.ifModifiedSinceMs !== undefined) {
     if (modifiedSeconds <= Math.floor(conditions.ifModifiedSinceMs / 1000)) return notModified
   }
+  return null
+}
+
+/** A write's conditions (PutObject, CompleteMultipartUpload; S3 since 2024): If-None-Match `*`
+ * writes only where the key has no current object, If-Match only over one of the named ETags. */
+export interface WriteConditions {
+  ifMatch?: string
+  ifNoneMatch?: '*'
+}
+
+/** Why a write may not replace `current` (undefined: the key has no current object), or null. S3
+ * answers an If-Match on a key without an object 404 NoSuchKey, not 412. */
+export function evaluateWriteConditions(
+  current: { etag: string } | undefined,
+  conditions: WriteConditions,
+): ErrorCode | null {
+  if (conditions.ifMatch !== undefined) {
+    if (current === undefined) return 'no_such_key'
+    if (!etagListMatches(conditions.ifMatch, current.etag)) return 'precondition_failed'
+  }
+  if (conditions.ifNoneMatch !== undefined && current !== undefined) return 'precondition_failed'
   return null
 }
 

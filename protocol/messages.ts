@@ -1,6 +1,7 @@
 /** @module Messages between actors. Ingress speaks the object protocol to the coordinator, which in
  * single mode forwards it unchanged to replica-store (in cluster mode it fans out to replicas). */
 import type { Request, StreamHandle } from './actor.js'
+import type { WriteConditions } from './conditions.js'
 import type { CorsConfiguration } from './cors.js'
 import type {
   BucketInfo,
@@ -119,7 +120,7 @@ export type ObjectMsg =
   | (Request & {
       kind: 'bucket.delete'
       bucket: string
-      /** Remove every object (and, later, versions and multipart uploads) first. */
+      /** Remove every object and version first (uploads in progress go either way). */
       force?: true
     })
   | (Request & { kind: 'bucket.head'; bucket: string })
@@ -143,6 +144,8 @@ export type ObjectMsg =
        * so the store need not: MD5 is the slowest of its hashes, and it then runs on another
        * thread while the store computes the rest. */
       streamMd5?: boolean
+      /** If-Match / If-None-Match: checked in the commit that writes the object. */
+      conditions?: WriteConditions
     })
   | (Request & {
       kind: 'object.get'
@@ -225,6 +228,8 @@ export type UploadMsg =
       key: string
       uploadId: string
       parts: CompletedPart[]
+      /** As in object.put. */
+      conditions?: WriteConditions
     })
   | (Request & { kind: 'upload.abort'; bucket: string; key: string; uploadId: string })
   | (Request & {

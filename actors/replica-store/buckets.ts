@@ -2,10 +2,11 @@
  * bucket.stats. A bucket record carries its creation time and its counters (objects, bytes: the sum
  * of its object sizes and of the parts of its uploads in progress, as the store-wide `bytes`
  * counter counts them), kept by the same batches that change its objects, so stats need no object
- * scan; the store-wide bucket count lives in the counters record. A bucket with objects or
- * multipart uploads in progress is not empty. A forced delete empties the bucket in bounded batches
- * (objects through delete-many's code path, then uploads as aborts), then deletes the record in a
- * batch prepared in the same step as the scan that found the bucket empty. Name validation is the
+ * scan; the store-wide bucket count lives in the counters record. A bucket with objects (or
+ * versions) is not empty; uploads in progress do not count, as in S3: deleting the bucket aborts
+ * them. A forced delete empties the bucket in bounded batches (objects through delete-many's code
+ * path, then uploads as aborts), then deletes the record in a batch prepared in the same step as
+ * the scan that found the bucket empty. Name validation is the
  * HTTP layer's: here a name is any non-empty string without NUL (asserted by the key layout). */
 import assert from 'node:assert/strict'
 import type { Context, KvStore } from '../../protocol/actor.js'
@@ -62,9 +63,10 @@ export async function createBucket(
   return ok({ name, createdMs })
 }
 
-/** Deletes an empty bucket; with `force`, removes its objects first. Between batches other
- * requests run (each commit is awaited) and may add objects, so the loop scans again until a scan
- * finds none, and the bucket record goes in a batch prepared in that same synchronous step. */
+/** Deletes a bucket without objects, aborting its uploads in progress; with `force`, removes its
+ * objects first. Between batches other requests run (each commit is awaited) and may add objects,
+ * so the loop scans again until a scan finds none, and the bucket record goes in a batch prepared
+ * in that same synchronous step. */
 export async function deleteBucket(
   state: StoreState,
   msg: DeleteBucketMsg,
@@ -84,7 +86,9 @@ export async function deleteBucket(
       await commitMutation(state, ctx, mutation)
       return ok(null)
     }
-    if (msg.force !== true) return fail('bucket_not_empty', `bucket ${name} is not empty`)
+    if (msg.force !== true && content.kind !== 'uploads') {
+      return fail('bucket_not_empty', `bucket ${name} is not empty`)
+    }
     if (msg.deadlineMs <= ctx.now()) {
       return fail('timeout', `bucket ${name}: deadline passed after ${batches} batches`)
     }

@@ -1,18 +1,22 @@
 /** @module upload.complete: publishes a multipart upload as one object, in one batch and without
  * copying a byte. The object's record lists its parts' blobs in order and takes over their
  * references; parts uploaded but left out of the list are freed; the upload's records go. The list
- * is checked as Amazon S3 does, in this order: part numbers strictly ascending (InvalidPartOrder),
- * each part uploaded with that ETag (InvalidPart), every part but the last at least PART_BYTES_MIN
- * (EntityTooSmall). The ETag is the MD5 of the parts' binary MD5s, then `-` and the part count.
- * Everything from the first read to the batch happens with no await, so a complete racing with an
- * abort or another complete of the same upload has exactly one outcome: the loser finds no upload
- * (NoSuchUpload), and no reference is lost or counted twice. */
+ * is checked as Amazon S3 does, in this order: part numbers ascending (InvalidPartOrder; a number
+ * may repeat, and its last entry counts, as S3 takes a part re-uploaded while its first upload was
+ * in flight), each part uploaded with that ETag (InvalidPart), every part but the last at least
+ * PART_BYTES_MIN (EntityTooSmall). The ETag is the MD5 of the parts' binary MD5s, then `-` and the
+ * part count. If-Match / If-None-Match are checked against the key's current object in the same
+ * step. Everything from the first read to the batch happens with no await, so a complete racing
+ * with an abort, another complete of the same upload or a write of the key has exactly one
+ * outcome, and no reference is lost or counted twice. A completed upload leaves a small record
+ * (completed-uploads.ts) so that a retried complete answers the same result. */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { PART_BYTES_MIN, PART_NUMBER_MAX } from '../../protocol/limits.js'
-import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
+import type { CompletedPart, ObjectMsg, PutResult } from '../../protocol/messages.js'
+import { completedPartsDigest, recordCompletion, retriedCompletion } from './completed-uploads.js'
 import { expiryKey, uploadKey } from './keys.js'
 import { Mutation } from './mutation.js'
 import { NO_ROOM } from './put.js'
@@ -20,6 +24,7 @@ import type { BlobRef, ObjectRecord, PartRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload, partNumbers } from './uploads.js'
 import { writeCurrent } from './versions.js'
+import { checkWriteConditions } from './write-conditions.js'
 
 type CompleteMsg = Extract<ObjectMsg, { kind: 'upload.complete' }>
 
@@ -36,18 +41,28 @@ export async function completeUpload(
   assert(msg.parts.length > 0 && msg.parts.length <= PART_NUMBER_MAX, 'parts list out of bounds')
   if (!(await ctx.blobs.admits(0))) return fail('insufficient_storage', NO_ROOM)
   const mutation = new Mutation(ctx.kv)
+  const wanted = distinctParts(msg.parts)
+  if (!wanted.ok) return wanted
+  const partsDigest = completedPartsDigest(
+    wanted.value.map((part) => [part.partNumber, bareEtag(part.etag)]),
+  )
   const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
-  if (!upload.ok) return upload
-  const checked = checkParts(mutation, msg)
+  if (!upload.ok) {
+    if (upload.code !== 'no_such_upload') return upload
+    return retriedCompletion(mutation, msg, partsDigest) ?? upload
+  }
+  const checked = checkParts(mutation, msg.uploadId, wanted.value)
   if (!checked.ok) return checked
-  const listed = new Set(msg.parts.map((part) => part.partNumber))
+  const allowed = checkWriteConditions(mutation, msg, msg.conditions)
+  if (!allowed.ok) return allowed
+  const listed = new Set(wanted.value.map((part) => part.partNumber))
   for (const partNumber of partNumbers(ctx, msg.uploadId)) {
     if (!listed.has(partNumber)) mutation.deletePart(msg.bucket, msg.uploadId, partNumber)
   }
   const blobs: BlobRef[] = []
   const md5s: Buffer[] = []
   let size = 0
-  for (const { partNumber } of msg.parts) {
+  for (const { partNumber } of wanted.value) {
     const part = mutation.releasePart(msg.bucket, msg.uploadId, partNumber)
     blobs.push({ sha256: part.sha256, size: part.size })
     md5s.push(Buffer.from(bareEtag(part.etag), 'hex'))
@@ -56,7 +71,7 @@ export async function completeUpload(
   const digest = createHash('md5').update(Buffer.concat(md5s)).digest('hex')
   const record: ObjectRecord = {
     size,
-    etag: `"${digest}-${msg.parts.length}"`,
+    etag: `"${digest}-${wanted.value.length}"`,
     lastModifiedMs: ctx.now(),
     http: upload.value.http,
     userMeta: upload.value.userMeta,
@@ -67,38 +82,51 @@ export async function completeUpload(
   const versionId = writeCurrent(state, ctx, mutation, msg, record)
   mutation.del(uploadKey(msg.bucket, msg.key, msg.uploadId))
   mutation.del(expiryKey(upload.value.initiatedMs, msg.uploadId))
-  await commitMutation(state, ctx, mutation)
   const result: PutResult = {
     etag: record.etag,
     lastModifiedMs: record.lastModifiedMs,
     checksums: {},
   }
   if (versionId !== undefined) result.versionId = versionId
+  recordCompletion(mutation, msg, partsDigest, result)
+  await commitMutation(state, ctx, mutation)
   return ok(result)
 }
 
-/** Checks the parts the request names against what was uploaded. */
-function checkParts(mutation: Mutation, msg: CompleteMsg): Result<null> {
-  // The list's order is checked first, as S3 does, before any part is looked at.
-  let previous = 0
-  for (const wanted of msg.parts) {
-    if (wanted.partNumber <= previous) {
-      return fail('invalid_part_order', `part ${wanted.partNumber} after part ${previous}`)
+/** The list with each part number once, its last entry (S3 accepts a number listed again, with
+ * the ETag of a later upload of that part). Its order is checked first, as S3 does, before any
+ * part is looked at. */
+function distinctParts(parts: readonly CompletedPart[]): Result<CompletedPart[]> {
+  const distinct: CompletedPart[] = []
+  for (const part of parts) {
+    const previous = distinct[distinct.length - 1]
+    if (previous !== undefined && part.partNumber < previous.partNumber) {
+      return fail('invalid_part_order', `part ${part.partNumber} after part ${previous.partNumber}`)
     }
-    previous = wanted.partNumber
+    if (previous?.partNumber === part.partNumber) distinct.pop()
+    distinct.push(part)
   }
-  // Then every part must exist with its ETag, and only then do sizes count.
+  return ok(distinct)
+}
+
+/** Checks the parts the request names against what was uploaded. */
+function checkParts(
+  mutation: Mutation,
+  uploadId: string,
+  wanted: readonly CompletedPart[],
+): Result<null> {
+  // Every part must exist with its ETag, and only then do sizes count.
   const parts: PartRecord[] = []
-  for (const wanted of msg.parts) {
-    const part = mutation.part(msg.uploadId, wanted.partNumber)
-    if (part === undefined || bareEtag(part.etag) !== bareEtag(wanted.etag)) {
-      return fail('invalid_part', `part ${wanted.partNumber} was not uploaded with that ETag`)
+  for (const { partNumber, etag } of wanted) {
+    const part = mutation.part(uploadId, partNumber)
+    if (part === undefined || bareEtag(part.etag) !== bareEtag(etag)) {
+      return fail('invalid_part', `part ${partNumber} was not uploaded with that ETag`)
     }
     parts.push(part)
   }
   for (const [index, part] of parts.slice(0, -1).entries()) {
     if (part.size < PART_BYTES_MIN) {
-      const number = msg.parts[index]?.partNumber
+      const number = wanted[index]?.partNumber
       return fail('entity_too_small', `part ${number} has ${part.size} bytes`)
     }
   }

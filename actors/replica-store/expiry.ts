@@ -1,7 +1,8 @@
 /** @module Expiry of multipart uploads left incomplete: every sweep aborts the uploads initiated
  * more than SVC_MULTIPART_EXPIRY_HOURS ago (default 24), oldest first, a bounded batch at a time,
- * freeing their parts. Until then their parts count in the storage stats. The timer runs through
- * ctx.after, and `stop` cancels it. */
+ * freeing their parts. Until then their parts count in the storage stats. The same sweep forgets
+ * completed uploads' records (completed-uploads.ts) that long after their completion. The timer
+ * runs through ctx.after, and `stop` cancels it. */
 import type { Context } from '../../protocol/actor.js'
 import { track, type StoreState } from './store-state.js'
 import { EXPIRY_BATCH_UPLOADS, expireUploads } from './uploads.js'
@@ -25,9 +26,9 @@ export function scheduleExpiry(state: StoreState, ctx: Context): void {
   const sweep = async (): Promise<void> => {
     // A full batch means more may be due: go on at once, but never past stop.
     for (let batches = 0; batches < SWEEP_BATCHES_MAX && !state.stopping; batches++) {
-      const aborted = await expireUploads(state, ctx, ctx.now() - ageMs)
-      if (aborted > 0) ctx.log.info({ aborted }, 'expired multipart uploads aborted')
-      if (aborted < EXPIRY_BATCH_UPLOADS) break
+      const expired = await expireUploads(state, ctx, ctx.now() - ageMs)
+      if (expired > 0) ctx.log.info({ expired }, 'expired multipart uploads removed')
+      if (expired < EXPIRY_BATCH_UPLOADS) break
     }
   }
   const next = (): void => {

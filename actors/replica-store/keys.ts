@@ -13,7 +13,9 @@
  *   U\0<bucket>\0<key>\0<upload id>  multipart upload in progress; a bucket's uploads are one
  *                       range in (key, upload id) order, which is ListMultipartUploads' order
  *   P\0<upload id>\0<part number, 5 digits>  an uploaded part (it holds a blob reference)
- *   X\0<initiated ms, 15 digits><upload id>  expiry index of uploads, oldest first
+ *   X\0<initiated ms, 15 digits><upload id>  expiry index of uploads, oldest first (and of
+ *                       completed uploads' records, by completion time)
+ *   M\0<upload id>      a completed upload's result, to answer a retried complete the same
  *   V\0<bucket>\0<key>\0<version token>  a version that is not the current object (an older
  *                       version, or a delete marker); tokens sort newest first
  *   N\0<bucket>\0<key>  the token of the key's `null` version when it is under V\0
@@ -140,6 +142,11 @@ export function partKey(uploadId: string, partNumber: number): string {
 
 export function partNumberOf(storedKey: string): number {
   return Number(storedKey.slice(-PART_DIGITS))
+}
+
+export function completedUploadKey(uploadId: string): string {
+  assert(isUploadId(uploadId), 'malformed upload id')
+  return `M\0${uploadId}`
 }
 
 export function expiryKey(initiatedMs: number, uploadId: string): string {

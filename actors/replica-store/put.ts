@@ -27,6 +27,7 @@ import { Mutation, type NewBlob } from './mutation.js'
 import type { ObjectRecord } from './records.js'
 import { commitMutation, promoteInBackground, type StoreState } from './store-state.js'
 import { writeCurrent } from './versions.js'
+import { checkWriteConditions } from './write-conditions.js'
 
 export type PutMsg = Extract<ObjectMsg, { kind: 'object.put' }>
 /** A message whose body the store takes in: object.put, and upload.part (a part is stored the way
@@ -74,6 +75,9 @@ export function putObject(
   return storeBody(state, msg, ctx, bucketExists, (mutation, verified, created) => {
     const exists = bucketExists(mutation)
     if (!exists.ok) return exists
+    // Here, in the commit's synchronous step, not before the body: a racing write is settled.
+    const allowed = checkWriteConditions(mutation, msg, msg.conditions)
+    if (!allowed.ok) return allowed
     const createdBlob = mutation.addReference(verified.sha256, created)
     const record: ObjectRecord = {
       size: verified.size,

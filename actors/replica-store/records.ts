@@ -50,6 +50,18 @@ export interface UploadRecord {
   userMeta: Record<string, string>
 }
 
+/** A completed multipart upload, kept so that a retried complete (its response was lost) answers
+ * the same result; the expiry sweep removes it SVC_MULTIPART_EXPIRY_HOURS after the completion. */
+export interface CompletedUploadRecord {
+  bucket: string
+  key: string
+  /** SHA-256 of the parts list the complete took (completedPartsDigest). */
+  partsDigest: string
+  etag: string
+  lastModifiedMs: number
+  versionId?: string
+}
+
 /** An uploaded part: it holds one reference to its blob until the upload completes or ends. */
 export interface PartRecord {
   size: number
@@ -183,6 +195,17 @@ export function decodeUpload(encoded: Encoded): UploadRecord {
   requireFields(record, 'upload', ['initiatedMs'])
   requireObjects(record, 'upload', ['http', 'userMeta'])
   return record as unknown as UploadRecord
+}
+
+export function decodeCompletedUpload(encoded: Encoded): CompletedUploadRecord {
+  const record = decodeJson(encoded, 'completed upload')
+  requireFields(
+    record,
+    'completed upload',
+    ['lastModifiedMs'],
+    ['bucket', 'key', 'partsDigest', 'etag'],
+  )
+  return record as unknown as CompletedUploadRecord
 }
 
 export function decodePart(encoded: Encoded): PartRecord {

@@ -30,6 +30,7 @@ import {
   uploadKey,
   uploadPrefix,
 } from './keys.js'
+import { forgetCompletion } from './completed-uploads.js'
 import { compareUtf8 } from './list.js'
 import { Mutation } from './mutation.js'
 import { decodePart, decodeText, decodeUpload, encodeRecord, type UploadRecord } from './records.js'
@@ -217,8 +218,8 @@ function startOf(msg: Msg<'upload.list'>, base: string): { gte: string } | { gt:
   return { gte: `${base}${msg.keyMarker}\x01` }
 }
 
-/** Aborts up to EXPIRY_BATCH_UPLOADS uploads initiated before `beforeMs`, oldest first; returns
- * how many it aborted. */
+/** Aborts up to EXPIRY_BATCH_UPLOADS uploads initiated before `beforeMs`, oldest first, and
+ * forgets completed uploads' records that old; returns how many entries it handled. */
 export async function expireUploads(
   state: StoreState,
   ctx: Context,
@@ -240,8 +241,13 @@ export async function expireUploads(
       continue
     }
     const upload = findUpload(mutation, bucket, key, uploadId)
-    if (upload.ok) removeUpload(mutation, ctx, { bucket, key, uploadId }, upload.value)
-    else mutation.del(storedKey)
+    if (upload.ok) {
+      removeUpload(mutation, ctx, { bucket, key, uploadId }, upload.value)
+    } else {
+      // Completed (the entry is its record's) or already gone.
+      mutation.del(storedKey)
+      forgetCompletion(mutation, uploadId)
+    }
   }
   await commitMutation(state, ctx, mutation)
   return rows.length

@@ -269,7 +269,14 @@ function partError(code: PartCode): S3Error {
         'The list of parts was not in ascending order. Parts must be ordered by part number.',
       )
     case 'invalid_part_number':
-      return s3Error('InvalidPartNumber', 416, 'The requested partnumber is not satisfiable')
+      // A GET or HEAD of a part the object does not have: S3 answers 400 InvalidPart (not the
+      // 416 InvalidPartNumber it documents), as conformance suites expect.
+      return s3Error(
+        'InvalidPart',
+        400,
+        'One or more of the specified parts could not be found. The part may not have been ' +
+          "uploaded, or the specified entity tag may not match the part's entity tag.",
+      )
     default:
       return unreachable(code)
   }

@@ -23,6 +23,7 @@ import { ownerOf, parseEncoding } from './buckets.js'
 import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
 import { conditionsFrom, expectations, parseCopySource, sendBody } from './objects.js'
+import { writeConditions } from './write-conditions.js'
 
 interface ObjectTarget {
   bucket: string
@@ -128,11 +129,14 @@ export async function completeMultipartUpload(
   if (!body.ok) return sendError(ex, body.code, body.detail)
   const parts = parseCompleteUpload(body.value)
   if (!parts.ok) return sendError(ex, parts.code, parts.detail)
+  const conditions = writeConditions(ex.headers)
+  if (!conditions.ok) return sendError(ex, conditions.code, conditions.detail)
   const reply = await askCoordinator(ex, {
     kind: 'upload.complete',
     ...at,
     uploadId,
     parts: parts.value,
+    ...(conditions.value === null ? {} : { conditions: conditions.value }),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const scheme = ex.incoming.socket && 'encrypted' in ex.incoming.socket ? 'https' : 'http'

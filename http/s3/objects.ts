@@ -30,6 +30,7 @@ import {
   versionHeaders,
 } from './object-headers.js'
 import { resolveRange } from './range.js'
+import { writeConditions } from './write-conditions.js'
 
 interface ObjectTarget {
   bucket: string
@@ -82,11 +83,14 @@ export async function putObject(
   }
   const expect = expectations(ex, auth, size.value)
   if (!expect.ok) return sendError(ex, expect.code, expect.detail)
+  const conditions = writeConditions(ex.headers)
+  if (!conditions.ok) return sendError(ex, conditions.code, conditions.detail)
   const reply = await sendBody<PutResult>(ex, auth, size.value, expect.value, {
     kind: 'object.put',
     ...at,
     http: parseHttpMeta(ex.headers),
     userMeta: userMeta.value,
+    ...(conditions.value === null ? {} : { conditions: conditions.value }),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   send(ex, 200, {

@@ -1,7 +1,7 @@
 /** @module Raw SigV4-signed HTTP for edge cases a client library hides: signs with the independent
  * @smithy/signature-v4 (as the AWS SDKs do for S3) and sends with node:http, so a test controls
  * every header and byte of the body, including sending less than it announced. */
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders } from 'node:http'
 import { Sha256 } from '@aws-crypto/sha256-js'
 import { SignatureV4 } from '@smithy/signature-v4'
 import { ACCESS_KEY, SECRET_KEY } from './server.js'
@@ -81,26 +81,61 @@ export function send(
   headers: Record<string, string>,
   body?: Buffer | string,
 ): Promise<RawResponse> {
+  const req = openRequest(baseUrl, method, pathAndQuery, headers)
+  const answered = answerOf(req)
+  req.end(body)
+  return answered
+}
+
+/** Signs and starts a request with a body, sending its headers and the first half of the body
+ * now and the rest on `finish`: a test holds a body on its way while other requests run. */
+export async function halfSentRequest(
+  baseUrl: string,
+  req: RawRequest & { body: Buffer },
+): Promise<{ finish: () => Promise<RawResponse> }> {
+  const headers = { ...req.headers, 'content-length': String(req.body.length) }
+  const signed = await signRequest(baseUrl, { ...req, headers })
+  const open = openRequest(baseUrl, req.method, signed.pathAndQuery, signed.headers)
+  const answered = answerOf(open)
+  open.write(req.body.subarray(0, req.body.length / 2))
+  return {
+    finish: () => {
+      open.end(req.body.subarray(req.body.length / 2))
+      return answered
+    },
+  }
+}
+
+function openRequest(
+  baseUrl: string,
+  method: string,
+  pathAndQuery: string,
+  headers: Record<string, string>,
+): ClientRequest {
   const url = new URL(baseUrl)
+  const req = httpRequest({
+    host: url.hostname,
+    port: url.port,
+    method,
+    path: pathAndQuery,
+    headers,
+    timeout: 30_000,
+  })
+  req.on('timeout', () => req.destroy(new Error('request timed out')))
+  return req
+}
+
+function answerOf(req: ClientRequest): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      { host: url.hostname, port: url.port, method, path: pathAndQuery, headers, timeout: 30_000 },
-      (res) => {
-        const chunks: Buffer[] = []
-        res.on('data', (chunk: Buffer) => chunks.push(chunk))
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks),
-          }),
-        )
-        res.on('error', reject)
-      },
-    )
-    req.on('timeout', () => req.destroy(new Error('request timed out')))
+    req.on('response', (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+      )
+      res.on('error', reject)
+    })
     req.on('error', reject)
-    req.end(body)
   })
 }
 

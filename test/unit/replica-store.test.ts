@@ -1572,23 +1572,29 @@ test('multipart: ranged part copy re-stores bytes; uploads expire on the clock',
   assert.is(code(gone), 'no_such_upload')
 })
 
-test('multipart: a forced bucket delete aborts uploads; a plain one refuses', async () => {
-  const store = await startStore()
-  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
-  const uploadId = await createUpload(store, 'b', 'k')
-  await sendPart(store, { bucket: 'b', key: 'k', uploadId }, 1, pattern(200_000, 46))
-  assert.is(code(await store.send({ kind: 'bucket.delete', bucket: 'b' })), 'bucket_not_empty')
-  value(await store.send({ kind: 'bucket.delete', bucket: 'b', force: true }))
-  await idle(store.state)
-  assert.equal(await stats(store), {
-    bucketsCount: 0,
-    objectsCount: 0,
-    storageUsedBytes: 0,
-    uniqueBlobs: 0,
-    totalReferences: 0,
-  })
-  assert.is(store.ctx.blobs.permanent.size, 0)
-  assert.equal(store.ctx.kv.scan({ gte: 'P\0', lt: 'Y', limit: 10 }), [])
+test('multipart: a bucket delete aborts uploads; an object refuses a plain one', async () => {
+  for (const force of [false, true]) {
+    const store = await startStore()
+    value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+    const uploadId = await createUpload(store, 'b', 'k')
+    await sendPart(store, { bucket: 'b', key: 'k', uploadId }, 1, pattern(200_000, 46))
+    value(await store.send(putStream('b', 'o', pattern(100_000, 47)).msg))
+    if (!force) {
+      assert.is(code(await store.send({ kind: 'bucket.delete', bucket: 'b' })), 'bucket_not_empty')
+      value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'o' }))
+    }
+    value(await store.send({ kind: 'bucket.delete', bucket: 'b', ...(force ? { force } : {}) }))
+    await idle(store.state)
+    assert.equal(await stats(store), {
+      bucketsCount: 0,
+      objectsCount: 0,
+      storageUsedBytes: 0,
+      uniqueBlobs: 0,
+      totalReferences: 0,
+    })
+    assert.is(store.ctx.blobs.permanent.size, 0)
+    assert.equal(store.ctx.kv.scan({ gte: 'P\0', lt: 'Y', limit: 10 }), [])
+  }
 })
 
 // ---------------------------------------------------------------------------------------------

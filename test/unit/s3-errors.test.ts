@@ -33,7 +33,7 @@ const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
   entity_too_small: ['EntityTooSmall', 400],
   invalid_part: ['InvalidPart', 400],
   invalid_part_order: ['InvalidPartOrder', 400],
-  invalid_part_number: ['InvalidPartNumber', 416],
+  invalid_part_number: ['InvalidPart', 400],
   incomplete_body: ['IncompleteBody', 400],
   missing_content_length: ['MissingContentLength', 411],
   malformed_xml: ['MalformedXML', 400],
