@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'bucket_exists'
   | 'bucket_not_empty'
   | 'invalid_bucket_name'
+  | 'invalid_location_constraint'
   | 'access_denied'
   | 'invalid_access_key'
   | 'signature_mismatch'

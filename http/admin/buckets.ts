@@ -12,7 +12,8 @@ import { bucketStatsJson, objectListJson } from './views.js'
 
 const BUCKET_NAME_RULE =
   'A bucket name has 3 to 63 lowercase letters, digits, hyphens and dots, begins and ends with a ' +
-  'letter or digit, has no two dots or a dot and a hyphen side by side, and is not an IP address.'
+  'letter or digit, has no two dots or a dot and a hyphen side by side, is not an IP address ' +
+  "and has none of S3's reserved prefixes and suffixes (xn--, sthree-, -s3alias, --ol-s3, ...)."
 
 function existingName(c: AdminContext): Result<string> {
   const name = c.req.param('name') ?? ''

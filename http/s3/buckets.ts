@@ -17,6 +17,7 @@ import {
   locationConstraintXml,
   parseDeleteObjects,
   parseXmlBody,
+  xmlChildText,
   type S3Owner,
 } from '../../protocol/s3-xml.js'
 import type { Authenticated } from './authenticate.js'
@@ -51,19 +52,29 @@ export async function createBucket(
       BucketName: bucket,
     })
   }
-  // An optional CreateBucketConfiguration names a region; it must be well-formed.
   const body = await readCheckedBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
   if (!body.ok) return sendError(ex, body.code, body.detail)
-  if (body.value.length > 0) {
-    const parsed = parseXmlBody(body.value, 'CreateBucketConfiguration')
-    if (!parsed.ok) return sendError(ex, parsed.code, parsed.detail)
-  }
+  const location = checkLocation(body.value, regionOf(ex))
+  if (!location.ok) return sendError(ex, location.code, location.detail)
   const reply = await askCoordinator(ex, {
     kind: 'bucket.create',
     bucket,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 200, { location: '/' + bucket })
+}
+
+/** An optional CreateBucketConfiguration must be well-formed, and its LocationConstraint, when
+ * it names one, the node's region: the node keeps its buckets in that one region. */
+function checkLocation(body: Uint8Array, region: string): Result<null> {
+  if (body.length === 0) return ok(null)
+  const parsed = parseXmlBody(body, 'CreateBucketConfiguration')
+  if (!parsed.ok) return parsed
+  const location = xmlChildText(parsed.value, 'LocationConstraint')
+  if (!location.ok) return location
+  const named = location.value?.trim() ?? ''
+  if (named === '' || named === region) return ok(null)
+  return fail('invalid_location_constraint', `${named} is not this node's region ${region}`)
 }
 
 async function bucketExists(ex: S3Exchange, bucket: string): Promise<Result<BucketInfo>> {

@@ -29,6 +29,7 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'bucket_exists':
     case 'bucket_not_empty':
     case 'invalid_bucket_name':
+    case 'invalid_location_constraint':
       return resourceError(code)
     case 'access_denied':
     case 'invalid_access_key':
@@ -97,6 +98,7 @@ type ResourceCode = Extract<
   | 'bucket_exists'
   | 'bucket_not_empty'
   | 'invalid_bucket_name'
+  | 'invalid_location_constraint'
 >
 
 function resourceError(code: ResourceCode): S3Error {
@@ -125,6 +127,12 @@ function resourceError(code: ResourceCode): S3Error {
       return s3Error('BucketNotEmpty', 409, 'The bucket you tried to delete is not empty')
     case 'invalid_bucket_name':
       return s3Error('InvalidBucketName', 400, 'The specified bucket is not valid.')
+    case 'invalid_location_constraint':
+      return s3Error(
+        'InvalidLocationConstraint',
+        400,
+        'The specified location-constraint is not valid',
+      )
     default:
       return unreachable(code)
   }

@@ -13,10 +13,11 @@ import {
   ListObjectsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
+  type BucketLocationConstraint,
   type S3Client,
 } from '@aws-sdk/client-s3'
 import { startServer, type TestServer } from '../support/server.js'
-import { signedRequest } from '../support/signed-request.js'
+import { errorCode, signedRequest } from '../support/signed-request.js'
 
 const ROOT_PASSWORD = 'root-password-for-tests'
 
@@ -119,6 +120,54 @@ test('an empty continuation-token is treated as absent', async () => {
   assert.is(listed.status, 200, xml)
   assert.is([...xml.matchAll(/<Key>/g)].length, ENCODED_KEYS.length, xml)
   assert.not.match(xml, '<ContinuationToken>')
+})
+
+/** The S3 error code of a failed call, or 'ok'. */
+async function outcome(run: () => Promise<unknown>): Promise<string> {
+  try {
+    await run()
+    return 'ok'
+  } catch (error) {
+    return (error as { name?: string }).name ?? String(error)
+  }
+}
+
+test('bucket names with S3 reserved prefixes, suffixes or an IP form are InvalidBucketName', async () => {
+  const refused = ['xn--bucket', 'sthree-bucket', 'amzn-s3-demo-bucket', 'bucket-s3alias']
+  refused.push('bucket--ol-s3', 'bucket.mrap', 'bucket--x-s3', 'bucket--table-s3', '192.168.5.4')
+  for (const name of refused) {
+    const created = await signedRequest(server.url, { method: 'PUT', path: `/${name}` })
+    assert.is(created.status, 400, name)
+    assert.is(errorCode(created), 'InvalidBucketName', name)
+  }
+  // Near misses are names like any other.
+  for (const name of ['bucket-xn--a', 'sthree', 'bucket-s3alias-1', 'ol-s3-bucket', '192.168.5']) {
+    assert.is(await outcome(() => s3.send(new CreateBucketCommand({ Bucket: name }))), 'ok', name)
+  }
+})
+
+test('a LocationConstraint other than the node region is InvalidLocationConstraint', async () => {
+  const create = (bucket: string, region: string) =>
+    outcome(() =>
+      s3.send(
+        new CreateBucketCommand({
+          Bucket: bucket,
+          CreateBucketConfiguration: {
+            LocationConstraint: region as BucketLocationConstraint,
+          },
+        }),
+      ),
+    )
+  assert.is(await create('located-far', 'eu-west-1'), 'InvalidLocationConstraint')
+  assert.is(await create('located-here', 'us-east-1'), 'ok')
+  const empty = '<CreateBucketConfiguration><LocationConstraint/></CreateBucketConfiguration>'
+  const created = await signedRequest(server.url, {
+    method: 'PUT',
+    path: '/located-nowhere',
+    headers: { 'content-length': String(empty.length) },
+    body: empty,
+  })
+  assert.is(created.status, 200, created.body.toString())
 })
 
 test.run()

@@ -69,6 +69,7 @@ const EXPECTED: Record<ErrorCode, [code: string, status: number]> = {
   cors_forbidden: INTERNAL,
   bad_request: INTERNAL,
   max_message_length_exceeded: INTERNAL,
+  invalid_location_constraint: INTERNAL,
 }
 
 /** What the server alone is to blame for, or a callee that may recover. */
@@ -99,12 +100,13 @@ const SERVER_SIDE = new Set<ErrorCode>([
   'cors_forbidden',
   'bad_request',
   'max_message_length_exceeded',
+  'invalid_location_constraint',
 ])
 
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the code and status of the table', () => {
-  assert.is(CODES.length, 53)
+  assert.is(CODES.length, 54)
   for (const code of CODES) {
     const mapped = adminErrorFor(code)
     assert.equal([mapped.code, mapped.status], EXPECTED[code], code)

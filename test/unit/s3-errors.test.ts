@@ -15,6 +15,7 @@ const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
   bucket_exists: ['BucketAlreadyOwnedByYou', 409],
   bucket_not_empty: ['BucketNotEmpty', 409],
   invalid_bucket_name: ['InvalidBucketName', 400],
+  invalid_location_constraint: ['InvalidLocationConstraint', 400],
   access_denied: ['AccessDenied', 403],
   invalid_access_key: ['InvalidAccessKeyId', 403],
   signature_mismatch: ['SignatureDoesNotMatch', 403],
@@ -89,7 +90,7 @@ const SERVER_SIDE = new Set<ErrorCode>([
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the S3 code and status of the table', () => {
-  assert.is(CODES.length, 53)
+  assert.is(CODES.length, 54)
   for (const code of CODES) {
     const mapped = s3ErrorFor(code)
     assert.equal([mapped.s3Code, mapped.status], EXPECTED[code], code)
