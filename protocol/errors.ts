@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'no_such_upload'
   | 'no_such_version'
   | 'bucket_exists'
+  | 'bucket_owned_by_you'
   | 'bucket_not_empty'
   | 'invalid_bucket_name'
   | 'invalid_location_constraint'

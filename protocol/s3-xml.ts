@@ -105,15 +105,31 @@ export function owner(parent: XMLBuilder, value: S3Owner): void {
   text(element, 'DisplayName', value.displayName)
 }
 
-export function listBucketsXml(buckets: readonly BucketInfo[], by: S3Owner): string {
+export interface ListBucketsXmlOptions {
+  buckets: readonly BucketInfo[]
+  by: S3Owner
+  /** The node's region, each bucket's BucketRegion. */
+  region: string
+  /** The token of the next page, when there is one. */
+  continuationToken?: string | undefined
+  /** The request's prefix, echoed when it had one. */
+  prefix?: string | undefined
+}
+
+export function listBucketsXml(options: ListBucketsXmlOptions): string {
   const root = newDocument('ListAllMyBucketsResult', true)
-  owner(root, by)
+  owner(root, options.by)
   const list = root.ele('Buckets')
-  for (const bucket of buckets) {
+  for (const bucket of options.buckets) {
     const element = list.ele('Bucket')
     text(element, 'Name', bucket.name)
     text(element, 'CreationDate', s3Timestamp(bucket.createdMs))
+    text(element, 'BucketRegion', options.region)
   }
+  if (options.continuationToken !== undefined) {
+    text(root, 'ContinuationToken', options.continuationToken)
+  }
+  if (options.prefix !== undefined) text(root, 'Prefix', options.prefix)
   return serialize(root)
 }
 

@@ -2,6 +2,7 @@
  * first), list a bucket's objects a page at a time, and every bucket's stats. Names follow the S3
  * API's rules (http/s3/names.ts); a name that breaks them cannot exist, so deleting or listing it
  * answers NoSuchBucket without asking the store. */
+import assert from 'node:assert/strict'
 import type { Mesh } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { isValidBucketName } from '../s3/names.js'
@@ -27,7 +28,10 @@ function queryOf(c: AdminContext): URLSearchParams {
 export async function createBucket(c: AdminContext, mesh: Mesh): Promise<Response> {
   const name = c.req.param('name') ?? ''
   if (!isValidBucketName(name)) return sendCode(c, 'invalid_bucket_name', BUCKET_NAME_RULE)
-  const created = await askCoordinator(c, mesh, { kind: 'bucket.create', bucket: name })
+  // The admin API runs as the signed-in SuperUser, who owns what it creates.
+  const owner = c.get('userId')
+  assert(owner !== null, 'a bucket route runs after authorization')
+  const created = await askCoordinator(c, mesh, { kind: 'bucket.create', bucket: name, owner })
   if (!created.ok) return sendFailure(c, created)
   return sendJson(c, 201, { name: created.value.name })
 }

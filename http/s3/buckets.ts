@@ -11,7 +11,6 @@ import type { BucketInfo, ListPage } from '../../protocol/objects.js'
 import {
   decodeContinuationToken,
   deleteResultXml,
-  listBucketsXml,
   listObjectsV1Xml,
   listObjectsV2Xml,
   locationConstraintXml,
@@ -34,14 +33,6 @@ export function ownerOf(ex: S3Exchange): S3Owner {
   return { id, displayName: id }
 }
 
-export async function listBuckets(ex: S3Exchange): Promise<void> {
-  const reply = await askCoordinator(ex, {
-    kind: 'bucket.list',
-  })
-  if (!reply.ok) return sendError(ex, reply.code, reply.detail)
-  sendXml(ex, 200, listBucketsXml(reply.value, ownerOf(ex)))
-}
-
 export async function createBucket(
   ex: S3Exchange,
   auth: Authenticated,
@@ -59,6 +50,7 @@ export async function createBucket(
   const reply = await askCoordinator(ex, {
     kind: 'bucket.create',
     bucket,
+    owner: auth.principal.userId,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 200, { location: '/' + bucket })

@@ -10,12 +10,14 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
   CreateBucketCommand,
+  ListBucketsCommand,
   ListObjectsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   type BucketLocationConstraint,
   type S3Client,
 } from '@aws-sdk/client-s3'
+import { admin, createUser, issueKeys, login } from '../support/admin-client.js'
 import { startServer, type TestServer } from '../support/server.js'
 import { errorCode, signedRequest } from '../support/signed-request.js'
 
@@ -168,6 +170,80 @@ test('a LocationConstraint other than the node region is InvalidLocationConstrai
     body: empty,
   })
   assert.is(created.status, 200, created.body.toString())
+})
+
+async function bucketNames(client: S3Client): Promise<string[]> {
+  const listed = await client.send(new ListBucketsCommand({}))
+  return (listed.Buckets ?? []).map((bucket) => bucket.Name ?? '')
+}
+
+test('buckets belong to their creator: conflicts say whose, ListBuckets shows own', async () => {
+  const token = await login(server, 'root', ROOT_PASSWORD)
+  const alice = server.client(await keysOf(token, 'alice'))
+  const bob = server.client(await keysOf(token, 'bob'))
+  try {
+    const create = (client: S3Client, bucket: string) =>
+      outcome(() => client.send(new CreateBucketCommand({ Bucket: bucket })))
+    assert.is(await create(alice, 'alice-bucket'), 'ok')
+    assert.is(await create(alice, 'alice-bucket'), 'BucketAlreadyOwnedByYou')
+    assert.is(await create(bob, 'alice-bucket'), 'BucketAlreadyExists')
+    assert.is(await create(s3, 'alice-bucket'), 'BucketAlreadyExists')
+    assert.is(await create(bob, 'bob-bucket'), 'ok')
+    // The admin API creates as the signed-in SuperUser: another user's name is taken.
+    const taken = await admin(server, 'PUT', '/buckets/alice-bucket', token)
+    assert.is(taken.status, 409, taken.text)
+    assert.is((await admin(server, 'PUT', '/buckets/root-bucket', token)).status, 201)
+    assert.equal(await bucketNames(alice), ['alice-bucket'])
+    assert.equal(await bucketNames(bob), ['bob-bucket'])
+    const all = await bucketNames(s3)
+    for (const name of ['alice-bucket', 'bob-bucket', 'root-bucket', ENCODED_BUCKET]) {
+      assert.ok(all.includes(name), name)
+    }
+    // Roles, not owners, decide what a user may do: a Writer writes in another's bucket.
+    const put = new PutObjectCommand({ Bucket: 'alice-bucket', Key: 'from-bob', Body: 'b' })
+    assert.is(await outcome(() => bob.send(put)), 'ok')
+  } finally {
+    alice.destroy()
+    bob.destroy()
+  }
+})
+
+async function keysOf(token: string, username: string) {
+  const keys = await issueKeys(server, token, await createUser(server, token, username, 'Writer'))
+  return { accessKeyId: keys.access_key, secretAccessKey: keys.secret_key }
+}
+
+test('ListBuckets pages by max-buckets and continuation token, filters prefix and region', async () => {
+  for (let index = 1; index <= 5; index++) {
+    await s3.send(new CreateBucketCommand({ Bucket: `page-${index}` }))
+  }
+  const pages: string[][] = []
+  let token: string | undefined
+  for (let page = 0; page < 5; page++) {
+    const listed = await s3.send(
+      new ListBucketsCommand({ MaxBuckets: 2, Prefix: 'page-', ContinuationToken: token }),
+    )
+    assert.is(listed.Prefix, 'page-')
+    assert.ok((listed.Buckets ?? []).every((bucket) => bucket.BucketRegion === 'us-east-1'))
+    pages.push((listed.Buckets ?? []).map((bucket) => bucket.Name ?? ''))
+    token = listed.ContinuationToken
+    if (token === undefined) break
+  }
+  assert.equal(pages, [['page-1', 'page-2'], ['page-3', 'page-4'], ['page-5']])
+  const here = await s3.send(new ListBucketsCommand({ Prefix: 'page-', BucketRegion: 'us-east-1' }))
+  assert.is(here.Buckets?.length, 5)
+  assert.is(here.ContinuationToken, undefined)
+  const far = await s3.send(new ListBucketsCommand({ Prefix: 'page-', BucketRegion: 'eu-west-1' }))
+  assert.is(far.Buckets?.length ?? 0, 0)
+  for (const maxBuckets of ['0', '10001', 'x']) {
+    const refused = await signedRequest(server.url, {
+      method: 'GET',
+      path: '/',
+      query: { 'max-buckets': maxBuckets },
+    })
+    assert.is(refused.status, 400, maxBuckets)
+    assert.is(errorCode(refused), 'InvalidArgument', maxBuckets)
+  }
 })
 
 test.run()

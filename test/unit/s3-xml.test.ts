@@ -95,13 +95,14 @@ function urlDecode(value: string): string {
 }
 
 test('ListAllMyBucketsResult has Owner and Buckets with ISO 8601 millisecond dates', () => {
-  const xml = listBucketsXml(
-    [
+  const xml = listBucketsXml({
+    buckets: [
       { name: 'alpha', createdMs: Date.UTC(2024, 0, 1) },
       { name: 'beta', createdMs: Date.UTC(2024, 5, 30, 12, 34, 56, 789) },
     ],
-    OWNER,
-  )
+    by: OWNER,
+    region: 'us-east-1',
+  })
   assert.ok(xml.startsWith(`${DECLARATION}<ListAllMyBucketsResult ${NS}>`))
   const result = root(xml, 'ListAllMyBucketsResult')
   const owner = element(child(result, 'Owner'))
@@ -132,7 +133,7 @@ test('s3Timestamp writes what toISOString writes, for any time a Date can hold',
 })
 
 test('ListAllMyBucketsResult with no buckets has an empty Buckets element', () => {
-  const xml = listBucketsXml([], OWNER)
+  const xml = listBucketsXml({ buckets: [], by: OWNER, region: 'us-east-1' })
   assert.ok(xml.includes('<Buckets/>') || xml.includes('<Buckets></Buckets>'))
 })
 
