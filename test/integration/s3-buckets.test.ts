@@ -9,8 +9,12 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
+  AbortMultipartUploadCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   ListBucketsCommand,
+  ListMultipartUploadsCommand,
+  ListObjectVersionsCommand,
   ListObjectsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
@@ -110,6 +114,47 @@ test('encoding-type=url in ListObjects (v1): Marker, NextMarker, Delimiter encod
     ['foo/bar/xyzzy'],
   )
   assert.is(second.NextMarker, 'foo/bar/xyzzy')
+})
+
+test('encoding-type=url in ListObjectVersions and ListMultipartUploads encodes the same', async () => {
+  const versions = await s3.send(
+    new ListObjectVersionsCommand({
+      Bucket: ENCODED_BUCKET,
+      Delimiter: '/',
+      EncodingType: 'url',
+      KeyMarker: 'a b',
+    }),
+  )
+  assert.is(versions.KeyMarker, 'a%20b')
+  assert.equal(
+    (versions.Versions ?? []).map((entry) => entry.Key),
+    ['asdf%2Bb', 'a%7Eb*%281%29%20%C3%A9.txt'],
+  )
+  assert.equal(
+    (versions.CommonPrefixes ?? []).map((entry) => entry.Prefix),
+    ['foo%2B1/', 'foo/', 'quux%20ab/'],
+  )
+  const key = 'up load+1'
+  const upload = await s3.send(
+    new CreateMultipartUploadCommand({ Bucket: ENCODED_BUCKET, Key: key }),
+  )
+  try {
+    const uploads = await s3.send(
+      new ListMultipartUploadsCommand({
+        Bucket: ENCODED_BUCKET,
+        EncodingType: 'url',
+        Prefix: 'up ',
+      }),
+    )
+    assert.is(uploads.Prefix, 'up%20')
+    assert.equal(
+      (uploads.Uploads ?? []).map((entry) => entry.Key),
+      ['up%20load%2B1'],
+    )
+  } finally {
+    const abort = { Bucket: ENCODED_BUCKET, Key: key, UploadId: upload.UploadId }
+    await s3.send(new AbortMultipartUploadCommand(abort))
+  }
 })
 
 test('an empty continuation-token is treated as absent', async () => {
