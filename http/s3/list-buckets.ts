@@ -2,6 +2,7 @@
  * (opaque, naming the last bucket of the previous page; empty is none), `prefix` and
  * `bucket-region`. A user sees the buckets it owns and those made before owners were recorded; a
  * SuperUser sees every bucket. */
+import assert from 'node:assert/strict'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import {
   decodeContinuationToken,
@@ -53,9 +54,10 @@ export async function listBuckets(ex: S3Exchange): Promise<void> {
     return sendXml(ex, 200, listBucketsXml({ buckets: [], by: ownerOf(ex), region, prefix }))
   }
   const principal = ex.principal
+  assert(principal !== null, 'ListBuckets runs after authentication')
   const reply = await askCoordinator(ex, {
     kind: 'bucket.list',
-    owner: principal === null || principal.role === 'SuperUser' ? null : principal.userId,
+    owner: principal.role === 'SuperUser' ? null : principal.userId,
     prefix: query.value.prefix,
     after: query.value.after,
     limit: query.value.maxBuckets,

@@ -116,7 +116,7 @@ test('encoding-type=url in ListObjects (v1): Marker, NextMarker, Delimiter encod
   assert.is(second.NextMarker, 'foo/bar/xyzzy')
 })
 
-test('encoding-type=url in ListObjectVersions and ListMultipartUploads encodes the same', async () => {
+test('ListObjectVersions and ListMultipartUploads encode with encoding-type=url too', async () => {
   const versions = await s3.send(
     new ListObjectVersionsCommand({
       Bucket: ENCODED_BUCKET,
@@ -179,7 +179,7 @@ async function outcome(run: () => Promise<unknown>): Promise<string> {
   }
 }
 
-test('bucket names with S3 reserved prefixes, suffixes or an IP form are InvalidBucketName', async () => {
+test('reserved bucket-name prefixes, suffixes and IP forms are InvalidBucketName', async () => {
   const refused = ['xn--bucket', 'sthree-bucket', 'amzn-s3-demo-bucket', 'bucket-s3alias']
   refused.push('bucket--ol-s3', 'bucket.mrap', 'bucket--x-s3', 'bucket--table-s3', '192.168.5.4')
   for (const name of refused) {
@@ -258,7 +258,7 @@ async function keysOf(token: string, username: string) {
   return { accessKeyId: keys.access_key, secretAccessKey: keys.secret_key }
 }
 
-test('ListBuckets pages by max-buckets and continuation token, filters prefix and region', async () => {
+test('ListBuckets pages by max-buckets and token, filters by prefix and region', async () => {
   for (let index = 1; index <= 5; index++) {
     await s3.send(new CreateBucketCommand({ Bucket: `page-${index}` }))
   }
