@@ -5,6 +5,7 @@ import type { WriteConditions } from './conditions.js'
 import type { CorsConfiguration } from './cors.js'
 import type {
   BucketInfo,
+  BucketListing,
   Conditions,
   Expectations,
   HttpMeta,
@@ -116,7 +117,9 @@ export interface DeleteManyResult {
 }
 
 export type ObjectMsg =
-  | (Request & { kind: 'bucket.create'; bucket: string })
+  /** `owner`: the user id of the principal that creates it (the S3 and admin APIs always name
+   * one; without, the bucket is nobody's, as those made before owners were recorded). */
+  | (Request & { kind: 'bucket.create'; bucket: string; owner?: string })
   | (Request & {
       kind: 'bucket.delete'
       bucket: string
@@ -124,7 +127,15 @@ export type ObjectMsg =
       force?: true
     })
   | (Request & { kind: 'bucket.head'; bucket: string })
-  | (Request & { kind: 'bucket.list' })
+  /** Buckets named after `after` and starting with `prefix`, in name order, at most `limit`:
+   * those of `owner` and those without one, or every bucket when `owner` is null. */
+  | (Request & {
+      kind: 'bucket.list'
+      owner: string | null
+      prefix: string
+      after: string
+      limit: number
+    })
   | (Request & { kind: 'bucket.stats' })
   /** A bucket's CORS configuration, validated by the ingress (protocol/cors.ts). */
   | (Request & { kind: 'bucket.cors.put'; bucket: string; cors: CorsConfiguration })
@@ -258,7 +269,7 @@ export type ObjectReply = {
   'bucket.create': BucketInfo
   'bucket.delete': null
   'bucket.head': BucketInfo
-  'bucket.list': BucketInfo[]
+  'bucket.list': BucketListing
   'bucket.stats': BucketStats[]
   'bucket.cors.put': null
   'bucket.cors.get': CorsConfiguration

@@ -45,6 +45,12 @@ export interface BucketInfo {
   createdMs: number
 }
 
+/** A page of ListBuckets: `truncated` when more buckets follow the last one. */
+export interface BucketListing {
+  buckets: BucketInfo[]
+  truncated: boolean
+}
+
 /** What a PUT's bytes must hash to; every field that is present is verified before commit. */
 export interface Expectations {
   md5Base64?: string

@@ -105,30 +105,45 @@ export function owner(parent: XMLBuilder, value: S3Owner): void {
   text(element, 'DisplayName', value.displayName)
 }
 
-export function listBucketsXml(buckets: readonly BucketInfo[], by: S3Owner): string {
+export interface ListBucketsXmlOptions {
+  buckets: readonly BucketInfo[]
+  by: S3Owner
+  /** The node's region, each bucket's BucketRegion. */
+  region: string
+  /** The token of the next page, when there is one. */
+  continuationToken?: string | undefined
+  /** The request's prefix, echoed when it had one. */
+  prefix?: string | undefined
+}
+
+export function listBucketsXml(options: ListBucketsXmlOptions): string {
   const root = newDocument('ListAllMyBucketsResult', true)
-  owner(root, by)
+  owner(root, options.by)
   const list = root.ele('Buckets')
-  for (const bucket of buckets) {
+  for (const bucket of options.buckets) {
     const element = list.ele('Bucket')
     text(element, 'Name', bucket.name)
     text(element, 'CreationDate', s3Timestamp(bucket.createdMs))
+    text(element, 'BucketRegion', options.region)
   }
+  if (options.continuationToken !== undefined) {
+    text(root, 'ContinuationToken', options.continuationToken)
+  }
+  if (options.prefix !== undefined) text(root, 'Prefix', options.prefix)
   return serialize(root)
 }
 
-/** Percent-encodes a value the way S3 does for `encoding-type=url`: like an HTML form
- * (application/x-www-form-urlencoded, Java's URLEncoder) on the UTF-8 bytes, so a space becomes
- * `+` and `(` `)` `~` `!` `'` are escaped, except that `/` stays literal so a key still reads as a
- * path.
- * Sources: AWS's EncodingType docs (`test_file(3).png` appears as `test_file%283%29.png`), boto's
- * switch to unquote_plus because S3 writes spaces as `+`, and MinIO's S3-compatible encoder (keeps
- * `/` and `*`, escapes `~`). Plain encodeURIComponent would differ on space, `/` and `()~!'`. */
+/** Percent-encodes a value the way S3 does for `encoding-type=url`, on the UTF-8 bytes: letters,
+ * digits and `*` `-` `.` `_` `/` stay as they are, every other byte is `%XX` (upper-case hex), a
+ * space `%20` and `~` `%7E` among them.
+ * Sources: the conformance suite run against Amazon S3 (s3-tests' encoding tests: `quux ab/` as
+ * `quux%20ab/`, `asdf+b` as `asdf%2Bb`), AWS's EncodingType docs (`test_file(3).png` as
+ * `test_file%283%29.png`), and MinIO's encoder, whose S3 exceptions keep `/` and `*` and escape
+ * `~`. So a key with a space and one with a `+` stay apart, and `%XX` decoding restores either. */
 export function s3UrlEncode(value: string): string {
   let encoded = ''
   for (const byte of Buffer.from(value, 'utf8')) {
     if (isUrlSafeByte(byte)) encoded += String.fromCharCode(byte)
-    else if (byte === 0x20) encoded += '+'
     else encoded += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
   }
   return encoded

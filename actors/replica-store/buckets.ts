@@ -1,5 +1,6 @@
 /** @module Bucket requests: bucket.create, bucket.delete (forced or not), bucket.head, bucket.list,
- * bucket.stats. A bucket record carries its creation time and its counters (objects, bytes: the sum
+ * bucket.stats. A bucket record carries its creation time, its owner (the user who created it;
+ * none on buckets made before owners were recorded) and its counters (objects, bytes: the sum
  * of its object sizes and of the parts of its uploads in progress, as the store-wide `bytes`
  * counter counts them), kept by the same batches that change its objects, so stats need no object
  * scan; the store-wide bucket count lives in the counters record. A bucket with objects (or
@@ -13,11 +14,12 @@ import type { Context, KvStore } from '../../protocol/actor.js'
 import { fail, ok, unreachable, type Result } from '../../protocol/errors.js'
 import { DELETE_OBJECTS_KEYS_MAX } from '../../protocol/limits.js'
 import type { BucketStats, ObjectMsg } from '../../protocol/messages.js'
-import type { BucketInfo } from '../../protocol/objects.js'
+import type { BucketInfo, BucketListing } from '../../protocol/objects.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import {
   BUCKET_END,
   BUCKET_PREFIX,
+  bucketKey,
   splitUploadKey,
   splitVersionKey,
   uploadEnd,
@@ -32,6 +34,8 @@ import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload, removeUpload } from './uploads.js'
 
 export type DeleteBucketMsg = Extract<ObjectMsg, { kind: 'bucket.delete' }>
+type CreateBucketMsg = Extract<ObjectMsg, { kind: 'bucket.create' }>
+type ListBucketsMsg = Extract<ObjectMsg, { kind: 'bucket.list' }>
 
 /** Bucket records read per scan while listing buckets. */
 const BUCKET_SCAN_ROWS = 1000
@@ -48,17 +52,24 @@ const FORCE_DELETE_BATCH_UPLOADS = 8
  * retried delete goes on where this one stopped. */
 export const FORCE_DELETE_BATCHES_MAX = CALL_TIMEOUT_MS
 
+/** Creates a bucket owned by `msg.owner`. A name taken answers whose it is, as S3 does: the
+ * caller's own, or another's (a bucket without an owner is nobody's). */
 export async function createBucket(
   state: StoreState,
-  name: string,
+  msg: CreateBucketMsg,
   ctx: Context,
 ): Promise<Result<BucketInfo>> {
+  const name = msg.bucket
   const mutation = new Mutation(ctx.kv)
-  if (mutation.bucket(name) !== undefined) {
-    return fail('bucket_exists', `bucket ${name} already exists`)
+  const existing = mutation.bucket(name)
+  if (existing !== undefined) {
+    if (existing.owner !== undefined && existing.owner === msg.owner) {
+      return fail('bucket_owned_by_you', `you own bucket ${name}`)
+    }
+    return fail('bucket_exists', `bucket ${name} belongs to another user`)
   }
   const createdMs = ctx.now()
-  mutation.createBucket(name, createdMs)
+  mutation.createBucket(name, createdMs, msg.owner)
   await commitMutation(state, ctx, mutation)
   return ok({ name, createdMs })
 }
@@ -181,15 +192,29 @@ export function headBucket(name: string, ctx: Context): Result<BucketInfo> {
   return ok(bucketInfo(name, record))
 }
 
-/** Every bucket, ascending by name (the key order); at most BUCKETS_LISTED_MAX. */
-export function listBuckets(ctx: Context): Result<BucketInfo[]> {
-  const buckets = scanBuckets(ctx).slice(0, BUCKETS_LISTED_MAX)
-  return ok(buckets.map(([name, record]) => bucketInfo(name, record)))
+/** A page of the buckets `msg.owner` may see (its own and those without an owner; every one for
+ * a null owner), ascending by name (the key order). Reads at most BUCKETS_LISTED_MAX + 1 records,
+ * and one batch past the page's end. */
+export function listBuckets(msg: ListBucketsMsg, ctx: Context): Result<BucketListing> {
+  assert(msg.limit > 0)
+  const buckets: BucketInfo[] = []
+  // Names are ASCII (the HTTP layer's rules), so JavaScript's order is the keys' order.
+  const start =
+    msg.after !== '' && msg.after >= msg.prefix
+      ? { gt: bucketKey(msg.after) }
+      : { gte: BUCKET_PREFIX + msg.prefix }
+  for (const [name, record] of bucketRecords(ctx, start)) {
+    if (!name.startsWith(msg.prefix)) break
+    if (msg.owner !== null && record.owner !== undefined && record.owner !== msg.owner) continue
+    if (buckets.length === msg.limit) return ok({ buckets, truncated: true })
+    buckets.push(bucketInfo(name, record))
+  }
+  return ok({ buckets, truncated: false })
 }
 
 /** Every bucket's counters, ascending by name, from the bucket records alone. */
 export function bucketStats(ctx: Context): Result<BucketStats[]> {
-  const buckets = scanBuckets(ctx)
+  const buckets = [...bucketRecords(ctx)]
   if (buckets.length > BUCKETS_LISTED_MAX) {
     return fail('internal', `more than ${BUCKETS_LISTED_MAX} buckets: stats refused`)
   }
@@ -203,20 +228,21 @@ export function bucketStats(ctx: Context): Result<BucketStats[]> {
   )
 }
 
-/** Bucket records by name, ascending, at most BUCKETS_LISTED_MAX + 1: one more than the bound
- * tells a caller that the list would be cut. */
-function scanBuckets(ctx: Context): [string, BucketRecord][] {
-  const buckets: [string, BucketRecord][] = []
-  let range: { gte: string } | { gt: string } = { gte: BUCKET_PREFIX }
-  while (buckets.length <= BUCKETS_LISTED_MAX) {
-    const limit = Math.min(BUCKET_SCAN_ROWS, BUCKETS_LISTED_MAX + 1 - buckets.length)
+/** Bucket records by name, ascending, from `start`, at most BUCKETS_LISTED_MAX + 1: one more
+ * than the bound tells a caller that the list would be cut. Read a batch at a time as the caller
+ * goes, so a page of ListBuckets stops reading where it ends. */
+function* bucketRecords(
+  ctx: Context,
+  start: { gte: string } | { gt: string } = { gte: BUCKET_PREFIX },
+): Generator<[string, BucketRecord]> {
+  let range = start
+  for (let read = 0; read <= BUCKETS_LISTED_MAX;) {
+    const limit = Math.min(BUCKET_SCAN_ROWS, BUCKETS_LISTED_MAX + 1 - read)
     const rows = ctx.kv.scanText({ ...range, lt: BUCKET_END, limit })
-    for (const [key, value] of rows) {
-      buckets.push([key.slice(BUCKET_PREFIX.length), decodeBucket(value)])
-    }
+    for (const [key, value] of rows) yield [key.slice(BUCKET_PREFIX.length), decodeBucket(value)]
+    read += rows.length
     const last = rows[rows.length - 1]
-    if (last === undefined || rows.length < limit) break
+    if (last === undefined || rows.length < limit) return
     range = { gt: last[0] }
   }
-  return buckets
 }

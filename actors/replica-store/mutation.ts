@@ -96,9 +96,10 @@ export class Mutation {
     return this.buckets.get(name) ?? undefined
   }
 
-  createBucket(name: string, createdMs: number): void {
+  createBucket(name: string, createdMs: number, owner: string | undefined): void {
     assert(this.bucket(name) === undefined)
-    this.buckets.set(name, { createdMs, objects: 0, bytes: 0 })
+    const ownedBy = owner === undefined ? {} : { owner }
+    this.buckets.set(name, { createdMs, ...ownedBy, objects: 0, bytes: 0 })
     this.counters().buckets++
   }
 

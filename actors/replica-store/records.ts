@@ -9,6 +9,9 @@ export type VersioningStatus = 'Enabled' | 'Suspended'
 
 export interface BucketRecord {
   createdMs: number
+  /** The user id of the principal that created it; absent on buckets made before owners were
+   * recorded, which are nobody's: every user sees them listed, none owns them. */
+  owner?: string
   /** Absent until versioning is first configured; it can be suspended, never removed. */
   versioning?: VersioningStatus
   /** Objects in the bucket and the sum of their sizes, kept by every mutating batch. */
@@ -147,6 +150,7 @@ function requireFields(
 export function decodeBucket(encoded: Encoded): BucketRecord {
   const record = decodeJson(encoded, 'bucket')
   requireFields(record, 'bucket', ['createdMs', 'objects', 'bytes'])
+  if (record['owner'] !== undefined) requireFields(record, 'bucket', [], ['owner'])
   return record as unknown as BucketRecord
 }
 

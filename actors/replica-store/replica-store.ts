@@ -84,13 +84,13 @@ function dispatch(
 ): Promise<Result<unknown>> | Result<unknown> {
   switch (msg.kind) {
     case 'bucket.create':
-      return createBucket(state, msg.bucket, ctx)
+      return createBucket(state, msg, ctx)
     case 'bucket.delete':
       return deleteBucket(state, msg, ctx)
     case 'bucket.head':
       return headBucket(msg.bucket, ctx)
     case 'bucket.list':
-      return listBuckets(ctx)
+      return listBuckets(msg, ctx)
     case 'bucket.stats':
       return bucketStats(ctx)
     case 'bucket.cors.put':

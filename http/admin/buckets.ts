@@ -2,6 +2,7 @@
  * first), list a bucket's objects a page at a time, and every bucket's stats. Names follow the S3
  * API's rules (http/s3/names.ts); a name that breaks them cannot exist, so deleting or listing it
  * answers NoSuchBucket without asking the store. */
+import assert from 'node:assert/strict'
 import type { Mesh } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { isValidBucketName } from '../s3/names.js'
@@ -12,7 +13,8 @@ import { bucketStatsJson, objectListJson } from './views.js'
 
 const BUCKET_NAME_RULE =
   'A bucket name has 3 to 63 lowercase letters, digits, hyphens and dots, begins and ends with a ' +
-  'letter or digit, has no two dots or a dot and a hyphen side by side, and is not an IP address.'
+  'letter or digit, has no two dots or a dot and a hyphen side by side, is not an IP address ' +
+  "and has none of S3's reserved prefixes and suffixes (xn--, sthree-, -s3alias, --ol-s3, ...)."
 
 function existingName(c: AdminContext): Result<string> {
   const name = c.req.param('name') ?? ''
@@ -26,7 +28,10 @@ function queryOf(c: AdminContext): URLSearchParams {
 export async function createBucket(c: AdminContext, mesh: Mesh): Promise<Response> {
   const name = c.req.param('name') ?? ''
   if (!isValidBucketName(name)) return sendCode(c, 'invalid_bucket_name', BUCKET_NAME_RULE)
-  const created = await askCoordinator(c, mesh, { kind: 'bucket.create', bucket: name })
+  // The admin API runs as the signed-in SuperUser, who owns what it creates.
+  const owner = c.get('userId')
+  assert(owner !== null, 'a bucket route runs after authorization')
+  const created = await askCoordinator(c, mesh, { kind: 'bucket.create', bucket: name, owner })
   if (!created.ok) return sendFailure(c, created)
   return sendJson(c, 201, { name: created.value.name })
 }

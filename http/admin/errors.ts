@@ -47,6 +47,7 @@ export function adminErrorFor(code: ErrorCode): AdminError {
     case 'no_s3_credentials':
     case 'no_such_bucket':
     case 'bucket_exists':
+    case 'bucket_owned_by_you':
     case 'bucket_not_empty':
       return resourceError(code)
     case 'invalid_username':
@@ -99,6 +100,7 @@ export function adminErrorFor(code: ErrorCode): AdminError {
     case 'cors_forbidden':
     case 'bad_request':
     case 'max_message_length_exceeded':
+    case 'invalid_location_constraint':
       return adminError('InternalError', 500, INTERNAL_MESSAGE)
     default:
       return unreachable(code)
@@ -135,6 +137,7 @@ type ResourceCode = Extract<
   | 'no_s3_credentials'
   | 'no_such_bucket'
   | 'bucket_exists'
+  | 'bucket_owned_by_you'
   | 'bucket_not_empty'
 >
 
@@ -149,6 +152,7 @@ function resourceError(code: ResourceCode): AdminError {
     case 'no_such_bucket':
       return adminError('NoSuchBucket', 404, 'The bucket does not exist.')
     case 'bucket_exists':
+    case 'bucket_owned_by_you':
       return adminError('BucketAlreadyExists', 409, 'A bucket with this name already exists.')
     case 'bucket_not_empty':
       return adminError(

@@ -11,12 +11,12 @@ import type { BucketInfo, ListPage } from '../../protocol/objects.js'
 import {
   decodeContinuationToken,
   deleteResultXml,
-  listBucketsXml,
   listObjectsV1Xml,
   listObjectsV2Xml,
   locationConstraintXml,
   parseDeleteObjects,
   parseXmlBody,
+  xmlChildText,
   type S3Owner,
 } from '../../protocol/s3-xml.js'
 import type { Authenticated } from './authenticate.js'
@@ -33,14 +33,6 @@ export function ownerOf(ex: S3Exchange): S3Owner {
   return { id, displayName: id }
 }
 
-export async function listBuckets(ex: S3Exchange): Promise<void> {
-  const reply = await askCoordinator(ex, {
-    kind: 'bucket.list',
-  })
-  if (!reply.ok) return sendError(ex, reply.code, reply.detail)
-  sendXml(ex, 200, listBucketsXml(reply.value, ownerOf(ex)))
-}
-
 export async function createBucket(
   ex: S3Exchange,
   auth: Authenticated,
@@ -51,19 +43,30 @@ export async function createBucket(
       BucketName: bucket,
     })
   }
-  // An optional CreateBucketConfiguration names a region; it must be well-formed.
   const body = await readCheckedBody(ex, auth, XML_BODY_BYTES_MAX, 'malformed_xml')
   if (!body.ok) return sendError(ex, body.code, body.detail)
-  if (body.value.length > 0) {
-    const parsed = parseXmlBody(body.value, 'CreateBucketConfiguration')
-    if (!parsed.ok) return sendError(ex, parsed.code, parsed.detail)
-  }
+  const location = checkLocation(body.value, regionOf(ex))
+  if (!location.ok) return sendError(ex, location.code, location.detail)
   const reply = await askCoordinator(ex, {
     kind: 'bucket.create',
     bucket,
+    owner: auth.principal.userId,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 200, { location: '/' + bucket })
+}
+
+/** An optional CreateBucketConfiguration must be well-formed, and its LocationConstraint, when
+ * it names one, the node's region: the node keeps its buckets in that one region. */
+function checkLocation(body: Uint8Array, region: string): Result<null> {
+  if (body.length === 0) return ok(null)
+  const parsed = parseXmlBody(body, 'CreateBucketConfiguration')
+  if (!parsed.ok) return parsed
+  const location = xmlChildText(parsed.value, 'LocationConstraint')
+  if (!location.ok) return location
+  const named = location.value?.trim() ?? ''
+  if (named === '' || named === region) return ok(null)
+  return fail('invalid_location_constraint', `${named} is not this node's region ${region}`)
 }
 
 async function bucketExists(ex: S3Exchange, bucket: string): Promise<Result<BucketInfo>> {
@@ -153,7 +156,8 @@ export async function listObjectsV2(ex: S3Exchange, bucket: string): Promise<voi
   const q = ex.query
   const list = listQuery(q)
   if (!list.ok) return sendError(ex, list.code, list.detail)
-  const token = q.get('continuation-token')
+  // S3 treats an empty token as none: a client's first page may send `continuation-token=`.
+  const token = q.get('continuation-token') || null
   let after = q.get('start-after') ?? ''
   if (token !== null) {
     const decoded = decodeContinuationToken(token)

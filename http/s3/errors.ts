@@ -27,8 +27,10 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'no_such_upload':
     case 'no_such_version':
     case 'bucket_exists':
+    case 'bucket_owned_by_you':
     case 'bucket_not_empty':
     case 'invalid_bucket_name':
+    case 'invalid_location_constraint':
       return resourceError(code)
     case 'access_denied':
     case 'invalid_access_key':
@@ -103,8 +105,10 @@ type ResourceCode = Extract<
   | 'no_such_upload'
   | 'no_such_version'
   | 'bucket_exists'
+  | 'bucket_owned_by_you'
   | 'bucket_not_empty'
   | 'invalid_bucket_name'
+  | 'invalid_location_constraint'
 >
 
 function resourceError(code: ResourceCode): S3Error {
@@ -123,7 +127,13 @@ function resourceError(code: ResourceCode): S3Error {
     case 'no_such_version':
       return s3Error('NoSuchVersion', 404, 'The specified version does not exist.')
     case 'bucket_exists':
-      // Buckets are per store, not global: an existing one is always the caller's own.
+      return s3Error(
+        'BucketAlreadyExists',
+        409,
+        'The requested bucket name is not available. The bucket namespace is shared by all ' +
+          'users of the system. Please select a different name and try again.',
+      )
+    case 'bucket_owned_by_you':
       return s3Error(
         'BucketAlreadyOwnedByYou',
         409,
@@ -133,6 +143,12 @@ function resourceError(code: ResourceCode): S3Error {
       return s3Error('BucketNotEmpty', 409, 'The bucket you tried to delete is not empty')
     case 'invalid_bucket_name':
       return s3Error('InvalidBucketName', 400, 'The specified bucket is not valid.')
+    case 'invalid_location_constraint':
+      return s3Error(
+        'InvalidLocationConstraint',
+        400,
+        'The specified location-constraint is not valid',
+      )
     default:
       return unreachable(code)
   }

@@ -14,12 +14,12 @@ import {
   listObjectVersions,
   putBucketVersioning,
   headBucket,
-  listBuckets,
   listObjectsV1,
   listObjectsV2,
 } from './buckets.js'
 import { addCorsHeaders, bucketCors, preflight } from './cors.js'
 import { headerRecord, sendError, type S3Exchange } from './exchange.js'
+import { listBuckets } from './list-buckets.js'
 import { isKeyTooLong } from './names.js'
 import { copyObject, deleteObject, getObject, putObject } from './objects.js'
 import {

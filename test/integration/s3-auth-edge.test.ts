@@ -761,8 +761,8 @@ test('ListObjectsV2 with encoding-type=url encodes keys and prefixes', async () 
   expectOk(listed, 200)
   const xml = listed.body.toString()
   const keys = [...xml.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1])
-  assert.equal(keys, ['enc+dir/with+space%2Bplus.txt'], xml)
-  assert.match(xml, '<Prefix>enc+dir/</Prefix>')
+  assert.equal(keys, ['enc%20dir/with%20space%2Bplus.txt'], xml)
+  assert.match(xml, '<Prefix>enc%20dir/</Prefix>')
   assert.match(xml, '<EncodingType>url</EncodingType>')
   // Without it, the key comes back as stored.
   const plain = await request({

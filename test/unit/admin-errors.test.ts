@@ -23,6 +23,7 @@ const EXPECTED: Record<ErrorCode, [code: string, status: number]> = {
   no_s3_credentials: ['NoS3Credentials', 404],
   no_such_bucket: ['NoSuchBucket', 404],
   bucket_exists: ['BucketAlreadyExists', 409],
+  bucket_owned_by_you: ['BucketAlreadyExists', 409],
   bucket_not_empty: ['BucketNotEmpty', 409],
   invalid_bucket_name: ['InvalidBucketName', 400],
   invalid_data: INVALID_DATA,
@@ -70,6 +71,7 @@ const EXPECTED: Record<ErrorCode, [code: string, status: number]> = {
   cors_forbidden: INTERNAL,
   bad_request: INTERNAL,
   max_message_length_exceeded: INTERNAL,
+  invalid_location_constraint: INTERNAL,
 }
 
 /** What the server alone is to blame for, or a callee that may recover. */
@@ -101,12 +103,13 @@ const SERVER_SIDE = new Set<ErrorCode>([
   'cors_forbidden',
   'bad_request',
   'max_message_length_exceeded',
+  'invalid_location_constraint',
 ])
 
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the code and status of the table', () => {
-  assert.is(CODES.length, 54)
+  assert.is(CODES.length, 56)
   for (const code of CODES) {
     const mapped = adminErrorFor(code)
     assert.equal([mapped.code, mapped.status], EXPECTED[code], code)

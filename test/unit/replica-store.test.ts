@@ -32,7 +32,7 @@ import type {
   StoreStats,
   SystemRecord,
 } from '../../protocol/messages.js'
-import type { BucketInfo, Expectations, ListPage } from '../../protocol/objects.js'
+import type { BucketInfo, BucketListing, Expectations, ListPage } from '../../protocol/objects.js'
 import { objectAt, objectSummaries } from '../../protocol/object-columns.js'
 import {
   fakeContext,
@@ -175,9 +175,17 @@ test('buckets: create, conflict, head, list in name order, delete', async () => 
     createdMs: 1_000_005,
   })
   assert.is(code(await store.send({ kind: 'bucket.head', bucket: 'nope' })), 'no_such_bucket')
-  const listed = value(await store.send<BucketInfo[]>({ kind: 'bucket.list' }))
+  const listed = value(
+    await store.send<BucketListing>({
+      kind: 'bucket.list',
+      owner: null,
+      prefix: '',
+      after: '',
+      limit: 1000,
+    }),
+  )
   assert.equal(
-    listed.map((bucket) => bucket.name),
+    listed.buckets.map((bucket) => bucket.name),
     ['alpha', 'zeta'],
   )
   value(await store.send(putBody('alpha', 'k', pattern(10))))
@@ -187,6 +195,37 @@ test('buckets: create, conflict, head, list in name order, delete', async () => 
   value(await store.send({ kind: 'bucket.delete', bucket: 'alpha' }))
   assert.is(code(await store.send({ kind: 'bucket.head', bucket: 'alpha' })), 'no_such_bucket')
   assert.is((await stats(store)).bucketsCount, 1)
+})
+
+test('buckets: owners, conflicts by owner, listing pages by owner, prefix and marker', async () => {
+  const store = await startStore()
+  const owners: [string, string][] = [
+    ['a-1', 'ann'],
+    ['a-2', 'bob'],
+    ['a-3', 'ann'],
+    ['b-1', 'ann'],
+  ]
+  for (const [bucket, owner] of owners) {
+    value(await store.send({ kind: 'bucket.create', bucket, owner }))
+  }
+  value(await store.send({ kind: 'bucket.create', bucket: 'a-0' })) // nobody's, as before owners
+  const create = { kind: 'bucket.create', bucket: 'a-1' } as const
+  assert.is(code(await store.send({ ...create, owner: 'ann' })), 'bucket_owned_by_you')
+  assert.is(code(await store.send({ ...create, owner: 'bob' })), 'bucket_exists')
+  assert.is(code(await store.send({ ...create, bucket: 'a-0', owner: 'ann' })), 'bucket_exists')
+  const list = async (owner: string | null, prefix: string, after: string, limit: number) => {
+    const listing = value(
+      await store.send<BucketListing>({ kind: 'bucket.list', owner, prefix, after, limit }),
+    )
+    return [listing.buckets.map((bucket) => bucket.name).join(','), listing.truncated]
+  }
+  assert.equal(await list('ann', '', '', 10), ['a-0,a-1,a-3,b-1', false])
+  assert.equal(await list('bob', '', '', 10), ['a-0,a-2', false])
+  assert.equal(await list(null, '', '', 10), ['a-0,a-1,a-2,a-3,b-1', false])
+  assert.equal(await list('ann', 'a-', '', 2), ['a-0,a-1', true])
+  assert.equal(await list('ann', 'a-', 'a-1', 2), ['a-3', false])
+  assert.equal(await list(null, 'a-', 'a-3', 2), ['', false])
+  assert.equal(await list(null, 'b', '', 1), ['b-1', false])
 })
 
 test('small put and get: inline body, ETag, metadata; HEAD has no body; no files', async () => {

@@ -12,9 +12,11 @@ const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
   no_such_key: ['NoSuchKey', 404],
   no_such_upload: ['NoSuchUpload', 404],
   no_such_version: ['NoSuchVersion', 404],
-  bucket_exists: ['BucketAlreadyOwnedByYou', 409],
+  bucket_exists: ['BucketAlreadyExists', 409],
+  bucket_owned_by_you: ['BucketAlreadyOwnedByYou', 409],
   bucket_not_empty: ['BucketNotEmpty', 409],
   invalid_bucket_name: ['InvalidBucketName', 400],
+  invalid_location_constraint: ['InvalidLocationConstraint', 400],
   access_denied: ['AccessDenied', 403],
   invalid_access_key: ['InvalidAccessKeyId', 403],
   signature_mismatch: ['SignatureDoesNotMatch', 403],
@@ -91,7 +93,7 @@ const SERVER_SIDE = new Set<ErrorCode>([
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the S3 code and status of the table', () => {
-  assert.is(CODES.length, 54)
+  assert.is(CODES.length, 56)
   for (const code of CODES) {
     const mapped = s3ErrorFor(code)
     assert.equal([mapped.s3Code, mapped.status], EXPECTED[code], code)

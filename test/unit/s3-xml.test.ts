@@ -89,19 +89,20 @@ function page(objects: ObjectSummary[], commonPrefixes: string[], truncated: boo
   return { objects: objectColumns(objects), commonPrefixes, truncated, lastReturned: last }
 }
 
-/** How a client reverses encoding-type=url (botocore uses unquote_plus). */
+/** How a client reverses encoding-type=url: `%XX` decoding (S3 writes no `+` for a space). */
 function urlDecode(value: string): string {
-  return decodeURIComponent(value.replace(/\+/g, ' '))
+  return decodeURIComponent(value)
 }
 
 test('ListAllMyBucketsResult has Owner and Buckets with ISO 8601 millisecond dates', () => {
-  const xml = listBucketsXml(
-    [
+  const xml = listBucketsXml({
+    buckets: [
       { name: 'alpha', createdMs: Date.UTC(2024, 0, 1) },
       { name: 'beta', createdMs: Date.UTC(2024, 5, 30, 12, 34, 56, 789) },
     ],
-    OWNER,
-  )
+    by: OWNER,
+    region: 'us-east-1',
+  })
   assert.ok(xml.startsWith(`${DECLARATION}<ListAllMyBucketsResult ${NS}>`))
   const result = root(xml, 'ListAllMyBucketsResult')
   const owner = element(child(result, 'Owner'))
@@ -132,7 +133,7 @@ test('s3Timestamp writes what toISOString writes, for any time a Date can hold',
 })
 
 test('ListAllMyBucketsResult with no buckets has an empty Buckets element', () => {
-  const xml = listBucketsXml([], OWNER)
+  const xml = listBucketsXml({ buckets: [], by: OWNER, region: 'us-east-1' })
   assert.ok(xml.includes('<Buckets/>') || xml.includes('<Buckets></Buckets>'))
 })
 
@@ -225,9 +226,11 @@ test('tricky keys survive ListObjectsV2 unchanged without encoding-type', () => 
   assert.equal(keys, TRICKY_KEYS)
 })
 
-test('encoding-type=url encodes like S3: form encoding on UTF-8, space as +, slash kept', () => {
+test('encoding-type=url encodes like S3: percent on UTF-8, space as %20, slash kept', () => {
   assert.is(s3UrlEncode('test_file(3).png'), 'test_file%283%29.png')
-  assert.is(s3UrlEncode('a b/c'), 'a+b/c')
+  assert.is(s3UrlEncode('a b/c'), 'a%20b/c')
+  assert.is(s3UrlEncode('quux ab/'), 'quux%20ab/')
+  assert.is(s3UrlEncode('asdf+b'), 'asdf%2Bb')
   assert.is(s3UrlEncode("~!'*-._"), '%7E%21%27*-._')
   assert.is(s3UrlEncode('+%&=?#'), '%2B%25%26%3D%3F%23')
   assert.is(s3UrlEncode('é😀'), '%C3%A9%F0%9F%98%80')
@@ -250,13 +253,13 @@ test('ListObjectsV2 with encoding-type=url encodes keys, prefixes, Delimiter, St
   })
   const result = root(xml, 'ListBucketResult')
   assert.is(textOf(result, 'EncodingType'), 'url')
-  assert.is(textOf(result, 'Prefix'), 'my+docs/')
-  assert.is(textOf(result, 'Delimiter'), '+')
-  assert.is(textOf(result, 'StartAfter'), 'my+docs/0+0')
+  assert.is(textOf(result, 'Prefix'), 'my%20docs/')
+  assert.is(textOf(result, 'Delimiter'), '%20')
+  assert.is(textOf(result, 'StartAfter'), 'my%20docs/0%200')
   // The token is ours and opaque: echoed as sent, never encoded.
   assert.is(textOf(result, 'ContinuationToken'), 'tok+en')
-  assert.is(textOf(element(child(result, 'Contents')), 'Key'), 'my+docs/a%281%29.txt')
-  assert.is(textOf(element(child(result, 'CommonPrefixes')), 'Prefix'), 'my+docs/x+y+')
+  assert.is(textOf(element(child(result, 'Contents')), 'Key'), 'my%20docs/a%281%29.txt')
+  assert.is(textOf(element(child(result, 'CommonPrefixes')), 'Prefix'), 'my%20docs/x%20y%20')
 })
 
 test('ListObjects (V1) has Marker, and NextMarker only when truncated with a delimiter', () => {
@@ -309,8 +312,8 @@ test('ListObjects (V1) with encoding-type=url encodes Marker and NextMarker too'
     }),
     'ListBucketResult',
   )
-  assert.is(textOf(result, 'Marker'), 'a+b/0')
-  assert.is(textOf(result, 'NextMarker'), 'a+b/c+d/')
+  assert.is(textOf(result, 'Marker'), 'a%20b/0')
+  assert.is(textOf(result, 'NextMarker'), 'a%20b/c%20d/')
   assert.is(textOf(result, 'EncodingType'), 'url')
 })
 
