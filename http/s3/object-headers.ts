@@ -12,12 +12,13 @@ const DEFAULT_CONTENT_TYPE = 'binary/octet-stream'
 
 export function parseHttpMeta(headers: Record<string, string>): HttpMeta {
   const meta: HttpMeta = { contentType: headers['content-type'] ?? DEFAULT_CONTENT_TYPE }
-  // aws-chunked is the transfer framing of this request, not part of the stored object.
+  // aws-chunked is the transfer framing of this request, not part of the stored object: S3 drops
+  // that token and keeps the rest of the value as sent.
   const encoding = (headers['content-encoding'] ?? '')
     .split(',')
-    .map((token) => token.trim())
-    .filter((token) => token !== '' && token.toLowerCase() !== 'aws-chunked')
+    .filter((token) => token.trim().toLowerCase() !== 'aws-chunked')
     .join(',')
+    .trim()
   if (encoding !== '') meta.contentEncoding = encoding
   const optional = [
     ['content-disposition', 'contentDisposition'],
