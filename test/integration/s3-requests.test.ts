@@ -245,13 +245,9 @@ test('a key that is not UTF-8 is 400 InvalidURI', async () => {
   for (const path of [`/${BUCKET}/%FF`, `/${BUCKET}/a%C3`, `/${BUCKET}/%ED%A0%80`]) {
     expectError(await request({ method: 'GET', path }), 400, 'InvalidURI', path)
   }
-  // Raw bytes in the request line: 0xFF is not UTF-8; C3 A9 is é.
-  const bad = await rawRequest({ method: 'GET', path: `/${BUCKET}/x\u00ff` })
-  assert.match(await rawExchange(Buffer.from(bad, 'latin1'), 1), /^HTTP\/1\.1 400[^]*InvalidURI/)
-  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'é', Body: 'accent' }))
-  const good = await rawRequest({ method: 'GET', path: `/${BUCKET}/%C3%A9` })
-  const rawGood = good.replace('/%C3%A9 ', '/\u00c3\u00a9 ')
-  assert.match(await rawExchange(Buffer.from(rawGood, 'latin1'), 1), /^HTTP\/1\.1 200[^]*accent$/)
+  // Raw bytes beyond ASCII in the request line: node:http refuses them itself, also with 400.
+  const raw = await rawRequest({ method: 'GET', path: `/${BUCKET}/x\u00ff` })
+  assert.match(await rawExchange(Buffer.from(raw, 'latin1'), 1), /^HTTP\/1\.1 400/)
 })
 
 // ---------------------------------------------------------------------------------------------

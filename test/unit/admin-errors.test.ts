@@ -41,6 +41,7 @@ const EXPECTED: Record<ErrorCode, [code: string, status: number]> = {
   incomplete_body: INVALID_DATA,
   missing_content_length: INVALID_DATA,
   malformed_xml: INVALID_DATA,
+  invalid_uri: INVALID_DATA,
   // The callee was overloaded, slow or restarting: worth a retry.
   busy: UNAVAILABLE,
   timeout: UNAVAILABLE,

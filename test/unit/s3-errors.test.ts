@@ -37,6 +37,7 @@ const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
   incomplete_body: ['IncompleteBody', 400],
   missing_content_length: ['MissingContentLength', 411],
   malformed_xml: ['MalformedXML', 400],
+  invalid_uri: ['InvalidURI', 400],
   precondition_failed: ['PreconditionFailed', 412],
   not_modified: ['NotModified', 304],
   invalid_range: ['InvalidRange', 416],
