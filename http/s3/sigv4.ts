@@ -305,14 +305,9 @@ function parsePresigned(query: readonly QueryPair[], nowMs: number): Result<Pars
   const amzDate = get('X-Amz-Date')
   const dateMs = parseAmzDate(amzDate)
   if (dateMs === null) return fail('authorization_malformed', 'X-Amz-Date is not YYYYMMDDTHHMMSSZ')
-  const expires = get('X-Amz-Expires')
-  const expiresSeconds = /^[0-9]{1,7}$/.test(expires) ? Number(expires) : 0
-  if (expiresSeconds < 1 || expiresSeconds > PRESIGN_EXPIRES_SECONDS_MAX) {
-    return fail(
-      'authorization_malformed',
-      `X-Amz-Expires must be 1..${PRESIGN_EXPIRES_SECONDS_MAX}`,
-    )
-  }
+  const expires = presignExpiry(get('X-Amz-Expires'))
+  if (!expires.ok) return expires
+  const expiresSeconds = expires.value
   const { accessKey, scope } = credentials.value
   if (scope.date !== amzDate.slice(0, 8)) {
     return fail('authorization_malformed', 'Credential scope date differs from X-Amz-Date')
@@ -320,7 +315,9 @@ function parsePresigned(query: readonly QueryPair[], nowMs: number): Result<Pars
   if (dateMs - nowMs > CLOCK_SKEW_MS_MAX) {
     return fail('request_time_skewed', 'Presigned URL is dated in the future')
   }
-  if (dateMs + expiresSeconds * 1000 < nowMs) return fail('expired_request', 'Request has expired')
+  if (expiresSeconds === 0 || dateMs + expiresSeconds * 1000 < nowMs) {
+    return fail('expired_request', 'Request has expired')
+  }
   const payload = presignPayload(query)
   if (!payload.ok) return payload
   return ok({
@@ -332,6 +329,22 @@ function parsePresigned(query: readonly QueryPair[], nowMs: number): Result<Pars
     presigned: true,
     ...payload.value,
   })
+}
+
+/** X-Amz-Expires in seconds; out of range is 403 AccessDenied with S3's own messages. */
+function presignExpiry(value: string): Result<number> {
+  if (!/^-?[0-9]{1,16}$/.test(value)) {
+    return fail('access_denied', 'X-Amz-Expires should be a number')
+  }
+  const seconds = Number(value)
+  if (seconds < 0) return fail('access_denied', 'X-Amz-Expires must be non-negative')
+  if (seconds > PRESIGN_EXPIRES_SECONDS_MAX) {
+    return fail(
+      'access_denied',
+      `X-Amz-Expires must be less than a week (in seconds) that is ${PRESIGN_EXPIRES_SECONDS_MAX}`,
+    )
+  }
+  return ok(seconds)
 }
 
 function presignParameters(query: readonly QueryPair[]): Result<Map<PresignParameter, string>> {
