@@ -11,6 +11,7 @@ import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
 import { Hono } from 'hono'
 import type { Mesh } from '../protocol/actor.js'
 import { createAdminApp } from './admin/admin-app.js'
+import { inOrder } from './in-order.js'
 import { killActor } from './chaos.js'
 import { statsRecord } from './stats.js'
 import { isRetryable } from '../protocol/errors.js'
@@ -59,7 +60,7 @@ export function createListener(
       else outgoing.destroy()
     })
   }
-  return { listener, keys: caches.keys }
+  return { listener: inOrder(listener), keys: caches.keys }
 }
 
 /** Paths of the routes besides S3 (the app's own table below): exactly these, or under them. A

@@ -108,7 +108,7 @@ async function rawRequest(req: RawRequest): Promise<string> {
 }
 
 function statusLines(text: string): string[] {
-  return text.match(/^HTTP\/1\.1 \d{3}/gm) ?? []
+  return text.match(/HTTP\/1\.1 \d{3}/g) ?? []
 }
 
 // ---------------------------------------------------------------------------------------------
