@@ -34,9 +34,11 @@ function decodeWord(word: string): string | null {
     encoding.toUpperCase() === 'B'
       ? Buffer.from(text, 'base64')
       : Buffer.from(
-          text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) =>
-            String.fromCharCode(parseInt(hex, 16)),
-          ),
+          text
+            .replace(/_/g, ' ')
+            .replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) =>
+              String.fromCharCode(parseInt(hex, 16)),
+            ),
           'latin1',
         )
   switch (charset.toLowerCase()) {

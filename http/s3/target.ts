@@ -31,15 +31,13 @@ export function parseTarget(
   if (domain !== undefined && hostName.endsWith('.' + domain.toLowerCase())) {
     const bucket = hostName.slice(0, -(domain.length + 1))
     const key = rawPath.length > 1 ? decode(rawPath.slice(1)) : null
-    if (rawPath.length > 1 && key === null)
-      return fail('invalid_uri', URI_UNPARSEABLE)
+    if (rawPath.length > 1 && key === null) return fail('invalid_uri', URI_UNPARSEABLE)
     return ok({ bucket, key })
   }
   const slash = rawPath.indexOf('/', 1)
   const rawBucket = slash === -1 ? rawPath.slice(1) : rawPath.slice(1, slash)
   const bucket = rawBucket === '' ? null : decode(rawBucket)
-  if (rawBucket !== '' && bucket === null)
-    return fail('invalid_uri', URI_UNPARSEABLE)
+  if (rawBucket !== '' && bucket === null) return fail('invalid_uri', URI_UNPARSEABLE)
   if (slash === -1 || slash === rawPath.length - 1) return ok({ bucket, key: null })
   const key = decode(rawPath.slice(slash + 1))
   if (key === null) return fail('invalid_uri', URI_UNPARSEABLE)

@@ -327,7 +327,10 @@ test('presigned URLs expire, and may not be dated in the future', async () => {
   assertCode(check(tooLong), 'access_denied')
   const zero = { ...req, rawQuery: req.rawQuery.replace('X-Amz-Expires=60', 'X-Amz-Expires=0') }
   assertCode(check(zero), 'expired_request')
-  const negative = { ...req, rawQuery: req.rawQuery.replace('X-Amz-Expires=60', 'X-Amz-Expires=-7') }
+  const negative = {
+    ...req,
+    rawQuery: req.rawQuery.replace('X-Amz-Expires=60', 'X-Amz-Expires=-7'),
+  }
   assertCode(check(negative), 'access_denied')
 })
 
