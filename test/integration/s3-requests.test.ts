@@ -6,6 +6,7 @@
  * independent @smithy/signature-v4, sent by node:http or written to a raw socket. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { createHmac } from 'node:crypto'
 import { connect } from 'node:net'
 import {
   CompleteMultipartUploadCommand,
@@ -19,7 +20,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3'
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
-import { startServer, type TestServer } from '../support/server.js'
+import { ACCESS_KEY, SECRET_KEY, startServer, type TestServer } from '../support/server.js'
 import { sleep } from '../support/wait.js'
 import {
   errorCode,
@@ -300,7 +301,13 @@ test('responses in an unversioned bucket carry no x-amz-version-id', async () =>
   assert.is(copy.CopySourceVersionId, undefined, 'copy source')
   const upload = await s3.send(new CreateMultipartUploadCommand({ ...at, Key: 'unversioned-mp' }))
   const part = await s3.send(
-    new UploadPartCommand({ ...at, Key: 'unversioned-mp', UploadId: upload.UploadId, PartNumber: 1, Body: 'p' }),
+    new UploadPartCommand({
+      ...at,
+      Key: 'unversioned-mp',
+      UploadId: upload.UploadId,
+      PartNumber: 1,
+      Body: 'p',
+    }),
   )
   const done = await s3.send(
     new CompleteMultipartUploadCommand({
@@ -341,6 +348,65 @@ test('pipelined requests are answered in order, each write done before the next 
     )
     assert.ok(text.includes(body), text)
   }
+})
+
+// ---------------------------------------------------------------------------------------------
+// Signature Version 2
+
+function sigV2(toSign: string): string {
+  return createHmac('sha1', SECRET_KEY).update(toSign).digest('base64')
+}
+
+test('SigV2 header auth: PUT with metadata and a subresource GET, signed by hand', async () => {
+  const host = new URL(server.url).host
+  const date = new Date().toUTCString()
+  const put = ['PUT', '', 'text/plain', date, 'x-amz-meta-tool:v2', `/${BUCKET}/v2`].join('\n')
+  const headers = {
+    host,
+    date,
+    'content-type': 'text/plain',
+    'x-amz-meta-tool': 'v2',
+    authorization: `AWS ${ACCESS_KEY}:${sigV2(put)}`,
+  }
+  expectStatus(await send(server.url, 'PUT', `/${BUCKET}/v2`, headers, 'signed v2'), 200, 'put')
+  const got = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'v2' }))
+  assert.is(await got.Body?.transformToString(), 'signed v2')
+  assert.is(got.Metadata?.['tool'], 'v2')
+  // ?versioning is a subresource: it is part of the signed resource.
+  const get = ['GET', '', '', date, `/${BUCKET}?versioning`].join('\n')
+  const versioning = await send(server.url, 'GET', `/${BUCKET}?versioning`, {
+    host,
+    date,
+    authorization: `AWS ${ACCESS_KEY}:${sigV2(get)}`,
+  })
+  expectStatus(versioning, 200, 'versioning')
+  const unsigned = ['GET', '', '', date, `/${BUCKET}`].join('\n')
+  const wrong = await send(server.url, 'GET', `/${BUCKET}?versioning`, {
+    host,
+    date,
+    authorization: `AWS ${ACCESS_KEY}:${sigV2(unsigned)}`,
+  })
+  expectError(wrong, 403, 'SignatureDoesNotMatch', 'subresource left out')
+})
+
+test('SigV2 presigned URLs: a GET within Expires, then expired and tampered ones', async () => {
+  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'v2-presigned', Body: 'shared' }))
+  const url = (expires: number, path = `/${BUCKET}/v2-presigned`): string => {
+    const signature = sigV2(['GET', '', '', String(expires), path].join('\n'))
+    const query = new URLSearchParams({
+      AWSAccessKeyId: ACCESS_KEY,
+      Expires: String(expires),
+      Signature: signature,
+    })
+    return `${server.url}${path}?${query.toString()}`
+  }
+  const now = Math.floor(Date.now() / 1000)
+  const fresh = await fetchStatus(url(now + 300))
+  expectStatus(fresh, 200, 'fresh')
+  assert.is(fresh.body.toString(), 'shared')
+  expectError(await fetchStatus(url(now - 10)), 403, 'AccessDenied', 'expired')
+  const other = url(now + 300).replace('v2-presigned', 'v2')
+  expectError(await fetchStatus(other), 403, 'SignatureDoesNotMatch', 'another key')
 })
 
 test.run()
