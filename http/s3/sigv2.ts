@@ -65,7 +65,7 @@ const SIGNATURE = /^[A-Za-z0-9+/]{27}=$/
 export function isSigV2(req: SignedRequest, query: URLSearchParams): boolean {
   const authorization = req.headers['authorization']
   if (authorization !== undefined) return authorization.startsWith('AWS ')
-  return query.has('AWSAccessKeyId') && query.has('Signature')
+  return query.has('AWSAccessKeyId') || query.has('Signature')
 }
 
 export function parseV2(

@@ -171,7 +171,7 @@ for (const expect of ['', 'something-else']) {
 // ---------------------------------------------------------------------------------------------
 // Metadata beyond ASCII
 
-test('metadata sent as UTF-8 bytes is signed over those bytes and returned RFC 2047-encoded', async () => {
+test('UTF-8 metadata is signed over its bytes and returned RFC 2047-encoded', async () => {
   const value = 'café ☕'
   const put = await rawRequest({
     method: 'PUT',
@@ -223,7 +223,7 @@ test('Content-Encoding keeps what is not aws-chunked exactly', async () => {
   }
 })
 
-test('the SDK streaming a gzip body with a trailer checksum stores Content-Encoding gzip', async () => {
+test('an SDK gzip upload with a trailer checksum stores Content-Encoding gzip', async () => {
   const { Readable } = await import('node:stream')
   await s3.send(
     new PutObjectCommand({
@@ -327,7 +327,7 @@ test('responses in an unversioned bucket carry no x-amz-version-id', async () =>
 // ---------------------------------------------------------------------------------------------
 // Pipelining
 
-test('pipelined requests are answered in order, each write done before the next starts', async () => {
+test('pipelined requests are answered in order, each done before the next', async () => {
   for (let round = 0; round < 5; round++) {
     const key = `pipelined-${round}`
     const body = `body of round ${round}`

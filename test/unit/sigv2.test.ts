@@ -55,7 +55,7 @@ test("Amazon's query example: a presigned GET with Expires", () => {
   assert.is(expired.ok ? '' : expired.code, 'expired_request')
 })
 
-test('subresources, Content-MD5, Content-Type and x-amz-* headers are signed as S3 lists them', () => {
+test('subresources, Content-MD5, Content-Type and x-amz-* headers are signed as S3 does', () => {
   const headers = {
     host: '127.0.0.1',
     'x-amz-date': DATE,
