@@ -15,6 +15,7 @@ import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
 import { Hono } from 'hono'
 import type { Mesh } from '../protocol/actor.js'
 import { createAdminApp } from './admin/admin-app.js'
+import { inOrder } from './in-order.js'
 import { killActor } from './chaos.js'
 import { statsRecord } from './stats.js'
 import { isRetryable } from '../protocol/errors.js'
@@ -63,7 +64,7 @@ export function createListener(
       else outgoing.destroy()
     })
   }
-  return { listener, keys: caches.keys }
+  return { listener: inOrder(listener), keys: caches.keys }
 }
 
 /** /health's body while object writes are refused for lack of space. */

@@ -34,6 +34,7 @@ export type ErrorCode =
   | 'incomplete_body'
   | 'missing_content_length'
   | 'malformed_xml'
+  | 'invalid_uri'
   | 'precondition_failed'
   | 'not_modified'
   | 'invalid_range'

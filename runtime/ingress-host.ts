@@ -158,6 +158,8 @@ async function listen(ctx: Context, hostname: string, listener: Listener): Promi
     cert !== undefined && key !== undefined
       ? createHttpsServer(readTlsPair(cert, key), listener)
       : createHttpServer(listener)
+  // S3 ignores an Expect it does not know (or an empty one); Node would answer 417 without it.
+  server.on('checkExpectation', listener)
   server.headersTimeout = HEADERS_TIMEOUT_MS
   server.requestTimeout = 0 // Bodies are bounded by the stream idle timeout instead.
   server.setTimeout(SOCKET_IDLE_TIMEOUT_MS)

@@ -67,6 +67,7 @@ export function adminErrorFor(code: ErrorCode): AdminError {
     case 'incomplete_body':
     case 'missing_content_length':
     case 'malformed_xml':
+    case 'invalid_uri':
       return adminError('InvalidData', 400, 'The request could not be interpreted.')
     case 'method_not_allowed':
       return adminError('MethodNotAllowed', 405, 'This method is not allowed on this path.')

@@ -1,13 +1,16 @@
-/** @module Authenticates an S3 request: parses SigV4 (header or presigned), asks iam for the
- * access key's secret and principal, verifies the signature. Anonymous requests are refused. The
- * payload mode it returns says how the body must be decoded and checked. */
+/** @module Authenticates an S3 request: parses SigV4 or SigV2 (header or presigned), asks iam for
+ * the access key's secret and principal (one key cache for both), verifies the signature.
+ * Anonymous requests are refused. The payload mode it returns says how the body must be decoded
+ * and checked; SigV2 signs no body, so its payload is unsigned. */
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { KeyLookup, Principal } from '../../protocol/messages.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { S3Exchange } from './exchange.js'
 import type { KeyCache } from './key-cache.js'
+import { isSigV2, parseV2, verifyV2 } from './sigv2.js'
 import {
   parseAuth,
+  UNSIGNED_PAYLOAD,
   verifyAuth,
   type ParsedAuth,
   type SigningKeyCache,
@@ -53,6 +56,7 @@ export async function authenticate(
     rawQuery: ex.rawQuery,
     headers: ex.headers,
   }
+  if (isSigV2(request, ex.query)) return authenticateV2(ex, caches)
   const parsed = parseAuth(request, ex.mesh.now())
   if (!parsed.ok) return parsed
   const lookup = await lookupKey(ex, caches.keys, parsed.value.accessKey)
@@ -60,6 +64,60 @@ export async function authenticate(
   const verified = verifyAuth(parsed.value, request, lookup.value.secretKey, caches.signingKeys)
   if (!verified.ok) return verified
   return ok({ principal: lookup.value.principal, parsed: parsed.value, verified: verified.value })
+}
+
+/** SigV2: the same key lookup; what the body code reads of a SigV4 result says "unsigned". */
+async function authenticateV2(ex: S3Exchange, caches: AuthCaches): Promise<Result<Authenticated>> {
+  const request = {
+    method: ex.method,
+    rawPath: ex.rawPath,
+    rawQuery: ex.rawQuery,
+    headers: ex.headers,
+  }
+  const parsed = parseV2(request, ex.query, ex.mesh.now())
+  if (!parsed.ok) return parsed
+  const lookup = await lookupKey(ex, caches.keys, parsed.value.accessKey)
+  if (!lookup.ok) return lookup
+  const verified = verifyV2(
+    parsed.value,
+    request,
+    ex.query,
+    lookup.value.secretKey,
+    resourcePrefix(ex),
+  )
+  if (!verified.ok) return verified
+  const { accessKey, signature, presigned } = parsed.value
+  const payload = { kind: 'unsigned' } as const
+  return ok({
+    principal: lookup.value.principal,
+    parsed: {
+      accessKey,
+      scope: { date: '', region: '', service: 's3' },
+      amzDate: '',
+      signedHeaders: [],
+      signature,
+      presigned,
+      payload,
+      payloadHash: UNSIGNED_PAYLOAD,
+    },
+    verified: {
+      accessKey,
+      signingKey: new Uint8Array(0),
+      scope: '',
+      amzDate: '',
+      seedSignature: signature,
+      payload,
+    },
+  })
+}
+
+/** SigV2 signs `/bucket/key`: a virtual-hosted request names its bucket in the Host instead. */
+function resourcePrefix(ex: S3Exchange): string {
+  const bucket = ex.target.bucket
+  const domain = ex.mesh.config['SVC_DOMAIN']
+  if (bucket === null || domain === undefined) return ''
+  const host = (ex.headers['host'] ?? '').replace(/:\d+$/, '').toLowerCase()
+  return host.endsWith('.' + domain.toLowerCase()) ? `/${bucket}` : ''
 }
 
 /** What each role may do on the S3 API (SPEC.md section 5): Readers list and download. */

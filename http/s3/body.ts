@@ -27,12 +27,14 @@ function payloadDecoder(auth: Authenticated): PayloadDecoder {
   return { push: (data) => decoder.push(data), finish: () => decoder.finish().trailers }
 }
 
-/** Declared payload size: x-amz-decoded-content-length for aws-chunked, else Content-Length. */
+/** Declared payload size: x-amz-decoded-content-length for aws-chunked, else Content-Length; a
+ * plain `Transfer-Encoding: chunked` body without Content-Length may declare its size in
+ * x-amz-decoded-content-length too, as S3 allows. Neither is 411 MissingContentLength. */
 export function declaredSize(ex: S3Exchange, auth: Authenticated): Result<number> {
   const streaming = auth.parsed.payload.kind.startsWith('streaming')
   const header = streaming
     ? ex.headers['x-amz-decoded-content-length']
-    : ex.headers['content-length']
+    : (ex.headers['content-length'] ?? ex.headers['x-amz-decoded-content-length'])
   if (header === undefined) {
     if (streaming) return fail('missing_content_length', 'x-amz-decoded-content-length is required')
     return fail('missing_content_length', 'You must provide the Content-Length HTTP header.')

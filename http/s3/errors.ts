@@ -52,6 +52,7 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'incomplete_body':
     case 'missing_content_length':
     case 'malformed_xml':
+    case 'invalid_uri':
       return requestError(code)
     case 'invalid_part':
     case 'invalid_part_order':
@@ -218,6 +219,7 @@ type RequestCode = Extract<
   | 'incomplete_body'
   | 'missing_content_length'
   | 'malformed_xml'
+  | 'invalid_uri'
 >
 
 function requestError(code: RequestCode): S3Error {
@@ -241,6 +243,8 @@ function requestError(code: RequestCode): S3Error {
         400,
         'The checksum you specified did not match the calculated checksum.',
       )
+    case 'invalid_uri':
+      return s3Error('InvalidURI', 400, "Couldn't parse the specified URI.")
     case 'key_too_long':
       return s3Error('KeyTooLongError', 400, 'Your key is too long')
     case 'metadata_too_large':

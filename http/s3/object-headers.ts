@@ -5,18 +5,20 @@ import { fail, ok, type Result } from '../../protocol/errors.js'
 import { USER_METADATA_BYTES_MAX } from '../../protocol/limits.js'
 import type { HttpMeta, ObjectInfo } from '../../protocol/objects.js'
 import { checksumHeaderName } from '../../protocol/checksums.js'
+import { metaValueFromHeader, metaValueToHeader } from './meta-text.js'
 
 /** Amazon S3's type for objects uploaded without one. */
 const DEFAULT_CONTENT_TYPE = 'binary/octet-stream'
 
 export function parseHttpMeta(headers: Record<string, string>): HttpMeta {
   const meta: HttpMeta = { contentType: headers['content-type'] ?? DEFAULT_CONTENT_TYPE }
-  // aws-chunked is the transfer framing of this request, not part of the stored object.
+  // aws-chunked is the transfer framing of this request, not part of the stored object: S3 drops
+  // that token and keeps the rest of the value as sent.
   const encoding = (headers['content-encoding'] ?? '')
     .split(',')
-    .map((token) => token.trim())
-    .filter((token) => token !== '' && token.toLowerCase() !== 'aws-chunked')
+    .filter((token) => token.trim().toLowerCase() !== 'aws-chunked')
     .join(',')
+    .trim()
   if (encoding !== '') meta.contentEncoding = encoding
   const optional = [
     ['content-disposition', 'contentDisposition'],
@@ -37,8 +39,9 @@ export function parseUserMeta(headers: Record<string, string>): Result<Record<st
   for (const [name, value] of Object.entries(headers)) {
     if (!name.startsWith('x-amz-meta-')) continue
     const short = name.slice('x-amz-meta-'.length)
-    bytes += Buffer.byteLength(short) + Buffer.byteLength(value)
-    meta[short] = value
+    const text = metaValueFromHeader(value)
+    bytes += Buffer.byteLength(short) + Buffer.byteLength(text)
+    meta[short] = text
   }
   if (bytes > USER_METADATA_BYTES_MAX) {
     return fail(
@@ -73,7 +76,9 @@ export function objectHeaders(info: ObjectInfo, query: URLSearchParams): Record<
   if (http.contentLanguage !== undefined) headers['content-language'] = http.contentLanguage
   if (http.cacheControl !== undefined) headers['cache-control'] = http.cacheControl
   if (http.expires !== undefined) headers['expires'] = http.expires
-  for (const [name, value] of Object.entries(info.userMeta)) headers['x-amz-meta-' + name] = value
+  for (const [name, value] of Object.entries(info.userMeta)) {
+    headers['x-amz-meta-' + name] = metaValueToHeader(value)
+  }
   if (info.versionId !== undefined) headers['x-amz-version-id'] = info.versionId
   for (const [param, header] of OVERRIDES) {
     const value = query.get(param)

@@ -145,6 +145,11 @@ export function hmacSha256Hex(key: Uint8Array, data: string): string {
   return createHmac('sha256', key).update(data, 'utf8').digest('hex')
 }
 
+/** SHA-256 of the bytes a latin1 string stands for, a character per byte. */
+function latin1Sha256Hex(data: string): string {
+  return hash('sha256', Buffer.from(data, 'latin1'), 'hex')
+}
+
 /** One-shot: no Hash object per call (0.45 against 1.0 us for a canonical request). */
 export function sha256Hex(data: string | Uint8Array): string {
   return hash('sha256', data, 'hex')
@@ -300,14 +305,9 @@ function parsePresigned(query: readonly QueryPair[], nowMs: number): Result<Pars
   const amzDate = get('X-Amz-Date')
   const dateMs = parseAmzDate(amzDate)
   if (dateMs === null) return fail('authorization_malformed', 'X-Amz-Date is not YYYYMMDDTHHMMSSZ')
-  const expires = get('X-Amz-Expires')
-  const expiresSeconds = /^[0-9]{1,7}$/.test(expires) ? Number(expires) : 0
-  if (expiresSeconds < 1 || expiresSeconds > PRESIGN_EXPIRES_SECONDS_MAX) {
-    return fail(
-      'authorization_malformed',
-      `X-Amz-Expires must be 1..${PRESIGN_EXPIRES_SECONDS_MAX}`,
-    )
-  }
+  const expires = presignExpiry(get('X-Amz-Expires'))
+  if (!expires.ok) return expires
+  const expiresSeconds = expires.value
   const { accessKey, scope } = credentials.value
   if (scope.date !== amzDate.slice(0, 8)) {
     return fail('authorization_malformed', 'Credential scope date differs from X-Amz-Date')
@@ -315,7 +315,9 @@ function parsePresigned(query: readonly QueryPair[], nowMs: number): Result<Pars
   if (dateMs - nowMs > CLOCK_SKEW_MS_MAX) {
     return fail('request_time_skewed', 'Presigned URL is dated in the future')
   }
-  if (dateMs + expiresSeconds * 1000 < nowMs) return fail('expired_request', 'Request has expired')
+  if (expiresSeconds === 0 || dateMs + expiresSeconds * 1000 < nowMs) {
+    return fail('expired_request', 'Request has expired')
+  }
   const payload = presignPayload(query)
   if (!payload.ok) return payload
   return ok({
@@ -327,6 +329,22 @@ function parsePresigned(query: readonly QueryPair[], nowMs: number): Result<Pars
     presigned: true,
     ...payload.value,
   })
+}
+
+/** X-Amz-Expires in seconds; out of range is 403 AccessDenied with S3's own messages. */
+function presignExpiry(value: string): Result<number> {
+  if (!/^-?[0-9]{1,16}$/.test(value)) {
+    return fail('access_denied', 'X-Amz-Expires should be a number')
+  }
+  const seconds = Number(value)
+  if (seconds < 0) return fail('access_denied', 'X-Amz-Expires must be non-negative')
+  if (seconds > PRESIGN_EXPIRES_SECONDS_MAX) {
+    return fail(
+      'access_denied',
+      `X-Amz-Expires must be less than a week (in seconds) that is ${PRESIGN_EXPIRES_SECONDS_MAX}`,
+    )
+  }
+  return ok(seconds)
 }
 
 function presignParameters(query: readonly QueryPair[]): Result<Map<PresignParameter, string>> {
@@ -504,18 +522,22 @@ export function verifyAuth(
   const query = canonicalQuery(req.rawQuery, parsed.presigned)
   const signedHeaders = parsed.signedHeaders.join(';')
   const rest = `${query}\n${headers.value}\n\n${signedHeaders}\n${parsed.payloadHash}`
-  const sign = (path: string): string => {
+  const sign = (path: string, hashOf: (canonical: string) => string): string => {
     const canonical = `${req.method}\n${path}\n${rest}`
-    const toSign = `${ALGORITHM}\n${parsed.amzDate}\n${scope}\n${sha256Hex(canonical)}`
+    const toSign = `${ALGORITHM}\n${parsed.amzDate}\n${scope}\n${hashOf(canonical)}`
     return hmacSha256Hex(signingKey, toSign)
   }
   const path = canonicalPath(req.rawPath)
-  let matches = signaturesEqual(sign(path), parsed.signature)
+  const paths = [path]
   // Some clients sign the path exactly as they sent it, e.g. with lower-case hex; the two spellings
   // name the same key, so accepting either weakens nothing.
-  if (!matches && path !== req.rawPath && req.rawPath.startsWith('/')) {
-    matches = signaturesEqual(sign(req.rawPath), parsed.signature)
-  }
+  if (path !== req.rawPath && req.rawPath.startsWith('/')) paths.push(req.rawPath)
+  // Header values are latin1 text, a character per byte received: S3 signs those bytes (UTF-8
+  // metadata), not the UTF-8 of the latin1 text.
+  const hashOf = /[\u0080-\u00ff]/.test(headers.value) ? latin1Sha256Hex : sha256Hex
+  const matches = paths.some((candidate) =>
+    signaturesEqual(sign(candidate, hashOf), parsed.signature),
+  )
   if (!matches) {
     return fail('signature_mismatch', 'The request signature does not match the calculated one')
   }

@@ -42,6 +42,7 @@ const EXPECTED: Record<ErrorCode, [code: string, status: number]> = {
   incomplete_body: INVALID_DATA,
   missing_content_length: INVALID_DATA,
   malformed_xml: INVALID_DATA,
+  invalid_uri: INVALID_DATA,
   // The callee was overloaded, slow or restarting: worth a retry.
   busy: UNAVAILABLE,
   timeout: UNAVAILABLE,
@@ -109,7 +110,7 @@ const SERVER_SIDE = new Set<ErrorCode>([
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the code and status of the table', () => {
-  assert.is(CODES.length, 56)
+  assert.is(CODES.length, 57)
   for (const code of CODES) {
     const mapped = adminErrorFor(code)
     assert.equal([mapped.code, mapped.status], EXPECTED[code], code)

@@ -39,6 +39,7 @@ const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
   incomplete_body: ['IncompleteBody', 400],
   missing_content_length: ['MissingContentLength', 411],
   malformed_xml: ['MalformedXML', 400],
+  invalid_uri: ['InvalidURI', 400],
   precondition_failed: ['PreconditionFailed', 412],
   not_modified: ['NotModified', 304],
   invalid_range: ['InvalidRange', 416],
@@ -93,7 +94,7 @@ const SERVER_SIDE = new Set<ErrorCode>([
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the S3 code and status of the table', () => {
-  assert.is(CODES.length, 56)
+  assert.is(CODES.length, 57)
   for (const code of CODES) {
     const mapped = s3ErrorFor(code)
     assert.equal([mapped.s3Code, mapped.status], EXPECTED[code], code)

@@ -324,9 +324,14 @@ test('presigned URLs expire, and may not be dated in the future', async () => {
     ...req,
     rawQuery: req.rawQuery.replace('X-Amz-Expires=60', 'X-Amz-Expires=604801'),
   }
-  assertCode(check(tooLong), 'authorization_malformed')
+  assertCode(check(tooLong), 'access_denied')
   const zero = { ...req, rawQuery: req.rawQuery.replace('X-Amz-Expires=60', 'X-Amz-Expires=0') }
-  assertCode(check(zero), 'authorization_malformed')
+  assertCode(check(zero), 'expired_request')
+  const negative = {
+    ...req,
+    rawQuery: req.rawQuery.replace('X-Amz-Expires=60', 'X-Amz-Expires=-7'),
+  }
+  assertCode(check(negative), 'access_denied')
 })
 
 test('no credentials, SigV2, malformed header or scope, both mechanisms at once', async () => {
