@@ -133,7 +133,7 @@ export async function sendBody<T>(
   } as ObjectMsg)
   const pumped = pumpBody(ex, auth, sink)
   // A call that fails while the client still sends (an actor on its path died) is the answer now:
-  // the rest of the body could not be stored, and waiting for it would tie the answer to the client.
+  // the rest of the body could not be stored, and waiting for it ties the answer to the client.
   const early = await Promise.race([pending, pumped.then(() => null)])
   if (early !== null && !early.ok) {
     sink.abort(early.code, early.detail)

@@ -15,7 +15,6 @@ import { readdirSync, statSync } from 'node:fs'
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
-import { admin, login } from '../support/admin-client.js'
 import { sample } from '../support/metrics-text.js'
 import { errorCode, signedRequest, signRequest } from '../support/signed-request.js'
 import { startServer, type TestServer } from '../support/server.js'
@@ -33,7 +32,6 @@ const PUT_BYTES = 1024 * 1024
 /** Larger than what loopback socket buffers and the stream window hold, so that the kill lands
  * while most of the body is still in the store. */
 const GET_BYTES = 48 * 1024 * 1024
-const ROOT_PASSWORD = 'actor-death-root-password'
 
 type Answer =
   | { kind: 'response'; status: number; headers: IncomingMessage['headers']; body: Buffer }
@@ -99,16 +97,21 @@ async function openRequest(
   return request
 }
 
+/** Kills `actor` through the chaos route. The route authenticates, which a restarted ingress may
+ * have to ask iam for: while iam is down it answers 503, and the kill is asked again. */
 async function kill(server: TestServer, actor: string): Promise<void> {
-  try {
-    const response = await signedRequest(server.url, {
-      method: 'POST',
-      path: `/admin/chaos/kill/${actor}`,
-    })
-    assert.is(response.status, 200, `kill ${actor}: ${response.status}`)
-  } catch {
-    // The ingress may go before its answer does.
+  const path = `/admin/chaos/kill/${actor}`
+  const ask = () =>
+    signedRequest(server.url, { method: 'POST', path }).then(
+      (response) => response.status,
+      () => 0, // The ingress may go before its answer does.
+    )
+  let status = await ask()
+  for (let attempt = 0; attempt < 100 && status === 503; attempt++) {
+    await sleep(20)
+    status = await ask()
   }
+  assert.ok(status === 200 || status === 0, `kill ${actor}: ${status}`)
 }
 
 async function metricsText(server: TestServer): Promise<string> {
@@ -131,18 +134,20 @@ function storeHasFirstChunk(server: TestServer): boolean {
   return readdirSync(dir).some((name) => statSync(join(dir, name)).size === STREAM_CHUNK_BYTES)
 }
 
-/** Waits for an answer at most HANG_MS and checks that it came within ANSWER_BOUND_MS of the kill,
- * and is one a client may get there: never a 500. */
+/** Waits for an answer at most HANG_MS; a failure must have come within ANSWER_BOUND_MS of the kill
+ * and be one a client may get there: a 503 or a closed connection, never a 500. */
 async function boundedAnswer(what: string, answer: Promise<Timed>, killedAt: number) {
   const timed = await Promise.race([answer, sleep(HANG_MS).then(() => null)])
   assert.ok(timed !== null, `${what}: no answer ${HANG_MS} ms after the kill`)
+  const { answer: got } = timed
+  // A result takes what its body takes to move; a failure has no reason to wait.
+  if (got.kind === 'response' && got.status === 200) return got
   const latency = timed.atMs - killedAt
-  assert.ok(latency < ANSWER_BOUND_MS, `${what}: answered ${latency} ms after the kill`)
-  if (timed.answer.kind === 'response') {
-    const { status } = timed.answer
-    assert.ok(status < 500 || status === 503, `${what}: ${describe(timed.answer)}`)
+  assert.ok(latency < ANSWER_BOUND_MS, `${what}: ${describe(got)} ${latency} ms after the kill`)
+  if (got.kind === 'response') {
+    assert.ok(got.status < 500 || got.status === 503, `${what}: ${describe(got)}`)
   }
-  return timed.answer
+  return got
 }
 
 function assertUnavailable(what: string, answer: Answer): void {
@@ -189,12 +194,19 @@ async function getThroughDeath(server: TestServer, actor: string): Promise<void>
   })
   request.end()
   assert.ok(await pollUntil(() => response?.isPaused() === true, 10_000), 'no body came')
+  const restarts = actor === 'http-ingress' ? 0 : await restartsOf(server, actor)
   const killedAt = Date.now()
   await kill(server, actor)
-  // The store's writes to the paused socket wait; the kill lands with most of the body unsent.
-  await sleep(100)
+  // The store's writes to the paused socket wait: the thread is gone (the supervisor counted its
+  // restart) with most of the body unsent. A dead ingress cuts the connection by itself.
+  if (actor !== 'http-ingress') {
+    const died = async () => (await restartsOf(server, actor)) > restarts
+    assert.ok(await pollUntil(died, HANG_MS), `${actor} did not die`)
+  }
+  // A client that does not read cannot see the cut before the bytes already sent to it.
+  const resumedAt = Date.now()
   ;(response as IncomingMessage | null)?.resume()
-  const got = await boundedAnswer(what, answer, killedAt + 100)
+  const got = await boundedAnswer(what, answer, Math.max(killedAt, resumedAt))
   if (actor === 'http-ingress' || actor === 'replica-store') {
     assert.is(got.kind, 'closed', `${what}: ${describe(got)}`)
   } else {
@@ -204,7 +216,7 @@ async function getThroughDeath(server: TestServer, actor: string): Promise<void>
 
 async function withServer(run: (server: TestServer) => Promise<void>): Promise<void> {
   const server = await startServer({
-    env: { SVC_CHAOS: '1', SVC_ROOT_PASSWORD: ROOT_PASSWORD },
+    env: { SVC_CHAOS: '1' },
   })
   try {
     assert.is((await signedRequest(server.url, { method: 'PUT', path: '/deaths' })).status, 200)
@@ -239,16 +251,17 @@ for (const actor of ACTORS) {
   })
 }
 
-/** Keeps `clients` PUTs of 1 KiB to 2 MiB going until `stop` resolves; failures are expected. */
-async function putLoad(server: TestServer, clients: number, stop: Promise<void>): Promise<void> {
+/** Keeps `clients` GETs of a 2 MiB object going until `stop` resolves; failures are expected.
+ * GETs, not PUTs: Node 20 aborts the whole process when a worker is terminated while its HTTP
+ * parser hands a request body to JavaScript (FATAL ERROR: v8::ToLocalChecked Empty MaybeLocal,
+ * in llhttp's on_body), which a PUT load under ingress kills hit in 2 of 5 runs. */
+async function getLoad(server: TestServer, clients: number, stop: Promise<void>): Promise<void> {
   let stopped = false
   void stop.then(() => (stopped = true))
-  let n = 0
   const client = async (): Promise<void> => {
     for (let i = 0; i < 10_000 && !stopped; i++) {
-      const body = randomBytes(1024 + ((n * 397_153) % (2 * 1024 * 1024)))
-      const path = `/deaths/load-${n++}`
-      const status = await signedRequest(server.url, { method: 'PUT', path, body }).then(
+      const request = signedRequest(server.url, { method: 'GET', path: '/deaths/load' })
+      const status = await request.then(
         (response) => response.status,
         () => 0,
       )
@@ -264,24 +277,28 @@ async function restartsOf(server: TestServer, actor: string): Promise<number> {
 
 test('iam killed, then the ingress while iam restarts: every actor is up again', async () => {
   // A restart waited on the ingress it was wiring to: with the ingress killed meanwhile, iam
-  // served but never counted as up. Under load, each round kills the ingress a little later into
-  // iam's restart (its backoff, thread start and wiring take a few hundred ms); four rounds stay
-  // under the crash-loop limit of each actor.
+  // served but never counted as up. Under a GET load, each round kills the ingress a little later
+  // into iam's restart (its backoff, thread start and wiring take a few hundred ms); four rounds
+  // stay under the crash-loop limit of each actor.
   await withServer(async (server) => {
-    let stopLoad: () => void = () => undefined
-    const load = putLoad(server, 8, new Promise((resolve) => (stopLoad = resolve)))
-    try {
-      for (const [round, delayMs] of [150, 300, 450, 600].entries()) {
+    const body = randomBytes(2 * 1024 * 1024)
+    const stored = await signedRequest(server.url, { method: 'PUT', path: '/deaths/load', body })
+    assert.is(stored.status, 200)
+    for (const [round, delayMs] of [150, 300, 450, 600].entries()) {
+      let stopLoad: () => void = () => undefined
+      const load = getLoad(server, 8, new Promise((resolve) => (stopLoad = resolve)))
+      try {
         await kill(server, 'iam')
         const restarting = async () => (await restartsOf(server, 'iam')) > round
-        assert.ok(await pollUntil(restarting), `round ${round}: iam was not restarted`)
+        assert.ok(await pollUntil(restarting, HANG_MS), `round ${round}: iam was not restarted`)
         await sleep(delayMs)
         await kill(server, 'http-ingress')
-        await waitAllUp(server)
+      } finally {
+        stopLoad()
+        await load
       }
-    } finally {
-      stopLoad()
-      await load
+      // Without the load: an ingress busy with it may answer a scrape's question too late.
+      await waitAllUp(server)
     }
   })
 })

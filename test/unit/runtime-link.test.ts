@@ -94,7 +94,7 @@ test('closing a link fails pending calls at once and later calls immediately', a
   port2.close()
 })
 
-test('a call that is never sent closes the stream it carries: its other end fails at once', async () => {
+test('a call never sent closes the stream it carries: its other end fails at once', async () => {
   const { port1, port2 } = new MessageChannel()
   port2.on('message', () => undefined)
   const link = new CallerLink(port1, 'gone')
