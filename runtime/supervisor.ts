@@ -284,9 +284,12 @@ export class Supervisor {
   ): Promise<boolean> {
     const worker = target.worker
     if (worker === null) return false
+    // A thread still starting answers once its modules are loaded, which a loaded machine slows:
+    // it gets the start's bound; a running one answers between two turns of its loop.
+    const ms = target.up ? CONTROL_CALL_TIMEOUT_MS : ACTOR_START_TIMEOUT_MS
     try {
       const transferred = Comlink.transfer(port, [port])
-      await this.control(target, 'connect', CONTROL_CALL_TIMEOUT_MS, (host) =>
+      await this.control(target, 'connect', ms, (host) =>
         host.connect(peer.role, peer.name, end, transferred),
       )
       return true
@@ -337,13 +340,14 @@ export class Supervisor {
   private disconnect(peer: Child, dead: Child): void {
     const worker = peer.worker
     if (worker === null) return
-    this.control(peer, 'disconnect', CONTROL_CALL_TIMEOUT_MS, (host) =>
-      host.disconnect(dead.role, dead.name),
-    ).catch((error: unknown) => {
-      if (peer.worker !== worker) return
-      this.options.log.warn({ child: peer.name, err: String(error) }, 'no answer to disconnect')
-      void worker.terminate()
-    })
+    const ms = peer.up ? CONTROL_CALL_TIMEOUT_MS : ACTOR_START_TIMEOUT_MS
+    this.control(peer, 'disconnect', ms, (host) => host.disconnect(dead.role, dead.name)).catch(
+      (error: unknown) => {
+        if (peer.worker !== worker) return
+        this.options.log.warn({ child: peer.name, err: String(error) }, 'no answer to disconnect')
+        void worker.terminate()
+      },
+    )
   }
 
   private api(): SupervisorApi {
