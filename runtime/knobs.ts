@@ -17,6 +17,11 @@ export const RESTART_BACKOFF_MS_MIN = 50
 export const RESTART_BACKOFF_MS_MAX = 2_000
 /** How long an actor may take to start (open RocksDB, recover) before it counts as crashed. */
 export const ACTOR_START_TIMEOUT_MS = 60_000
+/** A control call (connect, disconnect) to a running thread must be answered within this; a
+ * thread that does not is terminated and restarts. It is served between two turns of the
+ * thread's loop, so only a stuck thread comes near it. One still starting gets the start's bound,
+ * ACTOR_START_TIMEOUT_MS. */
+export const CONTROL_CALL_TIMEOUT_MS = 10_000
 /** Graceful shutdown: in-flight requests get this long (SPEC.md section 3). */
 export const SHUTDOWN_DRAIN_MS = 30_000
 /** A node that cannot run in its environment (runtime/fatal.ts) stops within this, then exits:
@@ -60,6 +65,7 @@ export const PASSWORD_TASK_TIMEOUT_MS = 10_000
 
 assert(RESTART_BACKOFF_MS_MIN < RESTART_BACKOFF_MS_MAX)
 assert(FATAL_STOP_TIMEOUT_MS < 5_000)
+assert(CONTROL_CALL_TIMEOUT_MS < ACTOR_START_TIMEOUT_MS)
 assert(RESTART_BACKOFF_MS_MAX * RESTART_INTENSITY < RESTART_PERIOD_MS)
 assert(CALL_TIMEOUT_MS < STREAM_IDLE_TIMEOUT_MS)
 assert(MAILBOX_DEPTH_MAX <= PENDING_CALLS_MAX)

@@ -2,14 +2,16 @@
  * caller end sends requests and awaits replies, the serving end hands them to its actor. Every call
  * has a deadline and a bounded number of calls may be outstanding; a link that closes (its peer
  * died or was rewired) fails its pending calls at once with `unavailable`, so callers fail fast.
+ * A request that is never posted (the link closed, too many calls, its deadline passed, it cannot
+ * be cloned) closes the stream ports it carries, so the stream's other end fails at once too.
  * Envelopes posted in one turn of the event loop travel as one message (an Outbox): each message
  * wakes the receiving thread and is an event there, which under load was a quarter of the
  * coordinator's and the store's CPU. */
 import assert from 'node:assert/strict'
 import type { MessagePort } from 'node:worker_threads'
-import { fail, type Result } from '../protocol/errors.js'
+import { fail, type ErrorCode, type Result } from '../protocol/errors.js'
 import { PENDING_CALLS_MAX } from './knobs.js'
-import { transferablesOf } from './transfer.js'
+import { closeUndelivered, transferablesOf } from './transfer.js'
 
 export type Envelope =
   | { t: 'req'; id: number; msg: { kind: string; deadlineMs: number } }
@@ -28,6 +30,8 @@ type Transferables = (ArrayBuffer | MessagePort)[]
 class Outbox {
   private batch: Batch = []
   private transfers: Transferables = []
+  /** Set when the link closes: what is still queued will never be delivered. */
+  private closed = false
 
   constructor(
     private readonly port: MessagePort,
@@ -35,9 +39,21 @@ class Outbox {
   ) {}
 
   post(envelope: Envelope, transfers: Transferables): void {
+    if (this.closed) {
+      closeUndelivered(envelopeContent(envelope))
+      return
+    }
     if (this.batch.length === 0) setImmediate(() => this.flush())
     this.batch.push(envelope)
     for (const transfer of transfers) this.transfers.push(transfer)
+  }
+
+  /** Drops what is queued, closing the streams it carries: the link is gone. */
+  close(): void {
+    this.closed = true
+    for (const envelope of this.batch) closeUndelivered(envelopeContent(envelope))
+    this.batch = []
+    this.transfers = []
   }
 
   private flush(): void {
@@ -45,6 +61,7 @@ class Outbox {
     const transfers = this.transfers
     this.batch = []
     this.transfers = []
+    if (batch.length === 0) return // Closed after it was scheduled.
     try {
       this.port.postMessage(batch, transfers)
     } catch {
@@ -52,6 +69,7 @@ class Outbox {
         try {
           this.port.postMessage([envelope], transferablesOf(envelopeContent(envelope)))
         } catch (error) {
+          closeUndelivered(envelopeContent(envelope))
           this.onUnsent(envelope, error)
         }
       }
@@ -92,12 +110,12 @@ export class CallerLink {
   }
 
   call<T>(msg: { kind: string; deadlineMs: number }): Promise<Result<T>> {
-    if (this.closed) return Promise.resolve(fail('unavailable', `${this.peer} is restarting`))
+    if (this.closed) return undelivered(msg, 'unavailable', `${this.peer} is restarting`)
     if (this.pending.size >= PENDING_CALLS_MAX) {
-      return Promise.resolve(fail('busy', `${this.peer}: too many outstanding requests`))
+      return undelivered(msg, 'busy', `${this.peer}: too many outstanding requests`)
     }
     const waitMs = msg.deadlineMs - Date.now()
-    if (waitMs <= 0) return Promise.resolve(fail('timeout', `deadline passed before ${msg.kind}`))
+    if (waitMs <= 0) return undelivered(msg, 'timeout', `deadline passed before ${msg.kind}`)
     const id = this.nextId++
     return new Promise<Result<T>>((resolve) => {
       const timer = setTimeout(() => {
@@ -131,8 +149,15 @@ export class CallerLink {
       entry.resolve(fail('unavailable', `${this.peer}: ${reason}`))
     }
     this.pending.clear()
+    this.outbox.close()
     this.port.close()
   }
+}
+
+/** The answer to a request that is not sent: its streams close, the call fails with `code`. */
+export function undelivered<T>(msg: unknown, code: ErrorCode, detail: string): Promise<Result<T>> {
+  closeUndelivered(msg)
+  return Promise.resolve(fail(code, detail))
 }
 
 export type Dispatch = (msg: { kind: string; deadlineMs: number }) => Promise<Result<unknown>>

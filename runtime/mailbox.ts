@@ -1,11 +1,13 @@
 /** @module Mailbox: the bounded front door of an actor. At most `depthMax` requests are in progress
  * at once; one more is answered `busy` at once (the client sees 503 SlowDown), never queued. A
- * request already past its deadline is dropped as `timeout` without running. A handler's thrown
+ * request already past its deadline is dropped as `timeout` without running; either way the stream
+ * ports a refused request carries are closed, so their other ends fail at once. A handler's thrown
  * ServiceError becomes its Result; an assertion failure is a programmer error and goes to `crash`
  * (the thread dies and the supervisor restarts it); anything else is an `internal` failure. */
 import { AssertionError } from 'node:assert'
 import { fail, ServiceError, type Result } from '../protocol/errors.js'
 import type { ActorMetrics } from './actor-metrics.js'
+import { closeUndelivered } from './transfer.js'
 
 export type Handler = (msg: {
   kind: string
@@ -37,10 +39,12 @@ export class Mailbox {
     const { metrics } = this.options
     if (this.inFlight >= this.options.depthMax) {
       metrics.rejected.inc()
+      closeUndelivered(msg)
       return fail('busy', `${this.options.actor} mailbox full`)
     }
     if (msg.deadlineMs <= this.options.now()) {
       metrics.expired.inc()
+      closeUndelivered(msg)
       return fail('timeout', `${msg.kind} arrived after its deadline`)
     }
     this.inFlight++

@@ -229,6 +229,8 @@ export class PortSink implements ByteSink {
   abort(code: ErrorCode, detail: string): void {
     if (this.finished) return
     this.finished = true
+    // A write waiting for credit fails now rather than at the idle timeout.
+    this.onCancel(new ServiceError(code, detail))
     try {
       this.port.postMessage({ t: 'abort', code, detail } satisfies ToSource)
     } catch {

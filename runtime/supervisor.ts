@@ -24,6 +24,7 @@ import type { ActorName } from '../protocol/actor.js'
 import {
   ACTOR_START_TIMEOUT_MS,
   ACTOR_STOP_TIMEOUT_MS,
+  CONTROL_CALL_TIMEOUT_MS,
   METRICS_GATHER_TIMEOUT_MS,
   PASSWORD_TASK_TIMEOUT_MS,
   RESTART_BACKOFF_MS_MAX,
@@ -39,6 +40,16 @@ import type { MetricsJson } from './actor-metrics.js'
 import type { NodeMetrics } from './node-metrics.js'
 import { PasswordPool } from './password-pool.js'
 import type { Result } from '../protocol/errors.js'
+
+/** Rejects once `worker` has exited. Handled here so that a thread nobody is waiting on when it
+ * exits raises no unhandled rejection. */
+function exitOf(worker: Worker, name: string): Promise<never> {
+  const gone = new Promise<never>((_, reject) => {
+    worker.once('exit', (code) => reject(new Error(`${name} exited (${code})`)))
+  })
+  gone.catch(() => undefined)
+  return gone
+}
 
 /** What one scrape learns from the supervisor: the metrics of every actor that answered in time,
  * which actors are up, how often each has been restarted, and the node's own metrics. */
@@ -77,6 +88,8 @@ interface Child {
   role: ActorName
   worker: Worker | null
   api: Comlink.Remote<HostApi> | null
+  /** Rejects when the current thread exits: a control call to a dead thread never answers. */
+  gone: Promise<never>
   up: boolean
   /** A chaos kill's hold: no restart before this time (ms since the epoch). */
   downUntilMs: number
@@ -146,6 +159,7 @@ export class Supervisor {
           role,
           worker: null,
           api: null,
+          gone: new Promise<never>(() => undefined),
           up: false,
           downUntilMs: 0,
           restartTimes: [],
@@ -226,6 +240,7 @@ export class Supervisor {
     const api = Comlink.wrap<HostApi>(nodeEndpoint(worker as never))
     child.worker = worker
     child.api = api
+    child.gone = exitOf(worker, child.name)
     child.stopping = false
     worker.on('error', (error) => {
       this.options.log.error({ child: child.name, err: String(error) }, 'actor crashed')
@@ -234,12 +249,33 @@ export class Supervisor {
       control.port1.close()
       this.onExit(child, worker, code)
     })
-    await this.wire(child)
-    const ready = await withTimeout(api.ready(), ACTOR_START_TIMEOUT_MS, `start ${child.name}`)
+    let ready: boolean
+    try {
+      await this.wire(child)
+      ready = await this.control(child, 'start', ACTOR_START_TIMEOUT_MS, (host) => host.ready())
+    } catch (error) {
+      // A start that failed or hangs counts as a crash: the exit restarts it (or ends the start).
+      void worker.terminate()
+      throw error
+    }
     if (!ready) return false // It reported `fatal`: the node is stopping.
     if (child.worker === worker) child.up = true
     this.options.log.info({ child: child.name }, 'actor up')
     return true
+  }
+
+  /** A control call to `child`'s current thread, bounded: it fails after `ms`, and at once when the
+   * thread exits (comlink never answers a call to a dead thread, and a restart that awaited one
+   * would never end). */
+  private control<T>(
+    child: Child,
+    what: string,
+    ms: number,
+    call: (host: Comlink.Remote<HostApi>) => Promise<T>,
+  ): Promise<T> {
+    if (child.api === null) return Promise.reject(new Error(`${child.name} is down`))
+    const answer = Promise.race([call(child.api), child.gone])
+    return withTimeout(answer, ms, `${what} ${child.name}`)
   }
 
   /** Creates a fresh channel for every link of this actor whose other end is alive: one to each
@@ -253,12 +289,42 @@ export class Supervisor {
             ? this.instancesOf(caller).map((peer) => [peer, child])
             : []
       for (const [callerChild, calleeChild] of pairs) {
-        if (callerChild.api === null || calleeChild.api === null) continue
         const { port1, port2 } = new MessageChannel()
-        const port = (end: MessagePort): MessagePort => Comlink.transfer(end, [end])
-        await calleeChild.api.connect(callerChild.role, callerChild.name, 'server', port(port2))
-        await callerChild.api.connect(calleeChild.role, calleeChild.name, 'caller', port(port1))
+        const served = await this.connect(child, calleeChild, callerChild, 'server', port2)
+        // A link with one end only: closing the other tells the end that was given away.
+        if (!served || !(await this.connect(child, callerChild, calleeChild, 'caller', port1))) {
+          port1.close()
+        }
       }
+    }
+  }
+
+  /** Gives `target` its end of a link to `peer`; false when the link cannot be made now. A failure
+   * of the child being wired fails its start. A peer that is down or dies meanwhile is skipped (its
+   * own restart wires the link); one that does not answer in time is terminated, for the same. */
+  private async connect(
+    child: Child,
+    target: Child,
+    peer: Child,
+    end: 'caller' | 'server',
+    port: MessagePort,
+  ): Promise<boolean> {
+    const worker = target.worker
+    if (worker === null) return false
+    // A thread still starting answers once its modules are loaded, which a loaded machine slows:
+    // it gets the start's bound; a running one answers between two turns of its loop.
+    const ms = target.up ? CONTROL_CALL_TIMEOUT_MS : ACTOR_START_TIMEOUT_MS
+    try {
+      const transferred = Comlink.transfer(port, [port])
+      await this.control(target, 'connect', ms, (host) =>
+        host.connect(peer.role, peer.name, end, transferred),
+      )
+      return true
+    } catch (error) {
+      if (target === child) throw error
+      this.options.log.warn({ child: target.name, err: String(error) }, 'link not wired')
+      if (target.worker === worker) void worker.terminate()
+      return false
     }
   }
 
@@ -271,7 +337,7 @@ export class Supervisor {
     this.options.log.error({ child: child.name, code }, 'actor exited; restarting')
     for (const [caller, callee] of this.options.links) {
       if (callee !== child.role) continue
-      for (const peer of this.instancesOf(caller)) void peer.api?.disconnect(callee, child.name)
+      for (const peer of this.instancesOf(caller)) this.disconnect(peer, child)
     }
     const now = Date.now()
     child.restartTimes = child.restartTimes.filter((t) => now - t < RESTART_PERIOD_MS)
@@ -293,10 +359,25 @@ export class Supervisor {
     setTimeout(() => {
       if (this.stopping) return
       this.spawn(child).catch((error: unknown) => {
+        // spawn terminated the thread; its exit schedules the next attempt.
         this.options.log.error({ child: child.name, err: String(error) }, 'restart failed')
-        void child.worker?.terminate()
       })
     }, backoffMs)
+  }
+
+  /** Tells `peer` that `dead` died, so its calls there fail now. A peer that is down has no link
+   * left to fail; one that does not answer in time is terminated (it serves nobody). */
+  private disconnect(peer: Child, dead: Child): void {
+    const worker = peer.worker
+    if (worker === null) return
+    const ms = peer.up ? CONTROL_CALL_TIMEOUT_MS : ACTOR_START_TIMEOUT_MS
+    this.control(peer, 'disconnect', ms, (host) => host.disconnect(dead.role, dead.name)).catch(
+      (error: unknown) => {
+        if (peer.worker !== worker) return
+        this.options.log.warn({ child: peer.name, err: String(error) }, 'no answer to disconnect')
+        void worker.terminate()
+      },
+    )
   }
 
   private api(): SupervisorApi {

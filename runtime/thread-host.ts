@@ -25,7 +25,7 @@ import { EnvironmentError } from '../protocol/environment-error.js'
 import { Mailbox } from './mailbox.js'
 import { loadActor } from './actor-table.js'
 import { MAILBOX_DEPTH_MAX } from './knobs.js'
-import { CallerLink, serveLink, type Dispatch } from './link.js'
+import { CallerLink, serveLink, undelivered, type Dispatch } from './link.js'
 import { createLogger } from './log.js'
 import { openStorage } from './storage.js'
 import { openStream, PortSink, PortSource } from './stream-port.js'
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     call: <T>(to: ActorName, msg: AnyMsg) => {
       const links = callers.get(to) ?? []
       const link = links[links.length === 1 ? 0 : nextInstance++ % links.length]
-      if (link === undefined) return Promise.resolve(fail<T>('unavailable', `${to} is down`))
+      if (link === undefined) return undelivered<T>(msg, 'unavailable', `${to} is down`)
       return link.call<T>(msg)
     },
     callEach: <T>(to: ActorName, msg: AnyMsg) =>

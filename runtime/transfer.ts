@@ -22,6 +22,14 @@ export function transferablesOf(message: unknown): (ArrayBuffer | MessagePort)[]
   return list
 }
 
+/** Closes the stream ports a message carries when it will never be delivered: its other end, held
+ * by a stream on this thread, then fails at once instead of waiting for a peer that never came. */
+export function closeUndelivered(message: unknown): void {
+  for (const transferable of transferablesOf(message)) {
+    if (transferable instanceof MessagePort) transferable.close()
+  }
+}
+
 function collect(holder: unknown, list: (ArrayBuffer | MessagePort)[]): void {
   if (typeof holder !== 'object' || holder === null) return
   const record = holder as { body?: unknown; stream?: unknown }

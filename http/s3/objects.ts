@@ -4,7 +4,7 @@
 import type { ServerResponse } from 'node:http'
 import { checksumAlgorithmFromHeader } from '../../protocol/checksums.js'
 import { evaluateConditions } from '../../protocol/conditions.js'
-import { fail, ok, type Result } from '../../protocol/errors.js'
+import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
 import type { Request } from '../../protocol/actor.js'
 import type { GetResult, MarkerResult, ObjectMsg, PutResult } from '../../protocol/messages.js'
@@ -127,13 +127,23 @@ export async function sendBody<T>(
   }
   const deadlineMs = streamDeadlineMs(ex.mesh.now(), size)
   const [local, remote] = ex.mesh.openStream()
+  // Listening before the call: a call that cannot be sent closes `remote` at once.
+  const sink = ex.mesh.sink(local, deadlineMs)
   const pending = ex.mesh.call<T>('coordinator', {
     ...base,
     stream: remote,
     streamMd5: true,
     deadlineMs,
   } as ObjectMsg)
-  await pumpBody(ex, auth, ex.mesh.sink(local, deadlineMs))
+  const pumped = pumpBody(ex, auth, sink)
+  // A call that fails while the client still sends (an actor on its path died) is the answer now:
+  // the rest of the body could not be stored, and waiting for it ties the answer to the client.
+  const early = await Promise.race([pending, pumped.then(() => null)])
+  if (early !== null && !early.ok) {
+    sink.abort(early.code, early.detail)
+    return early
+  }
+  await pumped
   return pending
 }
 
@@ -314,8 +324,7 @@ async function streamOut(
   try {
     first = await source.next()
   } catch (error) {
-    const code = (error as { code?: string }).code
-    return sendError(ex, code === 'corrupt' ? 'corrupt' : 'internal', String(error))
+    return sendError(ex, streamFailure(error), String(error))
   }
   out.statusCode = status
   out.setHeader('x-amz-request-id', ex.requestId)
@@ -336,6 +345,22 @@ async function streamOut(
     // Headers are out: the only honest signal left is to cut the connection short.
     ex.mesh.log.warn({ requestId: ex.requestId, err: String(error) }, 'download aborted')
     out.destroy()
+  }
+}
+
+/** What a stream failing before the first byte answers: a dead or slow store (`unavailable`,
+ * `timeout`, `busy`) is a 503 the client may retry, damaged bytes are `corrupt`; the client asked
+ * nothing wrong, so anything else is the server's own fault. */
+function streamFailure(error: unknown): ErrorCode {
+  const code = error instanceof ServiceError ? error.code : 'internal'
+  switch (code) {
+    case 'unavailable':
+    case 'timeout':
+    case 'busy':
+    case 'corrupt':
+      return code
+    default:
+      return 'internal'
   }
 }
 

@@ -94,6 +94,35 @@ test('closing a link fails pending calls at once and later calls immediately', a
   port2.close()
 })
 
+test('a call never sent closes the stream it carries: its other end fails at once', async () => {
+  const { port1, port2 } = new MessageChannel()
+  port2.on('message', () => undefined)
+  const link = new CallerLink(port1, 'gone')
+  const deadlineMs = Date.now() + 60_000
+  // Each sender is listening before its call, as the ingress's is.
+  const [queuedLocal, queuedRemote] = openStream()
+  const [lateLocal, lateRemote] = openStream()
+  const sinks = [new PortSink(queuedLocal), new PortSink(lateLocal)]
+  const queuedMsg = { kind: 'queued', deadlineMs, stream: queuedRemote }
+  const queued = link.call(queuedMsg)
+  link.close('peer died') // Before the turn ends: the request never left the outbox.
+  const lateMsg = { kind: 'late', deadlineMs, stream: lateRemote }
+  const late = await link.call(lateMsg)
+  assert.equal((await queued).ok ? 'ok' : 'failed', 'failed')
+  assert.equal(late.ok ? 'ok' : late.code, 'unavailable')
+  for (const sink of sinks) {
+    const started = Date.now()
+    // No credit ever came: the write waits for the receiver, which is gone.
+    const failure = await sink.write(new Uint8Array(4)).then(
+      () => null,
+      (error: unknown) => error,
+    )
+    assert.is((failure as { code?: string } | null)?.code, 'unavailable')
+    assert.ok(Date.now() - started < 5_000, 'the sender waited for credit from nobody')
+  }
+  port2.close()
+})
+
 test('more than PENDING_CALLS_MAX outstanding calls answer busy without sending', async () => {
   const { port1, port2 } = new MessageChannel()
   let received = 0
