@@ -19,6 +19,7 @@ import {
 } from '@aws-sdk/client-s3'
 import { signedRequest } from '../support/signed-request.js'
 import { startServer, type TestServer } from '../support/server.js'
+import { sleep } from '../support/wait.js'
 
 const ROOT_PASSWORD = 'admin-api-root-password'
 const TTL_SECS = 900
@@ -695,6 +696,7 @@ test('503 ServiceUnavailable with Retry-After while iam restarts, then service a
     statuses.push(answer.status)
     if (answer.status === 503) unavailable ??= answer
     if (answer.status === 200 && unavailable !== undefined) break
+    await sleep(10) // Paced: the count bound must outlast the 2 s hold.
   }
   assert.ok(unavailable !== undefined, `no 503 seen: ${statuses.join(',')}`)
   expectFailure(unavailable, 503, 'ServiceUnavailable')

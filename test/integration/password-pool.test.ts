@@ -40,7 +40,7 @@ test('a burst past the queue bound answers busy at once; the pool serves afterwa
   assert.ok(after.ok)
 })
 
-test('a task past its time answers timeout, and its thread is not terminated mid-hash', async () => {
+test('a late task answers timeout, and its thread is not terminated mid-hash', async () => {
   // Aborting a running argon2 task terminates its thread, which aborts this whole process.
   const hasty = new PasswordPool(1)
   try {
