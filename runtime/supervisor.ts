@@ -254,6 +254,9 @@ export class Supervisor {
       await this.wire(child)
       ready = await this.control(child, 'start', ACTOR_START_TIMEOUT_MS, (host) => host.ready())
     } catch (error) {
+      // It reported `fatal` and its thread ended before `ready` answered: the node is stopping
+      // for that reason, which is not a failed start.
+      if (child.stopping || this.stopping) return false
       // A start that failed or hangs counts as a crash: the exit restarts it (or ends the start).
       void worker.terminate()
       throw error
