@@ -1,10 +1,9 @@
 /** @module The node's own metrics, kept on the main thread and served once per node without an
  * `actor` label: the process-wide part of Node's default metrics (runtime/default-metrics.ts) and
  * `svc_build_info{version,mode}` 1, the version of package.json and the node's configured mode. */
-import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
 import { Gauge, Registry } from 'prom-client'
 import { collectProcessMetrics } from './default-metrics.js'
+import { version } from './usage.js'
 
 export class NodeMetrics {
   private readonly registry = new Registry()
@@ -17,18 +16,10 @@ export class NodeMetrics {
       labelNames: ['version', 'mode'],
       registers: [this.registry],
     })
-    build.set({ version: packageVersion(), mode }, 1)
+    build.set({ version: version(), mode }, 1)
   }
 
   text(): Promise<string> {
     return this.registry.metrics()
   }
-}
-
-/** Read from the package.json beside dist/, which the image ships with the compiled code. */
-function packageVersion(): string {
-  const file = new URL('../../package.json', import.meta.url)
-  const { version } = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown }
-  assert(typeof version === 'string', 'package.json has a version')
-  return version
 }
