@@ -114,6 +114,13 @@ async function kill(server: TestServer, actor: string): Promise<void> {
   assert.ok(status === 200 || status === 0, `kill ${actor}: ${status}`)
 }
 
+/** Waits until the supervisor has counted an exit of `actor` beyond `restarts`: a kill lands 20 ms
+ * after its answer, so a check that every actor is up could otherwise pass before it is gone. */
+async function awaitExit(server: TestServer, actor: string, restarts: number): Promise<void> {
+  const exited = async () => (await restartsOf(server, actor)) > restarts
+  assert.ok(await pollUntil(exited, HANG_MS), `${actor} did not die`)
+}
+
 async function metricsText(server: TestServer): Promise<string> {
   const response = await fetch(`${server.url}/metrics`, { signal: AbortSignal.timeout(5_000) })
   return response.text()
@@ -167,9 +174,11 @@ async function putThroughDeath(server: TestServer, actor: string, key: string): 
   const answer = answerOf(request)
   request.write(body.subarray(0, firstBytes))
   assert.ok(await pollUntil(() => storeHasFirstChunk(server), 10_000), 'no chunk reached the store')
+  const restarts = await restartsOf(server, actor)
   const killedAt = Date.now()
   await kill(server, actor)
   if (actor === 'iam') {
+    await awaitExit(server, actor, restarts)
     // Not on the path of an authenticated PUT: the rest of the body completes it.
     request.end(body.subarray(firstBytes))
     const done = await boundedAnswer(what, answer, Date.now())
@@ -181,6 +190,7 @@ async function putThroughDeath(server: TestServer, actor: string, key: string): 
   request.destroy()
   if (actor === 'http-ingress') assert.is(got.kind, 'closed', `${what}: ${describe(got)}`)
   else assertUnavailable(what, got)
+  await awaitExit(server, actor, restarts)
 }
 
 /** A GET of GET_BYTES whose reader stops after the first bytes until `actor` has been killed. */
@@ -194,15 +204,12 @@ async function getThroughDeath(server: TestServer, actor: string): Promise<void>
   })
   request.end()
   assert.ok(await pollUntil(() => response?.isPaused() === true, 10_000), 'no body came')
-  const restarts = actor === 'http-ingress' ? 0 : await restartsOf(server, actor)
+  const restarts = await restartsOf(server, actor)
   const killedAt = Date.now()
   await kill(server, actor)
   // The store's writes to the paused socket wait: the thread is gone (the supervisor counted its
-  // restart) with most of the body unsent. A dead ingress cuts the connection by itself.
-  if (actor !== 'http-ingress') {
-    const died = async () => (await restartsOf(server, actor)) > restarts
-    assert.ok(await pollUntil(died, HANG_MS), `${actor} did not die`)
-  }
+  // restart) with most of the body unsent.
+  await awaitExit(server, actor, restarts)
   // A client that does not read cannot see the cut before the bytes already sent to it.
   const resumedAt = Date.now()
   ;(response as IncomingMessage | null)?.resume()
