@@ -12,8 +12,11 @@ export interface HttpMeta {
 }
 
 /** Additional checksums (x-amz-checksum-*) an object was uploaded with, base64 as on the wire. */
-export type ChecksumAlgorithm = 'crc32' | 'crc32c' | 'sha1' | 'sha256'
+export type ChecksumAlgorithm = 'crc32' | 'crc32c' | 'crc64nvme' | 'sha1' | 'sha256'
 export type Checksums = Partial<Record<ChecksumAlgorithm, string>>
+/** x-amz-checksum-type: a checksum of the object's bytes, or (multipart) of its parts' checksums,
+ * written `<base64>-<parts>`. */
+export type ChecksumType = 'FULL_OBJECT' | 'COMPOSITE'
 
 export interface ObjectInfo {
   key: string

@@ -112,7 +112,7 @@ export async function storeBody<T>(
   let verified: Verified
   try {
     await receive(ingest, msg, source, ctx)
-    verified = verify(ingest, msg, source)
+    verified = await verify(ingest, msg, source)
   } catch (error) {
     // The sender learns at once (rather than at its idle timeout) that nothing more is read.
     const failure = error instanceof ServiceError ? error : null
@@ -136,7 +136,7 @@ export interface Verified {
 function startIngest(msg: BodyMsg, md5BySender: boolean): Ingest {
   const extra = new Map<ChecksumAlgorithm, Checksum>()
   for (const algorithm of Object.keys(msg.expect.checksums ?? {}) as ChecksumAlgorithm[]) {
-    if (algorithm === 'crc32c' || algorithm === 'sha1') {
+    if (algorithm !== 'crc32' && algorithm !== 'sha256') {
       extra.set(algorithm, createChecksum(algorithm))
     }
   }
@@ -233,7 +233,7 @@ function newFileId(ctx: Context): string {
 
 /** Checks every expectation and returns the verified facts; the checksums stored with the object
  * are the ones the client sent, in a header or a trailer. */
-function verify(ingest: Ingest, msg: BodyMsg, source: ByteSource | null): Verified {
+async function verify(ingest: Ingest, msg: BodyMsg, source: ByteSource | null): Promise<Verified> {
   const { expect } = msg
   if (expect.size !== undefined && ingest.size !== expect.size) {
     throw new ServiceError('incomplete_body', `got ${ingest.size} of ${expect.size} bytes`)
@@ -249,7 +249,7 @@ function verify(ingest: Ingest, msg: BodyMsg, source: ByteSource | null): Verifi
   }
   const checksums: Checksums = {}
   for (const [algorithm, value] of wantedChecksums(msg, trailers)) {
-    const actual = computedChecksum(ingest, algorithm, sha256)
+    const actual = await computedChecksum(ingest, algorithm, sha256)
     if (actual !== value) {
       throw new ServiceError('checksum_mismatch', `x-amz-checksum-${algorithm} does not match`)
     }
@@ -301,7 +301,11 @@ function wantedChecksums(
   return wanted
 }
 
-function computedChecksum(ingest: Ingest, algorithm: ChecksumAlgorithm, sha256Hex: string): string {
+async function computedChecksum(
+  ingest: Ingest,
+  algorithm: ChecksumAlgorithm,
+  sha256Hex: string,
+): Promise<string> {
   if (algorithm === 'crc32') return crcToBase64(ingest.crc32)
   if (algorithm === 'sha256') return Buffer.from(sha256Hex, 'hex').toString('base64')
   const checksum = ingest.extra.get(algorithm)

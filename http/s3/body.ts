@@ -92,23 +92,23 @@ export async function readCheckedBody(
 ): Promise<Result<Uint8Array>> {
   const body = await readWholeBody(ex, auth, maxBytes, tooLarge)
   if (!body.ok) return body
-  const digests = checkBodyDigests(ex, body.value.bytes, body.value.trailers)
+  const digests = await checkBodyDigests(ex, body.value.bytes, body.value.trailers)
   if (!digests.ok) return digests
   return ok(body.value.bytes)
 }
 
-export function checkBodyDigests(
+export async function checkBodyDigests(
   ex: S3Exchange,
   bytes: Uint8Array,
   trailers: Record<string, string>,
-): Result<null> {
+): Promise<Result<null>> {
   const md5 = ex.headers['content-md5']
   if (md5 !== undefined && createHash('md5').update(bytes).digest('base64') !== md5) {
     return fail('bad_digest', 'The Content-MD5 you specified did not match what we received.')
   }
   for (const [name, value] of [...Object.entries(ex.headers), ...Object.entries(trailers)]) {
     const algorithm = checksumAlgorithmFromHeader(name)
-    if (algorithm !== null && checksumBase64(algorithm, bytes) !== value) {
+    if (algorithm !== null && (await checksumBase64(algorithm, bytes)) !== value) {
       return fail('checksum_mismatch', `The ${name} you specified did not match the body.`)
     }
   }
