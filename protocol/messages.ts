@@ -2,8 +2,11 @@
  * single mode forwards it unchanged to replica-store (in cluster mode it fans out to replicas). */
 import type { Request, StreamHandle } from './actor.js'
 import type { CorsConfiguration } from './cors.js'
+import type { UploadChecksum } from './multipart-checksum.js'
 import type {
   BucketInfo,
+  Checksums,
+  ChecksumType,
   Conditions,
   Expectations,
   HttpMeta,
@@ -17,6 +20,8 @@ export interface PutResult {
   etag: string
   lastModifiedMs: number
   checksums: ObjectInfo['checksums']
+  /** Set for a multipart object's checksum (FULL_OBJECT, or COMPOSITE `<base64>-N`). */
+  checksumType?: ChecksumType
   /** The new version's id when the bucket has versioning configured (`null` when suspended). */
   versionId?: string
   /** CopyObject from a bucket with versioning: the version that was copied. */
@@ -29,6 +34,8 @@ export interface GetResult {
   /** Whole body of a small object, sent with the reply; otherwise the bytes come on the stream
    * after the receiver asks for a range. */
   body?: Uint8Array
+  /** A multipart object's parts, when the request asked (withParts). */
+  parts?: { size: number; checksums: Checksums }[]
 }
 /** A part as UploadPart and UploadPartCopy answer it, and as ListParts lists it. */
 export interface PartInfo {
@@ -62,11 +69,14 @@ export interface PartListing {
   nextPartNumberMarker: number
   initiatedMs: number
   http: HttpMeta
+  checksum?: UploadChecksum
 }
-/** A part of a CompleteMultipartUpload request: its number and the ETag the client kept. */
+/** A part of a CompleteMultipartUpload request: its number and the ETag the client kept, and the
+ * checksums it names. */
 export interface CompletedPart {
   partNumber: number
   etag: string
+  checksums?: Checksums
 }
 
 /** A delete marker where an object was asked for. */
@@ -157,6 +167,8 @@ export type ObjectMsg =
       partNumber?: number
       /** A version by id (`null` included); absent, the current version. */
       versionId?: string
+      /** Answer with each part's size and checksums (GetObjectAttributes' ObjectParts). */
+      withParts?: true
     })
   | (Request & { kind: 'object.delete'; bucket: string; key: string; versionId?: string })
   | (Request & {
@@ -194,6 +206,8 @@ export type UploadMsg =
       key: string
       http: HttpMeta
       userMeta: Record<string, string>
+      /** x-amz-checksum-algorithm and -type: every part must carry that checksum. */
+      checksum?: UploadChecksum
     })
   | (Request & {
       kind: 'upload.part'
@@ -225,6 +239,8 @@ export type UploadMsg =
       key: string
       uploadId: string
       parts: CompletedPart[]
+      /** The whole object's checksum the client expects (x-amz-checksum-* on Complete). */
+      expect?: Checksums
     })
   | (Request & { kind: 'upload.abort'; bucket: string; key: string; uploadId: string })
   | (Request & {

@@ -28,6 +28,8 @@ export interface ObjectInfo {
   /** x-amz-meta-* with the prefix removed, names lower-cased. */
   userMeta: Record<string, string>
   checksums: Checksums
+  /** Set for a multipart object's checksum; absent, a checksum is of the whole (FULL_OBJECT). */
+  checksumType?: ChecksumType
   /** Parts of an object made by CompleteMultipartUpload (x-amz-mp-parts-count); else absent. */
   partsCount?: number
   /** The version's id (`null` for the null version) when the bucket has versioning configured. */

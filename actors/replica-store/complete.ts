@@ -3,7 +3,9 @@
  * references; parts uploaded but left out of the list are freed; the upload's records go. The list
  * is checked as Amazon S3 does, in this order: part numbers strictly ascending (InvalidPartOrder),
  * each part uploaded with that ETag (InvalidPart), every part but the last at least PART_BYTES_MIN
- * (EntityTooSmall). The ETag is the MD5 of the parts' binary MD5s, then `-` and the part count.
+ * (EntityTooSmall), then the checksums of an upload created with an algorithm (multipart-checksum.ts:
+ * listed part checksums must match, the object's is made from the parts'). The ETag is the MD5 of
+ * the parts' binary MD5s, then `-` and the part count.
  * Everything from the first read to the batch happens with no await, so a complete racing with an
  * abort or another complete of the same upload has exactly one outcome: the loser finds no upload
  * (NoSuchUpload), and no reference is lost or counted twice. */
@@ -13,9 +15,11 @@ import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { PART_BYTES_MIN, PART_NUMBER_MAX } from '../../protocol/limits.js'
 import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
+import { objectChecksum } from '../../protocol/multipart-checksum.js'
+import type { ChecksumAlgorithm, Checksums, ChecksumType } from '../../protocol/objects.js'
 import { expiryKey, uploadKey } from './keys.js'
 import { Mutation } from './mutation.js'
-import type { BlobRef, ObjectRecord, PartRecord } from './records.js'
+import type { ObjectRecord, PartRecord, PartRef, UploadRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload, partNumbers } from './uploads.js'
 import { writeCurrent } from './versions.js'
@@ -38,16 +42,21 @@ export async function completeUpload(
   if (!upload.ok) return upload
   const checked = checkParts(mutation, msg)
   if (!checked.ok) return checked
+  const checksum = uploadChecksum(upload.value, msg, checked.value)
+  if (!checksum.ok) return checksum
   const listed = new Set(msg.parts.map((part) => part.partNumber))
   for (const partNumber of partNumbers(ctx, msg.uploadId)) {
     if (!listed.has(partNumber)) mutation.deletePart(msg.bucket, msg.uploadId, partNumber)
   }
-  const blobs: BlobRef[] = []
+  const blobs: PartRef[] = []
   const md5s: Buffer[] = []
   let size = 0
+  const algorithm = upload.value.checksum?.algorithm
   for (const { partNumber } of msg.parts) {
     const part = mutation.releasePart(msg.bucket, msg.uploadId, partNumber)
-    blobs.push({ sha256: part.sha256, size: part.size })
+    const value = algorithm === undefined ? undefined : part.checksums[algorithm]
+    const checksums = value === undefined ? {} : { checksums: { [algorithm as string]: value } }
+    blobs.push({ sha256: part.sha256, size: part.size, ...checksums })
     md5s.push(Buffer.from(bareEtag(part.etag), 'hex'))
     size += part.size
   }
@@ -58,9 +67,10 @@ export async function completeUpload(
     lastModifiedMs: ctx.now(),
     http: upload.value.http,
     userMeta: upload.value.userMeta,
-    checksums: {},
+    checksums: checksum.value?.checksums ?? {},
     parts: blobs,
   }
+  if (checksum.value !== null) record.checksumType = checksum.value.type
   // The parts' references now belong to the object: writing it adds none of its own.
   const versionId = writeCurrent(state, ctx, mutation, msg, record)
   mutation.del(uploadKey(msg.bucket, msg.key, msg.uploadId))
@@ -69,14 +79,15 @@ export async function completeUpload(
   const result: PutResult = {
     etag: record.etag,
     lastModifiedMs: record.lastModifiedMs,
-    checksums: {},
+    checksums: record.checksums,
   }
+  if (record.checksumType !== undefined) result.checksumType = record.checksumType
   if (versionId !== undefined) result.versionId = versionId
   return ok(result)
 }
 
-/** Checks the parts the request names against what was uploaded. */
-function checkParts(mutation: Mutation, msg: CompleteMsg): Result<null> {
+/** Checks the parts the request names against what was uploaded; answers their records. */
+function checkParts(mutation: Mutation, msg: CompleteMsg): Result<PartRecord[]> {
   // The list's order is checked first, as S3 does, before any part is looked at.
   let previous = 0
   for (const wanted of msg.parts) {
@@ -92,6 +103,11 @@ function checkParts(mutation: Mutation, msg: CompleteMsg): Result<null> {
     if (part === undefined || bareEtag(part.etag) !== bareEtag(wanted.etag)) {
       return fail('invalid_part', `part ${wanted.partNumber} was not uploaded with that ETag`)
     }
+    for (const [algorithm, value] of Object.entries(wanted.checksums ?? {})) {
+      if (part.checksums[algorithm as ChecksumAlgorithm] !== value) {
+        return fail('invalid_part', `part ${wanted.partNumber} has another ${algorithm} checksum`)
+      }
+    }
     parts.push(part)
   }
   for (const [index, part] of parts.slice(0, -1).entries()) {
@@ -100,5 +116,41 @@ function checkParts(mutation: Mutation, msg: CompleteMsg): Result<null> {
       return fail('entity_too_small', `part ${number} has ${part.size} bytes`)
     }
   }
-  return ok(null)
+  return ok(parts)
+}
+
+/** The object's checksum, from its parts', when the upload named an algorithm (else null); the
+ * request must list each part's checksum for a COMPOSITE one, and may name the whole object's. */
+function uploadChecksum(
+  upload: UploadRecord,
+  msg: CompleteMsg,
+  parts: PartRecord[],
+): Result<{ checksums: Checksums; type: ChecksumType } | null> {
+  const named = upload.checksum
+  if (named === undefined) return ok(null)
+  const { algorithm, type } = named
+  const sums: { checksum: string; size: number }[] = []
+  for (const [index, part] of parts.entries()) {
+    const partNumber = msg.parts[index]?.partNumber
+    const listed = msg.parts[index]?.checksums?.[algorithm]
+    if (type === 'COMPOSITE' && listed === undefined) {
+      return fail(
+        'invalid_request',
+        `The upload was created using a ${algorithm} checksum. The complete request must ` +
+          `include the checksum for each part. It was missing for part ${partNumber} in the ` +
+          'request.',
+      )
+    }
+    const checksum = part.checksums[algorithm]
+    if (checksum === undefined) {
+      return fail('invalid_part', `part ${partNumber} has no ${algorithm} checksum`)
+    }
+    sums.push({ checksum, size: part.size })
+  }
+  const value = objectChecksum(named, sums)
+  const expected = msg.expect?.[algorithm]
+  if (expected !== undefined && expected !== value) {
+    return fail('checksum_mismatch', `x-amz-checksum-${algorithm} does not match the parts'`)
+  }
+  return ok({ checksums: { [algorithm]: value }, type })
 }

@@ -33,7 +33,18 @@ export function uploadPart(
 ): Promise<Result<PartInfo>> {
   const admit = (mutation: Mutation): Result<null> => {
     const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
-    return upload.ok ? ok(null) : upload
+    if (!upload.ok) return upload
+    // An upload created with a checksum algorithm takes only parts that carry that checksum.
+    const wanted = upload.value.checksum?.algorithm
+    if (wanted !== undefined && msg.expect.checksums?.[wanted] === undefined) {
+      const sent = Object.keys(msg.expect.checksums ?? {})[0] ?? 'null'
+      return fail(
+        'invalid_request',
+        `Checksum Type mismatch occurred, expected checksum Type: ${wanted}, ` +
+          `actual checksum Type: ${sent}`,
+      )
+    }
+    return ok(null)
   }
   return storeBody(state, msg, ctx, admit, partRecorder(msg, ctx))
 }
