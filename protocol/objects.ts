@@ -55,6 +55,9 @@ export interface Expectations {
   md5Base64?: string
   sha256Hex?: string
   checksums?: Checksums
+  /** A checksum to compute and keep with nothing to check it against (a part copied into an
+   * upload created with that algorithm). */
+  compute?: ChecksumAlgorithm
   /** Exact byte count announced by the client (decoded length for aws-chunked). */
   size?: number
 }

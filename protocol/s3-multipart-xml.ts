@@ -67,10 +67,15 @@ export function completeUploadResultXml(options: {
   return serialize(root)
 }
 
-export function copyPartResultXml(result: { etag: string; lastModifiedMs: number }): string {
+export function copyPartResultXml(result: {
+  etag: string
+  lastModifiedMs: number
+  checksums: Checksums
+}): string {
   const root = newDocument('CopyPartResult', true)
   text(root, 'LastModified', s3Timestamp(result.lastModifiedMs))
   text(root, 'ETag', result.etag)
+  checksumElements(root, result.checksums)
   return serialize(root)
 }
 

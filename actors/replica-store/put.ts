@@ -135,7 +135,9 @@ export interface Verified {
 
 function startIngest(msg: BodyMsg, md5BySender: boolean): Ingest {
   const extra = new Map<ChecksumAlgorithm, Checksum>()
-  for (const algorithm of Object.keys(msg.expect.checksums ?? {}) as ChecksumAlgorithm[]) {
+  const named = Object.keys(msg.expect.checksums ?? {}) as ChecksumAlgorithm[]
+  if (msg.expect.compute !== undefined) named.push(msg.expect.compute)
+  for (const algorithm of named) {
     if (algorithm !== 'crc32' && algorithm !== 'sha256') {
       extra.set(algorithm, createChecksum(algorithm))
     }
@@ -254,6 +256,10 @@ async function verify(ingest: Ingest, msg: BodyMsg, source: ByteSource | null): 
       throw new ServiceError('checksum_mismatch', `x-amz-checksum-${algorithm} does not match`)
     }
     checksums[algorithm] = actual
+  }
+  const compute = expect.compute
+  if (compute !== undefined && checksums[compute] === undefined) {
+    checksums[compute] = await computedChecksum(ingest, compute, sha256)
   }
   const etag = `"${md5.toString('hex')}"`
   return { size: ingest.size, crc32: ingest.crc32, sha256, etag, checksums }

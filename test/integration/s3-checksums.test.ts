@@ -23,6 +23,7 @@ import {
   PutBucketVersioningCommand,
   PutObjectCommand,
   UploadPartCommand,
+  UploadPartCopyCommand,
   type ChecksumAlgorithm,
   type ChecksumType,
   type S3Client,
@@ -281,6 +282,64 @@ test('multipart checksums: the refusals S3 answers', async () => {
     { PartNumber: 1, ETag: part.ETag, ChecksumSHA256: part.ChecksumSHA256 },
   ])
   assert.is(done.ChecksumSHA256, await expectedWhole('SHA256', 'COMPOSITE', [Body]))
+})
+
+test('multipart checksums: copied parts get the checksum, whole or ranged', async () => {
+  const big = randomBytes(6 * MiB)
+  const small = Buffer.from('a small source object, put without a checksum')
+  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'copy-big', Body: big }))
+  // Without any checksum (the SDK would add a CRC32): the copy must compute the part's CRC32C.
+  const put = await signedRequest(server.url, {
+    method: 'PUT',
+    path: `/${BUCKET}/copy-small`,
+    body: small,
+  })
+  assert.is(put.status, 200)
+  const Key = 'mp-copied'
+  const { UploadId } = await s3.send(
+    new CreateMultipartUploadCommand({
+      Bucket: BUCKET,
+      Key,
+      ChecksumAlgorithm: 'CRC32C',
+      ChecksumType: 'FULL_OBJECT',
+    }),
+  )
+  const ranged = await s3.send(
+    new UploadPartCopyCommand({
+      Bucket: BUCKET,
+      Key,
+      UploadId,
+      PartNumber: 1,
+      CopySource: `${BUCKET}/copy-big`,
+      CopySourceRange: `bytes=0-${5 * MiB - 1}`,
+    }),
+  )
+  const first = big.subarray(0, 5 * MiB)
+  assert.is(ranged.CopyPartResult?.ChecksumCRC32C, await checksumBase64('crc32c', first))
+  const whole = await s3.send(
+    new UploadPartCopyCommand({
+      Bucket: BUCKET,
+      Key,
+      UploadId,
+      PartNumber: 2,
+      CopySource: `${BUCKET}/copy-small`,
+    }),
+  )
+  assert.is(whole.CopyPartResult?.ChecksumCRC32C, await checksumBase64('crc32c', small))
+  const done = await s3.send(
+    new CompleteMultipartUploadCommand({
+      Bucket: BUCKET,
+      Key,
+      UploadId,
+      MultipartUpload: {
+        Parts: [
+          { PartNumber: 1, ETag: ranged.CopyPartResult?.ETag },
+          { PartNumber: 2, ETag: whole.CopyPartResult?.ETag },
+        ],
+      },
+    }),
+  )
+  assert.is(done.ChecksumCRC32C, await checksumBase64('crc32c', Buffer.concat([first, small])))
 })
 
 test('GetObjectAttributes: the attributes asked for, of a version, and its errors', async () => {
