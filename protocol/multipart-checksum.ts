@@ -1,9 +1,9 @@
 /** @module A multipart upload's checksum, as Amazon S3 defines it: the algorithm and type named at
  * CreateMultipartUpload (x-amz-checksum-algorithm, x-amz-checksum-type), and the whole object's
  * checksum made from its parts' at completion. COMPOSITE is the algorithm over the concatenated raw
- * part checksums, written `<base64>-<parts>`; FULL_OBJECT is the CRC of all the bytes, combined from
- * the parts' CRCs. S3 allows COMPOSITE for CRC32, CRC32C, SHA-1 and SHA-256 (the default for all
- * but CRC64NVME), FULL_OBJECT for the three CRCs (the only type of CRC64NVME). */
+ * part checksums, written `<base64>-<parts>`; FULL_OBJECT is the CRC of all the bytes, combined
+ * from the parts' CRCs. S3 allows COMPOSITE for CRC32, CRC32C, SHA-1 and SHA-256 (the default
+ * for all but CRC64NVME), FULL_OBJECT for the three CRCs (the only type of CRC64NVME). */
 import { createHash } from 'node:crypto'
 import { CHECKSUM_ALGORITHMS, crc32Update, crc32cUpdate, crcToBase64 } from './checksums.js'
 import { CRC32C_MODEL, CRC32_MODEL, CRC64NVME_MODEL, combineCrcs } from './crc-combine.js'

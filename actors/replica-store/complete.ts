@@ -3,9 +3,9 @@
  * references; parts uploaded but left out of the list are freed; the upload's records go. The list
  * is checked as Amazon S3 does, in this order: part numbers strictly ascending (InvalidPartOrder),
  * each part uploaded with that ETag (InvalidPart), every part but the last at least PART_BYTES_MIN
- * (EntityTooSmall), then the checksums of an upload created with an algorithm (multipart-checksum.ts:
- * listed part checksums must match, the object's is made from the parts'). The ETag is the MD5 of
- * the parts' binary MD5s, then `-` and the part count.
+ * (EntityTooSmall), then the checksums of an upload created with an algorithm
+ * (multipart-checksum.ts: listed part checksums must match, the object's is made from the parts').
+ * The ETag is the MD5 of the parts' binary MD5s, then `-` and the part count.
  * Everything from the first read to the batch happens with no await, so a complete racing with an
  * abort or another complete of the same upload has exactly one outcome: the loser finds no upload
  * (NoSuchUpload), and no reference is lost or counted twice. */

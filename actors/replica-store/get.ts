@@ -7,8 +7,8 @@
  * it. A multipart object's parts are separate blobs: its files are pinned (their removal as garbage
  * waits) and each is opened when the range reaches it, so a GET holds one descriptor at a time; its
  * one possible inline part (only the last part may be under the 5 MiB minimum) is read before the
- * reply. With `partNumber` the reply says which bytes that part holds; with `withParts`, each part's
- * size and checksum (GetObjectAttributes). */
+ * reply. With `partNumber` the reply says which bytes that part holds; with `withParts`, each
+ * part's size and checksum (GetObjectAttributes). */
 import assert from 'node:assert/strict'
 import type { BlobReader, ByteSink, Context, StreamHandle } from '../../protocol/actor.js'
 import { crc32Update } from '../../protocol/checksums.js'

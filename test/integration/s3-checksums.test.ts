@@ -91,7 +91,7 @@ test('CRC64NVME: a PUT in a header and as a trailer, returned by GET and HEAD', 
   }
 })
 
-test('CRC64NVME: a value in the header that does not match is BadDigest, nothing stored', async () => {
+test('CRC64NVME: a header value that does not match is BadDigest, nothing stored', async () => {
   const body = Buffer.from('checked against crc64nvme')
   const right = await checksumBase64('crc64nvme', body)
   const wrong = await checksumBase64('crc64nvme', Buffer.from('something else'))

@@ -1,9 +1,9 @@
 /** @module Checksum unit tests.
  * Goal: the x-amz-checksum-* values we compute are the ones S3 clients compute, whole or in pieces.
- * Method: published check values for '123456789' (CRC-32 0xCBF43926, CRC-32C 0xE3069283, CRC-64/NVME
- * 0xAE8B14860A799888), known
- * digests of 'hello', the @aws-crypto/crc32c package as an independent CRC32C reference on random
- * data, and every split point of a buffer fed incrementally. */
+ * Method: published check values for '123456789' (CRC-32 0xCBF43926, CRC-32C 0xE3069283,
+ * CRC-64/NVME 0xAE8B14860A799888), known digests of 'hello', the @aws-crypto/crc32c package as an
+ * independent CRC32C reference on random data, and every split point of a buffer fed
+ * incrementally. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { createHash, randomBytes } from 'node:crypto'
