@@ -1,19 +1,24 @@
 /** @module Checksums: incremental hashers for the additional checksums S3 accepts (x-amz-checksum-*
  * headers and aws-chunked trailers). Pure functions of the bytes fed to them, so the HTTP layer and
  * the storage actor compute the same value. Digests are base64 as they appear on the wire: CRC32
- * and CRC32C as 4 big-endian bytes, SHA-1 and SHA-256 as the raw digest. Both CRCs come from
+ * and CRC32C as 4 big-endian bytes, CRC64NVME as 8, SHA-1 and SHA-256 as the raw digest. A digest
+ * is a promise because CRC64NVME's (from @aws-sdk/crc64-nvme, the SDK's own) is. Both CRC32s come
+ * from
  * @node-rs/crc32 (SIMD and the CPU's CRC32C instruction): on 128 KiB chunks it ran CRC32 at 12.5
  * GiB/s where zlib.crc32 ran at 4.6, and CRC32C at 5.7 GiB/s where slicing-by-8 tables in
  * JavaScript ran at 1.1. The store runs CRC32 over every byte it writes and every whole object it
- * reads. The tests check both against independent references (zlib, @aws-crypto/crc32c). */
+ * reads. The tests check both against independent references (zlib, @aws-crypto/crc32c).
+ * CRC64NVME runs in JavaScript at ~0.15 GiB/s, so it is computed only when a client names it. */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { crc32, crc32c } from '@node-rs/crc32'
+import { Crc64Nvme } from '@aws-sdk/crc64-nvme'
 import type { ChecksumAlgorithm } from './objects.js'
 
 export const CHECKSUM_ALGORITHMS: readonly ChecksumAlgorithm[] = [
   'crc32',
   'crc32c',
+  'crc64nvme',
   'sha1',
   'sha256',
 ]
@@ -25,7 +30,7 @@ export interface Checksum {
   readonly algorithm: ChecksumAlgorithm
   update(chunk: Uint8Array): void
   /** The digest of everything fed so far. Further updates are refused after this call. */
-  digestBase64(): string
+  digestBase64(): Promise<string>
 }
 
 export function createChecksum(algorithm: ChecksumAlgorithm): Checksum {
@@ -34,6 +39,8 @@ export function createChecksum(algorithm: ChecksumAlgorithm): Checksum {
       return crc32Checksum()
     case 'crc32c':
       return crc32cChecksum()
+    case 'crc64nvme':
+      return crc64nvmeChecksum()
     case 'sha1':
     case 'sha256':
       return hashChecksum(algorithm)
@@ -41,7 +48,7 @@ export function createChecksum(algorithm: ChecksumAlgorithm): Checksum {
 }
 
 /** One-shot form of createChecksum, for small bodies and tests. */
-export function checksumBase64(algorithm: ChecksumAlgorithm, data: Uint8Array): string {
+export function checksumBase64(algorithm: ChecksumAlgorithm, data: Uint8Array): Promise<string> {
   const checksum = createChecksum(algorithm)
   checksum.update(data)
   return checksum.digestBase64()
@@ -81,7 +88,7 @@ function crc32Checksum(): Checksum {
     },
     digestBase64() {
       done = true
-      return crcToBase64(value)
+      return Promise.resolve(crcToBase64(value))
     },
   }
 }
@@ -97,7 +104,7 @@ function crc32cChecksum(): Checksum {
     },
     digestBase64() {
       done = true
-      return crcToBase64(value)
+      return Promise.resolve(crcToBase64(value))
     },
   }
 }
@@ -112,6 +119,22 @@ export function crc32cUpdate(crc: number, data: Uint8Array): number {
   return crc32c(data, crc)
 }
 
+function crc64nvmeChecksum(): Checksum {
+  const crc = new Crc64Nvme()
+  let digest: Promise<string> | null = null
+  return {
+    algorithm: 'crc64nvme',
+    update(chunk) {
+      assert(digest === null, 'checksum updated after digest')
+      crc.update(chunk)
+    },
+    digestBase64() {
+      digest ??= crc.digest().then((bytes) => Buffer.from(bytes).toString('base64'))
+      return digest
+    },
+  }
+}
+
 function hashChecksum(algorithm: 'sha1' | 'sha256'): Checksum {
   const hash = createHash(algorithm)
   let digest: string | null = null
@@ -124,7 +147,7 @@ function hashChecksum(algorithm: 'sha1' | 'sha256'): Checksum {
     digestBase64() {
       // A node Hash cannot digest twice; remember the answer so repeated calls agree.
       digest ??= hash.digest('base64')
-      return digest
+      return Promise.resolve(digest)
     },
   }
 }

@@ -3,9 +3,12 @@
 import type { Request, StreamHandle } from './actor.js'
 import type { WriteConditions } from './conditions.js'
 import type { CorsConfiguration } from './cors.js'
+import type { UploadChecksum } from './multipart-checksum.js'
 import type {
   BucketInfo,
   BucketListing,
+  Checksums,
+  ChecksumType,
   Conditions,
   Expectations,
   HttpMeta,
@@ -19,6 +22,8 @@ export interface PutResult {
   etag: string
   lastModifiedMs: number
   checksums: ObjectInfo['checksums']
+  /** Set for a multipart object's checksum (FULL_OBJECT, or COMPOSITE `<base64>-N`). */
+  checksumType?: ChecksumType
   /** The new version's id when the bucket has versioning configured (`null` when suspended). */
   versionId?: string
   /** CopyObject from a bucket with versioning: the version that was copied. */
@@ -31,6 +36,8 @@ export interface GetResult {
   /** Whole body of a small object, sent with the reply; otherwise the bytes come on the stream
    * after the receiver asks for a range. */
   body?: Uint8Array
+  /** A multipart object's parts, when the request asked (withParts). */
+  parts?: { size: number; checksums: Checksums }[]
 }
 /** A part as UploadPart and UploadPartCopy answer it, and as ListParts lists it. */
 export interface PartInfo {
@@ -64,11 +71,14 @@ export interface PartListing {
   nextPartNumberMarker: number
   initiatedMs: number
   http: HttpMeta
+  checksum?: UploadChecksum
 }
-/** A part of a CompleteMultipartUpload request: its number and the ETag the client kept. */
+/** A part of a CompleteMultipartUpload request: its number and the ETag the client kept, and the
+ * checksums it names. */
 export interface CompletedPart {
   partNumber: number
   etag: string
+  checksums?: Checksums
 }
 
 /** A delete marker where an object was asked for. */
@@ -171,6 +181,8 @@ export type ObjectMsg =
       partNumber?: number
       /** A version by id (`null` included); absent, the current version. */
       versionId?: string
+      /** Answer with each part's size and checksums (GetObjectAttributes' ObjectParts). */
+      withParts?: true
     })
   | (Request & { kind: 'object.delete'; bucket: string; key: string; versionId?: string })
   | (Request & {
@@ -208,6 +220,8 @@ export type UploadMsg =
       key: string
       http: HttpMeta
       userMeta: Record<string, string>
+      /** x-amz-checksum-algorithm and -type: every part must carry that checksum. */
+      checksum?: UploadChecksum
     })
   | (Request & {
       kind: 'upload.part'
@@ -241,6 +255,8 @@ export type UploadMsg =
       parts: CompletedPart[]
       /** As in object.put. */
       conditions?: WriteConditions
+      /** The whole object's checksum the client expects (x-amz-checksum-* on Complete). */
+      expect?: Checksums
     })
   | (Request & { kind: 'upload.abort'; bucket: string; key: string; uploadId: string })
   | (Request & {

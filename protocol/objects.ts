@@ -12,8 +12,11 @@ export interface HttpMeta {
 }
 
 /** Additional checksums (x-amz-checksum-*) an object was uploaded with, base64 as on the wire. */
-export type ChecksumAlgorithm = 'crc32' | 'crc32c' | 'sha1' | 'sha256'
+export type ChecksumAlgorithm = 'crc32' | 'crc32c' | 'crc64nvme' | 'sha1' | 'sha256'
 export type Checksums = Partial<Record<ChecksumAlgorithm, string>>
+/** x-amz-checksum-type: a checksum of the object's bytes, or (multipart) of its parts' checksums,
+ * written `<base64>-<parts>`. */
+export type ChecksumType = 'FULL_OBJECT' | 'COMPOSITE'
 
 export interface ObjectInfo {
   key: string
@@ -25,6 +28,8 @@ export interface ObjectInfo {
   /** x-amz-meta-* with the prefix removed, names lower-cased. */
   userMeta: Record<string, string>
   checksums: Checksums
+  /** Set for a multipart object's checksum; absent, a checksum is of the whole (FULL_OBJECT). */
+  checksumType?: ChecksumType
   /** Parts of an object made by CompleteMultipartUpload (x-amz-mp-parts-count); else absent. */
   partsCount?: number
   /** The version's id (`null` for the null version) when the bucket has versioning configured. */
@@ -56,6 +61,9 @@ export interface Expectations {
   md5Base64?: string
   sha256Hex?: string
   checksums?: Checksums
+  /** A checksum to compute and keep with nothing to check it against (a part copied into an
+   * upload created with that algorithm). */
+  compute?: ChecksumAlgorithm
   /** Exact byte count announced by the client (decoded length for aws-chunked). */
   size?: number
 }

@@ -4,7 +4,10 @@
  * `malformed_xml` (or `invalid_argument` for a part number out of range). */
 import { fail, ok, type Result } from './errors.js'
 import { PART_NUMBER_MAX } from './limits.js'
+import { checksumAlgorithmFromHeader } from './checksums.js'
 import type { CompletedPart, PartListing, UploadListing } from './messages.js'
+import type { UploadChecksum } from './multipart-checksum.js'
+import type { Checksums, ChecksumType } from './objects.js'
 import {
   encoderFor,
   newDocument,
@@ -17,6 +20,7 @@ import {
   xmlChildText,
   type EncodingType,
   type S3Owner,
+  type XmlElement,
 } from './s3-xml.js'
 
 export interface UploadTarget {
@@ -33,24 +37,45 @@ export function initiateUploadXml(target: UploadTarget): string {
   return serialize(root)
 }
 
+/** ChecksumCRC32, ChecksumCRC64NVME, ChecksumSHA256... elements, and ChecksumType when given. */
+export function checksumElements(
+  parent: ReturnType<typeof newDocument>,
+  checksums: Checksums,
+  type?: ChecksumType,
+): void {
+  const entries = Object.entries(checksums).filter(([, value]) => value !== '')
+  for (const [algorithm, value] of entries) {
+    text(parent, `Checksum${algorithm.toUpperCase()}`, value)
+  }
+  if (type !== undefined && entries.length > 0) text(parent, 'ChecksumType', type)
+}
+
 export function completeUploadResultXml(options: {
   location: string
   bucket: string
   key: string
   etag: string
+  checksums: Checksums
+  checksumType?: ChecksumType
 }): string {
   const root = newDocument('CompleteMultipartUploadResult', true)
   text(root, 'Location', options.location)
   text(root, 'Bucket', options.bucket)
   text(root, 'Key', options.key)
   text(root, 'ETag', options.etag)
+  checksumElements(root, options.checksums, options.checksumType)
   return serialize(root)
 }
 
-export function copyPartResultXml(result: { etag: string; lastModifiedMs: number }): string {
+export function copyPartResultXml(result: {
+  etag: string
+  lastModifiedMs: number
+  checksums: Checksums
+}): string {
   const root = newDocument('CopyPartResult', true)
   text(root, 'LastModified', s3Timestamp(result.lastModifiedMs))
   text(root, 'ETag', result.etag)
+  checksumElements(root, result.checksums)
   return serialize(root)
 }
 
@@ -77,9 +102,28 @@ export function parseCompleteUpload(xml: string | Uint8Array): Result<CompletedP
     }
     const partNumber = parsePartNumber(number.value.trim())
     if (!partNumber.ok) return partNumber
-    parts.push({ partNumber: partNumber.value, etag: etag.value.trim() })
+    const checksums = partChecksums(entry)
+    if (!checksums.ok) return checksums
+    const part: CompletedPart = { partNumber: partNumber.value, etag: etag.value.trim() }
+    if (Object.keys(checksums.value).length > 0) part.checksums = checksums.value
+    parts.push(part)
   }
   return ok(parts)
+}
+
+/** The ChecksumCRC32 (and so on) elements of a Part: `x-amz-checksum-` and the lower-cased rest of
+ * the name is the header of the same checksum. */
+function partChecksums(entry: XmlElement): Result<Checksums> {
+  const checksums: Checksums = {}
+  for (const name of Object.keys(entry)) {
+    if (!name.startsWith('Checksum')) continue
+    const algorithm = checksumAlgorithmFromHeader('x-amz-checksum-' + name.slice('Checksum'.length))
+    if (algorithm === null) continue
+    const value = xmlChildText(entry, name)
+    if (!value.ok) return value
+    if (value.value !== undefined) checksums[algorithm] = value.value.trim()
+  }
+  return ok(checksums)
 }
 
 /** A part number as S3 takes it: a decimal integer from 1 to PART_NUMBER_MAX. */
@@ -117,13 +161,21 @@ export function listPartsXml(options: ListPartsXmlOptions): string {
     text(element, 'LastModified', s3Timestamp(part.lastModifiedMs))
     text(element, 'ETag', part.etag)
     text(element, 'Size', part.size)
-    for (const [algorithm, value] of Object.entries(part.checksums)) {
-      text(element, `Checksum${algorithm.toUpperCase()}`, value)
-    }
+    checksumElements(element, part.checksums)
   }
   initiatorAndOwner(root, options.by)
   text(root, 'StorageClass', 'STANDARD')
+  uploadChecksumElements(root, listing.checksum)
   return serialize(root)
+}
+
+function uploadChecksumElements(
+  parent: ReturnType<typeof newDocument>,
+  checksum: UploadChecksum | undefined,
+): void {
+  if (checksum === undefined) return
+  text(parent, 'ChecksumAlgorithm', checksum.algorithm.toUpperCase())
+  text(parent, 'ChecksumType', checksum.type)
 }
 
 function initiatorAndOwner(parent: ReturnType<typeof newDocument>, by: S3Owner): void {

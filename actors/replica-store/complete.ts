@@ -4,23 +4,27 @@
  * is checked as Amazon S3 does, in this order: part numbers ascending (InvalidPartOrder; a number
  * may repeat, and its last entry counts, as S3 takes a part re-uploaded while its first upload was
  * in flight), each part uploaded with that ETag (InvalidPart), every part but the last at least
- * PART_BYTES_MIN (EntityTooSmall). The ETag is the MD5 of the parts' binary MD5s, then `-` and the
- * part count. If-Match / If-None-Match are checked against the key's current object in the same
- * step. Everything from the first read to the batch happens with no await, so a complete racing
- * with an abort, another complete of the same upload or a write of the key has exactly one
- * outcome, and no reference is lost or counted twice. A completed upload leaves a small record
- * (completed-uploads.ts) so that a retried complete answers the same result. */
+ * PART_BYTES_MIN (EntityTooSmall), then the checksums of an upload created with an algorithm
+ * (multipart-checksum.ts: listed part checksums must match, the object's is made from the parts').
+ * The ETag is the MD5 of the parts' binary MD5s, then `-` and the part count. If-Match /
+ * If-None-Match are checked against the key's current object in the same step. Everything from
+ * the first read to the batch happens with no await, so a complete racing with an abort, another
+ * complete of the same upload or a write of the key has exactly one outcome, and no reference is
+ * lost or counted twice. A completed upload leaves a small record (completed-uploads.ts) so that
+ * a retried complete answers the same result. */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { PART_BYTES_MIN, PART_NUMBER_MAX } from '../../protocol/limits.js'
 import type { CompletedPart, ObjectMsg, PutResult } from '../../protocol/messages.js'
+import { objectChecksum } from '../../protocol/multipart-checksum.js'
+import type { ChecksumAlgorithm, Checksums, ChecksumType } from '../../protocol/objects.js'
 import { completedPartsDigest, recordCompletion, retriedCompletion } from './completed-uploads.js'
 import { expiryKey, uploadKey } from './keys.js'
 import { Mutation } from './mutation.js'
 import { NO_ROOM } from './put.js'
-import type { BlobRef, ObjectRecord, PartRecord } from './records.js'
+import type { ObjectRecord, PartRecord, PartRef, UploadRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload, partNumbers } from './uploads.js'
 import { writeCurrent } from './versions.js'
@@ -53,18 +57,23 @@ export async function completeUpload(
   }
   const checked = checkParts(mutation, msg.uploadId, wanted.value)
   if (!checked.ok) return checked
+  const checksum = uploadChecksum(upload.value, msg, wanted.value, checked.value)
+  if (!checksum.ok) return checksum
   const allowed = checkWriteConditions(mutation, msg, msg.conditions)
   if (!allowed.ok) return allowed
   const listed = new Set(wanted.value.map((part) => part.partNumber))
   for (const partNumber of partNumbers(ctx, msg.uploadId)) {
     if (!listed.has(partNumber)) mutation.deletePart(msg.bucket, msg.uploadId, partNumber)
   }
-  const blobs: BlobRef[] = []
+  const blobs: PartRef[] = []
   const md5s: Buffer[] = []
   let size = 0
+  const algorithm = upload.value.checksum?.algorithm
   for (const { partNumber } of wanted.value) {
     const part = mutation.releasePart(msg.bucket, msg.uploadId, partNumber)
-    blobs.push({ sha256: part.sha256, size: part.size })
+    const value = algorithm === undefined ? undefined : part.checksums[algorithm]
+    const checksums = value === undefined ? {} : { checksums: { [algorithm as string]: value } }
+    blobs.push({ sha256: part.sha256, size: part.size, ...checksums })
     md5s.push(Buffer.from(bareEtag(part.etag), 'hex'))
     size += part.size
   }
@@ -75,9 +84,10 @@ export async function completeUpload(
     lastModifiedMs: ctx.now(),
     http: upload.value.http,
     userMeta: upload.value.userMeta,
-    checksums: {},
+    checksums: checksum.value?.checksums ?? {},
     parts: blobs,
   }
+  if (checksum.value !== null) record.checksumType = checksum.value.type
   // The parts' references now belong to the object: writing it adds none of its own.
   const versionId = writeCurrent(state, ctx, mutation, msg, record)
   mutation.del(uploadKey(msg.bucket, msg.key, msg.uploadId))
@@ -85,8 +95,9 @@ export async function completeUpload(
   const result: PutResult = {
     etag: record.etag,
     lastModifiedMs: record.lastModifiedMs,
-    checksums: {},
+    checksums: record.checksums,
   }
+  if (record.checksumType !== undefined) result.checksumType = record.checksumType
   if (versionId !== undefined) result.versionId = versionId
   recordCompletion(mutation, msg, partsDigest, result)
   await commitMutation(state, ctx, mutation)
@@ -109,18 +120,23 @@ function distinctParts(parts: readonly CompletedPart[]): Result<CompletedPart[]>
   return ok(distinct)
 }
 
-/** Checks the parts the request names against what was uploaded. */
+/** Checks the parts the request names against what was uploaded; answers their records. */
 function checkParts(
   mutation: Mutation,
   uploadId: string,
   wanted: readonly CompletedPart[],
-): Result<null> {
+): Result<PartRecord[]> {
   // Every part must exist with its ETag, and only then do sizes count.
   const parts: PartRecord[] = []
-  for (const { partNumber, etag } of wanted) {
+  for (const { partNumber, etag, checksums } of wanted) {
     const part = mutation.part(uploadId, partNumber)
     if (part === undefined || bareEtag(part.etag) !== bareEtag(etag)) {
       return fail('invalid_part', `part ${partNumber} was not uploaded with that ETag`)
+    }
+    for (const [algorithm, value] of Object.entries(checksums ?? {})) {
+      if (part.checksums[algorithm as ChecksumAlgorithm] !== value) {
+        return fail('invalid_part', `part ${partNumber} has another ${algorithm} checksum`)
+      }
     }
     parts.push(part)
   }
@@ -130,5 +146,42 @@ function checkParts(
       return fail('entity_too_small', `part ${number} has ${part.size} bytes`)
     }
   }
-  return ok(null)
+  return ok(parts)
+}
+
+/** The object's checksum, from its parts', when the upload named an algorithm (else null); the
+ * request must list each part's checksum for a COMPOSITE one, and may name the whole object's. */
+function uploadChecksum(
+  upload: UploadRecord,
+  msg: CompleteMsg,
+  wanted: readonly CompletedPart[],
+  parts: readonly PartRecord[],
+): Result<{ checksums: Checksums; type: ChecksumType } | null> {
+  const named = upload.checksum
+  if (named === undefined) return ok(null)
+  const { algorithm, type } = named
+  const sums: { checksum: string; size: number }[] = []
+  for (const [index, part] of parts.entries()) {
+    const partNumber = wanted[index]?.partNumber
+    const listed = wanted[index]?.checksums?.[algorithm]
+    if (type === 'COMPOSITE' && listed === undefined) {
+      return fail(
+        'invalid_request',
+        `The upload was created using a ${algorithm} checksum. The complete request must ` +
+          `include the checksum for each part. It was missing for part ${partNumber} in the ` +
+          'request.',
+      )
+    }
+    const checksum = part.checksums[algorithm]
+    if (checksum === undefined) {
+      return fail('invalid_part', `part ${partNumber} has no ${algorithm} checksum`)
+    }
+    sums.push({ checksum, size: part.size })
+  }
+  const value = objectChecksum(named, sums)
+  const expected = msg.expect?.[algorithm]
+  if (expected !== undefined && expected !== value) {
+    return fail('checksum_mismatch', `x-amz-checksum-${algorithm} does not match the parts'`)
+  }
+  return ok({ checksums: { [algorithm]: value }, type })
 }

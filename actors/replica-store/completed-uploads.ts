@@ -39,6 +39,8 @@ export function recordCompletion(
     lastModifiedMs: result.lastModifiedMs,
   }
   if (result.versionId !== undefined) record.versionId = result.versionId
+  if (Object.keys(result.checksums).length > 0) record.checksums = result.checksums
+  if (result.checksumType !== undefined) record.checksumType = result.checksumType
   mutation.put(completedUploadKey(at.uploadId), encodeRecord(record))
   const completedMs = Math.max(0, Math.floor(result.lastModifiedMs))
   mutation.put(
@@ -70,9 +72,10 @@ export function retriedCompletion(
   const result: PutResult = {
     etag: record.etag,
     lastModifiedMs: record.lastModifiedMs,
-    checksums: {},
+    checksums: record.checksums ?? {},
   }
   if (record.versionId !== undefined) result.versionId = record.versionId
+  if (record.checksumType !== undefined) result.checksumType = record.checksumType
   return ok(result)
 }
 

@@ -7,7 +7,8 @@
  * it. A multipart object's parts are separate blobs: its files are pinned (their removal as garbage
  * waits) and each is opened when the range reaches it, so a GET holds one descriptor at a time; its
  * one possible inline part (only the last part may be under the 5 MiB minimum) is read before the
- * reply. With `partNumber` the reply says which bytes that part holds. */
+ * reply. With `partNumber` the reply says which bytes that part holds; with `withParts`, each
+ * part's size and checksum (GetObjectAttributes). */
 import assert from 'node:assert/strict'
 import type { BlobReader, ByteSink, Context, StreamHandle } from '../../protocol/actor.js'
 import { crc32Update } from '../../protocol/checksums.js'
@@ -49,6 +50,9 @@ export async function getObject(
     const part = msg.partNumber === undefined ? undefined : partRange(record, msg.partNumber)
     if (part === null) return fail('invalid_part_number', `no part ${msg.partNumber}`)
     const head: GetResult = part === undefined ? { info } : { info, part }
+    if (msg.withParts === true && record.parts !== undefined) {
+      head.parts = record.parts.map(({ size, checksums }) => ({ size, checksums: checksums ?? {} }))
+    }
     if (msg.stream === undefined && msg.inline !== true) return ok(head)
     const blobs = blobsOf(record)
     if (blobs.length > 1) {

@@ -33,7 +33,18 @@ export function uploadPart(
 ): Promise<Result<PartInfo>> {
   const admit = (mutation: Mutation): Result<null> => {
     const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
-    return upload.ok ? ok(null) : upload
+    if (!upload.ok) return upload
+    // An upload created with a checksum algorithm takes only parts that carry that checksum.
+    const wanted = upload.value.checksum?.algorithm
+    if (wanted !== undefined && msg.expect.checksums?.[wanted] === undefined) {
+      const sent = Object.keys(msg.expect.checksums ?? {})[0] ?? 'null'
+      return fail(
+        'invalid_request',
+        `Checksum Type mismatch occurred, expected checksum Type: ${wanted}, ` +
+          `actual checksum Type: ${sent}`,
+      )
+    }
+    return ok(null)
   }
   return storeBody(state, msg, ctx, admit, partRecorder(msg, ctx))
 }
@@ -85,14 +96,19 @@ export async function uploadPartCopy(
   const blobs = blobsOf(source)
   const whole = range.start === 0 && range.end === source.size - 1
   const only = blobs[0]
-  if (whole && blobs.length === 1 && only !== undefined) {
+  // A COMPOSITE checksum is not one of the bytes, so it is no part's. An upload with a checksum
+  // algorithm needs the part's: a copy without it is read and hashed.
+  const checksums = source.checksumType === 'COMPOSITE' ? {} : source.checksums
+  const algorithm = upload.value.checksum?.algorithm
+  const hasChecksum = algorithm === undefined || checksums[algorithm] !== undefined
+  if (whole && blobs.length === 1 && only !== undefined && hasChecksum) {
     // The part is the source's blob: one more reference, no byte moves.
     mutation.addReference(only.sha256)
     const record: PartRecord = {
       size: source.size,
       etag: source.etag,
       lastModifiedMs: ctx.now(),
-      checksums: source.checksums,
+      checksums,
       sha256: only.sha256,
     }
     mutation.putPart(msg.bucket, msg.uploadId, msg.partNumber, record)
@@ -112,7 +128,10 @@ export async function uploadPartCopy(
     key: msg.key,
     uploadId: msg.uploadId,
     partNumber: msg.partNumber,
-    expect: { size: range.end - range.start + 1 },
+    expect: {
+      size: range.end - range.start + 1,
+      ...(algorithm === undefined ? {} : { compute: algorithm }),
+    },
     stream: receiving,
   }
   const admit = (): Result<null> => ok(null)

@@ -122,7 +122,7 @@ export async function storeBody<T>(
   let verified: Verified
   try {
     await receive(ingest, msg, source, ctx)
-    verified = verify(ingest, msg, source)
+    verified = await verify(ingest, msg, source)
   } catch (error) {
     // The sender learns at once (rather than at its idle timeout) that nothing more is read.
     const failure = error instanceof ServiceError ? error : null
@@ -145,8 +145,10 @@ export interface Verified {
 
 function startIngest(msg: BodyMsg, md5BySender: boolean): Ingest {
   const extra = new Map<ChecksumAlgorithm, Checksum>()
-  for (const algorithm of Object.keys(msg.expect.checksums ?? {}) as ChecksumAlgorithm[]) {
-    if (algorithm === 'crc32c' || algorithm === 'sha1') {
+  const named = Object.keys(msg.expect.checksums ?? {}) as ChecksumAlgorithm[]
+  if (msg.expect.compute !== undefined) named.push(msg.expect.compute)
+  for (const algorithm of named) {
+    if (algorithm !== 'crc32' && algorithm !== 'sha256') {
       extra.set(algorithm, createChecksum(algorithm))
     }
   }
@@ -243,7 +245,7 @@ function newFileId(ctx: Context): string {
 
 /** Checks every expectation and returns the verified facts; the checksums stored with the object
  * are the ones the client sent, in a header or a trailer. */
-function verify(ingest: Ingest, msg: BodyMsg, source: ByteSource | null): Verified {
+async function verify(ingest: Ingest, msg: BodyMsg, source: ByteSource | null): Promise<Verified> {
   const { expect } = msg
   if (expect.size !== undefined && ingest.size !== expect.size) {
     throw new ServiceError('incomplete_body', `got ${ingest.size} of ${expect.size} bytes`)
@@ -259,11 +261,15 @@ function verify(ingest: Ingest, msg: BodyMsg, source: ByteSource | null): Verifi
   }
   const checksums: Checksums = {}
   for (const [algorithm, value] of wantedChecksums(msg, trailers)) {
-    const actual = computedChecksum(ingest, algorithm, sha256)
+    const actual = await computedChecksum(ingest, algorithm, sha256)
     if (actual !== value) {
       throw new ServiceError('checksum_mismatch', `x-amz-checksum-${algorithm} does not match`)
     }
     checksums[algorithm] = actual
+  }
+  const compute = expect.compute
+  if (compute !== undefined && checksums[compute] === undefined) {
+    checksums[compute] = await computedChecksum(ingest, compute, sha256)
   }
   const etag = `"${md5.toString('hex')}"`
   return { size: ingest.size, crc32: ingest.crc32, sha256, etag, checksums }
@@ -311,7 +317,11 @@ function wantedChecksums(
   return wanted
 }
 
-function computedChecksum(ingest: Ingest, algorithm: ChecksumAlgorithm, sha256Hex: string): string {
+async function computedChecksum(
+  ingest: Ingest,
+  algorithm: ChecksumAlgorithm,
+  sha256Hex: string,
+): Promise<string> {
   if (algorithm === 'crc32') return crcToBase64(ingest.crc32)
   if (algorithm === 'sha256') return Buffer.from(sha256Hex, 'hex').toString('base64')
   const checksum = ingest.extra.get(algorithm)

@@ -3,7 +3,14 @@
  * records, which are stored raw. Bytes read back from disk come from outside the process, so
  * decoding validates their shape and fails with `corrupt` rather than asserting. */
 import { ServiceError } from '../../protocol/errors.js'
-import type { BucketInfo, Checksums, HttpMeta, ObjectInfo } from '../../protocol/objects.js'
+import type { UploadChecksum } from '../../protocol/multipart-checksum.js'
+import type {
+  BucketInfo,
+  Checksums,
+  ChecksumType,
+  HttpMeta,
+  ObjectInfo,
+} from '../../protocol/objects.js'
 
 export type VersioningStatus = 'Enabled' | 'Suspended'
 
@@ -25,6 +32,11 @@ export interface BlobRef {
   size: number
 }
 
+/** A part of a multipart object: its blob, and its checksum when the upload named an algorithm. */
+export interface PartRef extends BlobRef {
+  checksums?: Checksums
+}
+
 export interface ObjectRecord {
   size: number
   etag: string
@@ -32,11 +44,13 @@ export interface ObjectRecord {
   http: HttpMeta
   userMeta: Record<string, string>
   checksums: Checksums
+  /** How a multipart object's checksum was made; absent for every other object. */
+  checksumType?: ChecksumType
   /** Content address of the blob holding the bytes; exactly one of `sha256` and `parts` is set. */
   sha256?: string
   /** A multipart object: the blobs of its parts, in order (each part's bytes are one blob, and
    * completing an upload moves the parts' references here without copying a byte). */
-  parts?: BlobRef[]
+  parts?: PartRef[]
   /** Versioning (see versions.ts): the version's id (`null`, or its token) and its token, set on
    * objects written while the bucket had versioning configured; absent, the object is the `null`
    * version. */
@@ -51,6 +65,8 @@ export interface UploadRecord {
   initiatedMs: number
   http: HttpMeta
   userMeta: Record<string, string>
+  /** x-amz-checksum-algorithm and -type of CreateMultipartUpload. */
+  checksum?: UploadChecksum
 }
 
 /** A completed multipart upload, kept so that a retried complete (its response was lost) answers
@@ -63,6 +79,9 @@ export interface CompletedUploadRecord {
   etag: string
   lastModifiedMs: number
   versionId?: string
+  /** The object's checksum made at complete, when the upload named an algorithm. */
+  checksums?: Checksums
+  checksumType?: ChecksumType
 }
 
 /** An uploaded part: it holds one reference to its blob until the upload completes or ends. */
@@ -254,6 +273,7 @@ export function objectInfo(key: string, record: ObjectRecord, versioned = false)
     checksums: record.checksums,
   }
   if (record.parts !== undefined) info.partsCount = record.parts.length
+  if (record.checksumType !== undefined) info.checksumType = record.checksumType
   if (versioned) info.versionId = record.versionId ?? 'null'
   return info
 }

@@ -60,6 +60,7 @@ export async function createUpload(
   const uploadId = time + random
   assert(isUploadId(uploadId))
   const record: UploadRecord = { initiatedMs, http: msg.http, userMeta: msg.userMeta }
+  if (msg.checksum !== undefined) record.checksum = msg.checksum
   mutation.put(uploadKey(msg.bucket, msg.key, uploadId), encodeRecord(record))
   mutation.put(expiryKey(initiatedMs, uploadId), encodeRecord({ bucket: msg.bucket, key: msg.key }))
   await commitMutation(state, ctx, mutation)
@@ -137,13 +138,15 @@ export function listParts(msg: Msg<'upload.list-parts'>, ctx: Context): Result<P
     return { partNumber: partNumberOf(key), size, etag, lastModifiedMs, checksums }
   })
   const last = parts[parts.length - 1]
-  return ok({
+  const listing: PartListing = {
     parts,
     truncated: rows.length > maxParts,
     nextPartNumberMarker: last?.partNumber ?? after,
     initiatedMs: upload.value.initiatedMs,
     http: upload.value.http,
-  })
+  }
+  if (upload.value.checksum !== undefined) listing.checksum = upload.value.checksum
+  return ok(listing)
 }
 
 /** One page of ListMultipartUploads: uploads in (key, upload id) order after the markers, keys

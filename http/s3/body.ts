@@ -85,32 +85,37 @@ export async function readWholeBody(
  * x-amz-checksum-* the client sent with it, in headers or trailers. Object bodies are checked by
  * the store while it hashes them. */
 /** A whole request body of at most `maxBytes` (an XML configuration or request), checked against
- * its Content-MD5 and x-amz-checksum-* headers or trailers. */
+ * its Content-MD5 and x-amz-checksum-* trailers, and headers unless `checksumHeaders` is false
+ * (where they describe something else). */
 export async function readCheckedBody(
   ex: S3Exchange,
   auth: Authenticated,
   maxBytes: number,
   tooLarge: ErrorCode,
+  checksumHeaders = true,
 ): Promise<Result<Uint8Array>> {
   const body = await readWholeBody(ex, auth, maxBytes, tooLarge)
   if (!body.ok) return body
-  const digests = checkBodyDigests(ex, body.value.bytes, body.value.trailers)
+  const { bytes, trailers } = body.value
+  const digests = await checkBodyDigests(ex, bytes, trailers, checksumHeaders)
   if (!digests.ok) return digests
   return ok(body.value.bytes)
 }
 
-export function checkBodyDigests(
+export async function checkBodyDigests(
   ex: S3Exchange,
   bytes: Uint8Array,
   trailers: Record<string, string>,
-): Result<null> {
+  checksumHeaders = true,
+): Promise<Result<null>> {
   const md5 = ex.headers['content-md5']
   if (md5 !== undefined && createHash('md5').update(bytes).digest('base64') !== md5) {
     return fail('bad_digest', 'The Content-MD5 you specified did not match what we received.')
   }
-  for (const [name, value] of [...Object.entries(ex.headers), ...Object.entries(trailers)]) {
+  const headers = checksumHeaders ? Object.entries(ex.headers) : []
+  for (const [name, value] of [...headers, ...Object.entries(trailers)]) {
     const algorithm = checksumAlgorithmFromHeader(name)
-    if (algorithm !== null && checksumBase64(algorithm, bytes) !== value) {
+    if (algorithm !== null && (await checksumBase64(algorithm, bytes)) !== value) {
       return fail('checksum_mismatch', `The ${name} you specified did not match the body.`)
     }
   }

@@ -22,8 +22,15 @@ import { declaredSize, readCheckedBody } from './body.js'
 import { ownerOf, parseEncoding } from './buckets.js'
 import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
-import { conditionsFrom, expectations, parseCopySource, sendBody } from './objects.js'
+import {
+  conditionsFrom,
+  expectations,
+  headerChecksums,
+  parseCopySource,
+  sendBody,
+} from './objects.js'
 import { writeConditions } from './write-conditions.js'
+import { parseUploadChecksum } from '../../protocol/multipart-checksum.js'
 
 interface ObjectTarget {
   bucket: string
@@ -37,13 +44,23 @@ const COMPLETE_BODY_BYTES_MAX = 4 * 1024 * 1024
 export async function createMultipartUpload(ex: S3Exchange, at: ObjectTarget): Promise<void> {
   const userMeta = parseUserMeta(ex.headers)
   if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
+  const checksum = parseUploadChecksum(
+    ex.headers['x-amz-checksum-algorithm'],
+    ex.headers['x-amz-checksum-type'],
+  )
+  if (!checksum.ok) return sendError(ex, checksum.code, checksum.detail)
   const reply = await askCoordinator(ex, {
     kind: 'upload.create',
     ...at,
     http: parseHttpMeta(ex.headers),
     userMeta: userMeta.value,
+    ...(checksum.value === null ? {} : { checksum: checksum.value }),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
+  if (checksum.value !== null) {
+    ex.outgoing.setHeader('x-amz-checksum-algorithm', checksum.value.algorithm.toUpperCase())
+    ex.outgoing.setHeader('x-amz-checksum-type', checksum.value.type)
+  }
   sendXml(ex, 200, initiateUploadXml({ ...at, uploadId: reply.value.uploadId }))
 }
 
@@ -125,18 +142,21 @@ export async function completeMultipartUpload(
   at: ObjectTarget,
   uploadId: string,
 ): Promise<void> {
-  const body = await readCheckedBody(ex, auth, COMPLETE_BODY_BYTES_MAX, 'malformed_xml')
+  // Complete's x-amz-checksum-* headers name the whole object's checksum, not the XML body's.
+  const body = await readCheckedBody(ex, auth, COMPLETE_BODY_BYTES_MAX, 'malformed_xml', false)
   if (!body.ok) return sendError(ex, body.code, body.detail)
   const parts = parseCompleteUpload(body.value)
   if (!parts.ok) return sendError(ex, parts.code, parts.detail)
   const conditions = writeConditions(ex.headers)
   if (!conditions.ok) return sendError(ex, conditions.code, conditions.detail)
+  const expect = headerChecksums(ex.headers)
   const reply = await askCoordinator(ex, {
     kind: 'upload.complete',
     ...at,
     uploadId,
     parts: parts.value,
     ...(conditions.value === null ? {} : { conditions: conditions.value }),
+    ...(Object.keys(expect).length === 0 ? {} : { expect }),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const scheme = ex.incoming.socket && 'encrypted' in ex.incoming.socket ? 'https' : 'http'
@@ -145,7 +165,9 @@ export async function completeMultipartUpload(
   for (const [name, value] of Object.entries(versionHeaders(reply.value))) {
     ex.outgoing.setHeader(name, value)
   }
-  sendXml(ex, 200, completeUploadResultXml({ location, ...at, etag: reply.value.etag }))
+  const { etag, checksums, checksumType } = reply.value
+  const result = { location, ...at, etag, checksums }
+  sendXml(ex, 200, completeUploadResultXml(checksumType ? { ...result, checksumType } : result))
 }
 
 export async function abortMultipartUpload(
@@ -163,7 +185,7 @@ export async function abortMultipartUpload(
 }
 
 /** A non-negative integer query parameter, capped at `cap` (S3 caps max-parts and max-uploads). */
-function parseCount(value: string | null, name: string, cap: number): Result<number> {
+export function parseCount(value: string | null, name: string, cap: number): Result<number> {
   if (value === null) return ok(cap)
   if (!/^\d{1,10}$/.test(value)) {
     return fail('invalid_argument', `Provided ${name} not an integer or within integer range`)

@@ -3,7 +3,7 @@
  * including the `response-*` query overrides. */
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { USER_METADATA_BYTES_MAX } from '../../protocol/limits.js'
-import type { HttpMeta, ObjectInfo } from '../../protocol/objects.js'
+import type { ChecksumType, HttpMeta, ObjectInfo } from '../../protocol/objects.js'
 import { checksumHeaderName } from '../../protocol/checksums.js'
 import { metaValueFromHeader, metaValueToHeader } from './meta-text.js'
 
@@ -88,12 +88,17 @@ export function objectHeaders(info: ObjectInfo, query: URLSearchParams): Record<
 }
 
 /** x-amz-checksum-* headers of a stored object (returned when the client asks with
- * x-amz-checksum-mode: ENABLED, and on PUT responses). */
-export function checksumHeaders(checksums: ObjectInfo['checksums']): Record<string, string> {
+ * x-amz-checksum-mode: ENABLED, and on PUT responses), with x-amz-checksum-type when there is one:
+ * FULL_OBJECT for a checksum of the bytes, COMPOSITE for a checksum of part checksums. */
+export function checksumHeaders(
+  checksums: ObjectInfo['checksums'],
+  type: ChecksumType = 'FULL_OBJECT',
+): Record<string, string> {
   const headers: Record<string, string> = {}
   for (const [algorithm, value] of Object.entries(checksums)) {
     if (value !== undefined && value !== '') {
       headers[checksumHeaderName(algorithm as keyof ObjectInfo['checksums'])] = value
+      headers['x-amz-checksum-type'] = type
     }
   }
   return headers

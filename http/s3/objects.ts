@@ -8,7 +8,7 @@ import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../proto
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
 import type { Request } from '../../protocol/actor.js'
 import type { GetResult, MarkerResult, ObjectMsg, PutResult } from '../../protocol/messages.js'
-import type { Conditions, Expectations } from '../../protocol/objects.js'
+import type { Checksums, Conditions, Expectations } from '../../protocol/objects.js'
 import { copyObjectResultXml } from '../../protocol/s3-xml.js'
 import { parsePartNumber } from '../../protocol/s3-multipart-xml.js'
 import { streamDeadlineMs } from '../../protocol/timing.js'
@@ -37,6 +37,16 @@ interface ObjectTarget {
   key: string
 }
 
+/** The x-amz-checksum-* values among `headers`, by algorithm. */
+export function headerChecksums(headers: Record<string, string>): Checksums {
+  const checksums: Checksums = {}
+  for (const [name, value] of Object.entries(headers)) {
+    const algorithm = checksumAlgorithmFromHeader(name)
+    if (algorithm !== null) checksums[algorithm] = value
+  }
+  return checksums
+}
+
 export function expectations(
   ex: S3Exchange,
   auth: Authenticated,
@@ -51,11 +61,7 @@ export function expectations(
     expect.md5Base64 = md5
   }
   if (auth.parsed.payload.kind === 'sha256') expect.sha256Hex = auth.parsed.payload.hex
-  const checksums: NonNullable<Expectations['checksums']> = {}
-  for (const [name, value] of Object.entries(ex.headers)) {
-    const algorithm = checksumAlgorithmFromHeader(name)
-    if (algorithm !== null) checksums[algorithm] = value
-  }
+  const checksums = headerChecksums(ex.headers)
   // A checksum announced as a trailer arrives after the body: compute it, check it at the end.
   for (const name of (ex.headers['x-amz-trailer'] ?? '').split(',')) {
     const algorithm = checksumAlgorithmFromHeader(name.trim())
@@ -219,7 +225,7 @@ function planAnswer(
   if (range.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${info.size}`
   // A stored checksum describes the whole object, so only a whole-object answer carries it.
   if (range.kind === 'whole' && ex.headers['x-amz-checksum-mode']?.toUpperCase() === 'ENABLED') {
-    Object.assign(headers, checksumHeaders(info.checksums))
+    Object.assign(headers, checksumHeaders(info.checksums, info.checksumType))
   }
   return { status: range.kind === 'partial' ? 206 : 200, headers, start, end }
 }
@@ -284,7 +290,7 @@ export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void>
 
 /** A delete marker where an object was asked for: 404 NoSuchKey for the current version, 405
  * MethodNotAllowed for a marker named by id; both say it is a marker, and which. */
-function sendMarker(ex: S3Exchange, found: MarkerResult): void {
+export function sendMarker(ex: S3Exchange, found: MarkerResult): void {
   const { versionId, lastModifiedMs, byId } = found.marker
   ex.outgoing.setHeader('x-amz-delete-marker', 'true')
   ex.outgoing.setHeader('x-amz-version-id', versionId)

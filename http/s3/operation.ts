@@ -18,6 +18,7 @@ export type S3Operation =
   | 'PutObject'
   | 'CopyObject'
   | 'GetObject'
+  | 'GetObjectAttributes'
   | 'HeadObject'
   | 'DeleteObject'
   | 'CreateMultipartUpload'
@@ -47,7 +48,7 @@ export function operationOf(
   if (query.has('uploadId')) return uploadOperationOf(method, headers)
   switch (method) {
     case 'GET':
-      return 'GetObject'
+      return query.has('attributes') ? 'GetObjectAttributes' : 'GetObject'
     case 'HEAD':
       return 'HeadObject'
     case 'PUT':

@@ -17,6 +17,7 @@ import {
   listObjectsV1,
   listObjectsV2,
 } from './buckets.js'
+import { getObjectAttributes } from './attributes.js'
 import { addCorsHeaders, bucketCors, preflight } from './cors.js'
 import { headerRecord, sendError, type S3Exchange } from './exchange.js'
 import { listBuckets } from './list-buckets.js'
@@ -39,7 +40,6 @@ const UNIMPLEMENTED = [
   'accelerate',
   'acl',
   'analytics',
-  'attributes',
   'encryption',
   'intelligent-tiering',
   'inventory',
@@ -184,6 +184,8 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
   if (uploadId !== null) return uploadOperation(ex, auth, at, uploadId)
   switch (ex.method) {
     case 'GET':
+      if (ex.query.has('attributes')) return getObjectAttributes(ex, at)
+      return getObject(ex, at)
     case 'HEAD':
       return getObject(ex, at)
     case 'PUT': {
