@@ -47,6 +47,9 @@ export type ErrorCode =
   | 'cors_forbidden'
   | 'bad_request'
   | 'max_message_length_exceeded'
+  // Object and bucket tagging (S3 API).
+  | 'invalid_tag'
+  | 'no_such_tag_set'
   // Identity and the admin API.
   | 'unauthorized'
   | 'invalid_credentials'

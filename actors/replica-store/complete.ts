@@ -15,7 +15,7 @@ import { PART_BYTES_MIN, PART_NUMBER_MAX } from '../../protocol/limits.js'
 import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
 import { expiryKey, uploadKey } from './keys.js'
 import { Mutation } from './mutation.js'
-import type { BlobRef, ObjectRecord, PartRecord } from './records.js'
+import { withTags, type BlobRef, type ObjectRecord, type PartRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload, partNumbers } from './uploads.js'
 import { writeCurrent } from './versions.js'
@@ -60,6 +60,7 @@ export async function completeUpload(
     userMeta: upload.value.userMeta,
     checksums: {},
     parts: blobs,
+    ...withTags(upload.value.tags),
   }
   // The parts' references now belong to the object: writing it adds none of its own.
   const versionId = writeCurrent(state, ctx, mutation, msg, record)

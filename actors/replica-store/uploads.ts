@@ -32,7 +32,14 @@ import {
 } from './keys.js'
 import { compareUtf8 } from './list.js'
 import { Mutation } from './mutation.js'
-import { decodePart, decodeText, decodeUpload, encodeRecord, type UploadRecord } from './records.js'
+import {
+  decodePart,
+  decodeText,
+  decodeUpload,
+  encodeRecord,
+  withTags,
+  type UploadRecord,
+} from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 
 type Msg<K extends ObjectMsg['kind']> = Extract<ObjectMsg, { kind: K }>
@@ -58,7 +65,12 @@ export async function createUpload(
   const random = Buffer.from(ctx.randomBytes(UPLOAD_ID_RANDOM_BYTES)).toString('hex')
   const uploadId = time + random
   assert(isUploadId(uploadId))
-  const record: UploadRecord = { initiatedMs, http: msg.http, userMeta: msg.userMeta }
+  const record: UploadRecord = {
+    initiatedMs,
+    http: msg.http,
+    userMeta: msg.userMeta,
+    ...withTags(msg.tags),
+  }
   mutation.put(uploadKey(msg.bucket, msg.key, uploadId), encodeRecord(record))
   mutation.put(expiryKey(initiatedMs, uploadId), encodeRecord({ bucket: msg.bucket, key: msg.key }))
   await commitMutation(state, ctx, mutation)

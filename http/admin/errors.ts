@@ -95,6 +95,8 @@ export function adminErrorFor(code: ErrorCode): AdminError {
     case 'cors_forbidden':
     case 'bad_request':
     case 'max_message_length_exceeded':
+    case 'invalid_tag':
+    case 'no_such_tag_set':
       return adminError('InternalError', 500, INTERNAL_MESSAGE)
     default:
       return unreachable(code)

@@ -70,7 +70,9 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'cors_forbidden':
     case 'bad_request':
     case 'max_message_length_exceeded':
-      return corsError(code)
+    case 'invalid_tag':
+    case 'no_such_tag_set':
+      return corsOrTagError(code)
     case 'unauthorized':
     case 'invalid_credentials':
     case 'forbidden':
@@ -348,13 +350,18 @@ function protocolOrServerError(code: ProtocolOrServerCode): S3Error {
   }
 }
 
-type CorsCode = Extract<
+type CorsOrTagCode = Extract<
   ErrorCode,
-  'no_such_cors_configuration' | 'cors_forbidden' | 'bad_request' | 'max_message_length_exceeded'
+  | 'no_such_cors_configuration'
+  | 'cors_forbidden'
+  | 'bad_request'
+  | 'max_message_length_exceeded'
+  | 'invalid_tag'
+  | 'no_such_tag_set'
 >
 
-/** Bucket CORS: the configuration's operations and preflight requests (OPTIONS). */
-function corsError(code: CorsCode): S3Error {
+/** Bucket CORS (the configuration's operations and preflight requests) and tagging. */
+function corsOrTagError(code: CorsOrTagCode): S3Error {
   switch (code) {
     case 'no_such_cors_configuration':
       return s3Error('NoSuchCORSConfiguration', 404, 'The CORS configuration does not exist')
@@ -365,6 +372,10 @@ function corsError(code: CorsCode): S3Error {
       return s3Error('BadRequest', 400, 'Bad Request')
     case 'max_message_length_exceeded':
       return s3Error('MaxMessageLengthExceeded', 400, 'Your request was too big.')
+    case 'invalid_tag':
+      return s3Error('InvalidTag', 400, 'The tag provided was not a valid tag.')
+    case 'no_such_tag_set':
+      return s3Error('NoSuchTagSet', 404, 'The TagSet does not exist')
     default:
       return unreachable(code)
   }

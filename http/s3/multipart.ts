@@ -23,6 +23,7 @@ import { ownerOf, parseEncoding } from './buckets.js'
 import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
 import { conditionsFrom, expectations, parseCopySource, sendBody } from './objects.js'
+import { requestTags } from './tagging.js'
 
 interface ObjectTarget {
   bucket: string
@@ -36,11 +37,14 @@ const COMPLETE_BODY_BYTES_MAX = 4 * 1024 * 1024
 export async function createMultipartUpload(ex: S3Exchange, at: ObjectTarget): Promise<void> {
   const userMeta = parseUserMeta(ex.headers)
   if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
+  const tags = requestTags(ex.headers)
+  if (!tags.ok) return sendError(ex, tags.code, tags.detail)
   const reply = await askCoordinator(ex, {
     kind: 'upload.create',
     ...at,
     http: parseHttpMeta(ex.headers),
     userMeta: userMeta.value,
+    ...tags.value,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   sendXml(ex, 200, initiateUploadXml({ ...at, uploadId: reply.value.uploadId }))

@@ -75,6 +75,7 @@ export function objectHeaders(info: ObjectInfo, query: URLSearchParams): Record<
   if (http.expires !== undefined) headers['expires'] = http.expires
   for (const [name, value] of Object.entries(info.userMeta)) headers['x-amz-meta-' + name] = value
   if (info.versionId !== undefined) headers['x-amz-version-id'] = info.versionId
+  if (info.tagCount !== undefined) headers['x-amz-tagging-count'] = String(info.tagCount)
   for (const [param, header] of OVERRIDES) {
     const value = query.get(param)
     if (value !== null) headers[header] = value

@@ -30,6 +30,12 @@ export type S3Operation =
   | 'PutBucketVersioning'
   | 'GetBucketVersioning'
   | 'ListObjectVersions'
+  | 'PutObjectTagging'
+  | 'GetObjectTagging'
+  | 'DeleteObjectTagging'
+  | 'PutBucketTagging'
+  | 'GetBucketTagging'
+  | 'DeleteBucketTagging'
   | 'NotImplemented'
   | 'Unknown'
 
@@ -44,6 +50,7 @@ export function operationOf(
   if (unimplemented.some((name) => query.has(name))) return 'NotImplemented'
   if (target.bucket === null) return method === 'GET' ? 'ListBuckets' : 'Unknown'
   if (target.key === null) return bucketOperationOf(method, query)
+  if (query.has('tagging')) return taggingOperationOf(method, 'Object')
   if (query.has('uploadId')) return uploadOperationOf(method, headers)
   switch (method) {
     case 'GET':
@@ -78,6 +85,7 @@ function uploadOperationOf(method: string, headers: Record<string, string>): S3O
 
 function bucketOperationOf(method: string, query: URLSearchParams): S3Operation {
   if (query.has('cors')) return corsOperationOf(method)
+  if (query.has('tagging')) return taggingOperationOf(method, 'Bucket')
   switch (method) {
     case 'GET':
       if (query.has('location')) return 'GetBucketLocation'
@@ -102,4 +110,10 @@ function corsOperationOf(method: string): S3Operation {
   if (method === 'GET') return 'GetBucketCors'
   if (method === 'PUT') return 'PutBucketCors'
   return method === 'DELETE' ? 'DeleteBucketCors' : 'Unknown'
+}
+
+function taggingOperationOf(method: string, of: 'Object' | 'Bucket'): S3Operation {
+  if (method === 'GET') return `Get${of}Tagging`
+  if (method === 'PUT') return `Put${of}Tagging`
+  return method === 'DELETE' ? `Delete${of}Tagging` : 'Unknown'
 }

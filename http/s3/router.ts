@@ -31,6 +31,7 @@ import {
   uploadPart,
 } from './multipart.js'
 import { operationOf } from './operation.js'
+import { bucketTagging, objectTagging } from './tagging.js'
 import { parseTarget } from './target.js'
 
 /** Subresources of Amazon S3 this service does not implement (yet): answered 501. */
@@ -58,7 +59,6 @@ const UNIMPLEMENTED = [
   'restore',
   'retention',
   'select',
-  'tagging',
   'torrent',
   'website',
 ]
@@ -177,6 +177,7 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
   if (ex.query.has('cors')) return sendError(ex, 'method_not_allowed', 'CORS is a bucket setting')
   if (isKeyTooLong(key)) return sendError(ex, 'key_too_long', 'Your key is too long')
   const at = { bucket, key }
+  if (ex.query.has('tagging')) return objectTagging(ex, auth, at)
   const uploadId = ex.query.get('uploadId')
   if (uploadId !== null) return uploadOperation(ex, auth, at, uploadId)
   switch (ex.method) {
@@ -239,6 +240,7 @@ const BUCKET_SUBRESOURCE_METHODS: Record<string, readonly string[]> = {
 
 async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
   if (ex.query.has('cors')) return bucketCors(ex, auth, bucket)
+  if (ex.query.has('tagging')) return bucketTagging(ex, auth, bucket)
   for (const [name, methods] of Object.entries(BUCKET_SUBRESOURCE_METHODS)) {
     if (ex.query.has(name) && !methods.includes(ex.method)) {
       return sendError(ex, 'method_not_allowed', '')

@@ -69,6 +69,8 @@ const EXPECTED: Record<ErrorCode, [code: string, status: number]> = {
   cors_forbidden: INTERNAL,
   bad_request: INTERNAL,
   max_message_length_exceeded: INTERNAL,
+  invalid_tag: INTERNAL,
+  no_such_tag_set: INTERNAL,
 }
 
 /** What the server alone is to blame for, or a callee that may recover. */
@@ -99,12 +101,14 @@ const SERVER_SIDE = new Set<ErrorCode>([
   'cors_forbidden',
   'bad_request',
   'max_message_length_exceeded',
+  'invalid_tag',
+  'no_such_tag_set',
 ])
 
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the code and status of the table', () => {
-  assert.is(CODES.length, 53)
+  assert.is(CODES.length, 55)
   for (const code of CODES) {
     const mapped = adminErrorFor(code)
     assert.equal([mapped.code, mapped.status], EXPECTED[code], code)
