@@ -12,11 +12,13 @@ import {
   parseXmlBody,
   s3Timestamp,
   serialize,
+  storedObjectXml,
   text,
   xmlChildren,
   xmlChildText,
   type EncodingType,
   type S3Owner,
+  type StoredObjectAt,
 } from './s3-xml.js'
 
 export interface UploadTarget {
@@ -33,18 +35,8 @@ export function initiateUploadXml(target: UploadTarget): string {
   return serialize(root)
 }
 
-export function completeUploadResultXml(options: {
-  location: string
-  bucket: string
-  key: string
-  etag: string
-}): string {
-  const root = newDocument('CompleteMultipartUploadResult', true)
-  text(root, 'Location', options.location)
-  text(root, 'Bucket', options.bucket)
-  text(root, 'Key', options.key)
-  text(root, 'ETag', options.etag)
-  return serialize(root)
+export function completeUploadResultXml(options: StoredObjectAt): string {
+  return storedObjectXml('CompleteMultipartUploadResult', true, options)
 }
 
 export function copyPartResultXml(result: { etag: string; lastModifiedMs: number }): string {

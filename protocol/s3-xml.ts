@@ -300,6 +300,28 @@ export function copyObjectResultXml(result: { etag: string; lastModifiedMs: numb
   return serialize(root)
 }
 
+export interface StoredObjectAt {
+  location: string
+  bucket: string
+  key: string
+  etag: string
+}
+
+/** Where a write put an object and its ETag: CompleteMultipartUpload's answer, and a form
+ * upload's to `success_action_status` 201 (which S3 writes without a namespace). */
+export function storedObjectXml(
+  rootName: string,
+  namespaced: boolean,
+  result: StoredObjectAt,
+): string {
+  const root = newDocument(rootName, namespaced)
+  text(root, 'Location', result.location)
+  text(root, 'Bucket', result.bucket)
+  text(root, 'Key', result.key)
+  text(root, 'ETag', result.etag)
+  return serialize(root)
+}
+
 /** S3 answers GetBucketLocation with an empty element for us-east-1, its historical default. */
 export function locationConstraintXml(region: string): string {
   const root = newDocument('LocationConstraint', true)

@@ -72,6 +72,8 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'max_message_length_exceeded':
     case 'invalid_tag':
     case 'no_such_tag_set':
+    case 'invalid_policy_document':
+    case 'malformed_post_request':
       return corsOrTagError(code)
     case 'unauthorized':
     case 'invalid_credentials':
@@ -358,9 +360,11 @@ type CorsOrTagCode = Extract<
   | 'max_message_length_exceeded'
   | 'invalid_tag'
   | 'no_such_tag_set'
+  | 'invalid_policy_document'
+  | 'malformed_post_request'
 >
 
-/** Bucket CORS (the configuration's operations and preflight requests) and tagging. */
+/** Bucket CORS (its configuration and preflight requests), tagging and form uploads. */
 function corsOrTagError(code: CorsOrTagCode): S3Error {
   switch (code) {
     case 'no_such_cors_configuration':
@@ -376,6 +380,18 @@ function corsOrTagError(code: CorsOrTagCode): S3Error {
       return s3Error('InvalidTag', 400, 'The tag provided was not a valid tag.')
     case 'no_such_tag_set':
       return s3Error('NoSuchTagSet', 404, 'The TagSet does not exist')
+    case 'invalid_policy_document':
+      return s3Error(
+        'InvalidPolicyDocument',
+        400,
+        'The content of the form does not meet the conditions specified in the policy document.',
+      )
+    case 'malformed_post_request':
+      return s3Error(
+        'MalformedPOSTRequest',
+        400,
+        'The body of your POST request is not well-formed multipart/form-data.',
+      )
     default:
       return unreachable(code)
   }

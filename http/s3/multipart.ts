@@ -20,7 +20,14 @@ import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
 import { declaredSize, readCheckedBody } from './body.js'
 import { ownerOf, parseEncoding } from './buckets.js'
-import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import {
+  askCoordinator,
+  objectLocation,
+  send,
+  sendError,
+  sendXml,
+  type S3Exchange,
+} from './exchange.js'
 import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
 import { conditionsFrom, expectations, parseCopySource, sendBody } from './objects.js'
 import { requestTags } from './tagging.js'
@@ -139,9 +146,7 @@ export async function completeMultipartUpload(
     parts: parts.value,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
-  const scheme = ex.incoming.socket && 'encrypted' in ex.incoming.socket ? 'https' : 'http'
-  const host = ex.headers['host'] ?? 'localhost'
-  const location = `${scheme}://${host}/${at.bucket}/${encodeURI(at.key)}`
+  const location = objectLocation(ex, at)
   for (const [name, value] of Object.entries(versionHeaders(reply.value))) {
     ex.outgoing.setHeader(name, value)
   }

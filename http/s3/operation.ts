@@ -15,6 +15,7 @@ export type S3Operation =
   | 'ListObjectsV2'
   | 'ListObjects'
   | 'DeleteObjects'
+  | 'PostObject'
   | 'PutObject'
   | 'CopyObject'
   | 'GetObject'
@@ -49,7 +50,7 @@ export function operationOf(
   if (method === 'OPTIONS') return 'CorsPreflight'
   if (unimplemented.some((name) => query.has(name))) return 'NotImplemented'
   if (target.bucket === null) return method === 'GET' ? 'ListBuckets' : 'Unknown'
-  if (target.key === null) return bucketOperationOf(method, query)
+  if (target.key === null) return bucketOperationOf(method, query, headers)
   if (query.has('tagging')) return taggingOperationOf(method, 'Object')
   if (query.has('uploadId')) return uploadOperationOf(method, headers)
   switch (method) {
@@ -83,7 +84,11 @@ function uploadOperationOf(method: string, headers: Record<string, string>): S3O
   }
 }
 
-function bucketOperationOf(method: string, query: URLSearchParams): S3Operation {
+function bucketOperationOf(
+  method: string,
+  query: URLSearchParams,
+  headers: Record<string, string>,
+): S3Operation {
   if (query.has('cors')) return corsOperationOf(method)
   if (query.has('tagging')) return taggingOperationOf(method, 'Bucket')
   switch (method) {
@@ -100,7 +105,10 @@ function bucketOperationOf(method: string, query: URLSearchParams): S3Operation 
     case 'DELETE':
       return 'DeleteBucket'
     case 'POST':
-      return query.has('delete') ? 'DeleteObjects' : 'Unknown'
+      if (query.has('delete')) return 'DeleteObjects'
+      return headers['content-type']?.toLowerCase().startsWith('multipart/form-data') === true
+        ? 'PostObject'
+        : 'Unknown'
     default:
       return 'Unknown'
   }

@@ -31,6 +31,7 @@ import {
   uploadPart,
 } from './multipart.js'
 import { operationOf } from './operation.js'
+import { isPostObject, postObject } from './post-object.js'
 import { bucketTagging, objectTagging } from './tagging.js'
 import { parseTarget } from './target.js'
 
@@ -151,6 +152,8 @@ export async function handleS3(
   // Preflights carry no credentials (browsers send none); Origin costs one call for the rules.
   if (ex.method === 'OPTIONS') return preflight(ex)
   if (headers['origin'] !== undefined) await addCorsHeaders(ex)
+  // A form upload carries its credentials in the form, not in headers.
+  if (isPostObject(ex)) return postObject(ex, caches)
   const auth = await authenticate(ex, caches)
   if (!auth.ok) return sendError(ex, auth.code, auth.detail)
   ex.principal = auth.value.principal
