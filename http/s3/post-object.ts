@@ -140,8 +140,13 @@ export async function postObject(ex: S3Exchange, caches: AuthCaches): Promise<vo
   })
   const pumped = await pumpFile(form.value.file, ex.mesh.sink(local, deadlineMs), range.value)
   const reply = await pending
-  if (!pumped.ok) return sendError(ex, pumped.code, pumped.detail)
+  // The size range is ours to answer; any other failure of the pump is the store cancelling the
+  // stream (no such bucket, say), whose reply then says why.
+  if (!pumped.ok && pumped.code !== 'incomplete_body') {
+    return sendError(ex, pumped.code, pumped.detail)
+  }
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
+  if (!pumped.ok) return sendError(ex, pumped.code, pumped.detail)
   answer(ex, form.value.fields, { bucket, key }, reply.value)
 }
 

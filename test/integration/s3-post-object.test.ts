@@ -229,6 +229,13 @@ test('refused: signature, expiry, conditions, extra fields, size; nothing stored
   )
   await expect(formBody(unsigned, { filename: 'f', content }), plain.url, 403, 'AccessDenied')
   await expect(formBody(plain.fields, null), plain.url, 400, 'InvalidArgument')
+  const nowhere = await createPresignedPost(s3, { Bucket: 'no-such-forms', Key: 'k' })
+  await expect(
+    formBody(nowhere.fields, { filename: 'f', content }),
+    nowhere.url,
+    404,
+    'NoSuchBucket',
+  )
   for (const key of ['refused/sig', 'refused/expired', 'other/f', 'refused/extra']) {
     assert.ok(await absent(key), key)
   }
