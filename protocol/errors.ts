@@ -52,6 +52,12 @@ export type ErrorCode =
   | 'cors_forbidden'
   | 'bad_request'
   | 'max_message_length_exceeded'
+  // Object and bucket tagging (S3 API).
+  | 'invalid_tag'
+  | 'no_such_tag_set'
+  // Browser form uploads (S3's POST Object).
+  | 'invalid_policy_document'
+  | 'malformed_post_request'
   // Identity and the admin API.
   | 'unauthorized'
   | 'invalid_credentials'

@@ -17,6 +17,7 @@ import type {
   ObjectInfo,
 } from './objects.js'
 import type { Role } from './identity.js'
+import type { Tag } from './tagging.js'
 
 export interface PutResult {
   etag: string
@@ -79,6 +80,12 @@ export interface CompletedPart {
   partNumber: number
   etag: string
   checksums?: Checksums
+}
+
+/** An object version's tags, and which version it was when the bucket has versioning. */
+export interface TaggingResult {
+  tags: Tag[]
+  versionId?: string
 }
 
 /** A delete marker where an object was asked for. */
@@ -157,6 +164,8 @@ export type ObjectMsg =
       key: string
       http: HttpMeta
       userMeta: Record<string, string>
+      /** x-amz-tagging, validated by the ingress (protocol/tagging.ts). */
+      tags?: Tag[]
       expect: Expectations
       /** Small bodies travel inline; larger ones on a stream. Exactly one is set. */
       body?: Uint8Array
@@ -207,8 +216,22 @@ export type ObjectMsg =
       target: { bucket: string; key: string }
       /** Replacement metadata (REPLACE directive); absent means COPY. */
       replace?: { http: HttpMeta; userMeta: Record<string, string> }
+      /** The copy's tags (x-amz-tagging-directive REPLACE); absent, the source's are kept. */
+      tags?: Tag[]
       conditions: Conditions
     })
+  /** An object version's tags: replaced whole (an empty set deletes them); its bytes untouched. */
+  | (Request & {
+      kind: 'object.tagging.put'
+      bucket: string
+      key: string
+      versionId?: string
+      tags: Tag[]
+    })
+  | (Request & { kind: 'object.tagging.get'; bucket: string; key: string; versionId?: string })
+  /** A bucket's tags, validated by the ingress; an empty set deletes them. */
+  | (Request & { kind: 'bucket.tagging.put'; bucket: string; tags: Tag[] })
+  | (Request & { kind: 'bucket.tagging.get'; bucket: string })
   | (Request & { kind: 'object.list' } & ListRequest)
   | UploadMsg
 
@@ -222,6 +245,8 @@ export type UploadMsg =
       userMeta: Record<string, string>
       /** x-amz-checksum-algorithm and -type: every part must carry that checksum. */
       checksum?: UploadChecksum
+      /** The object's tags once completed (x-amz-tagging). */
+      tags?: Tag[]
     })
   | (Request & {
       kind: 'upload.part'
@@ -296,6 +321,10 @@ export type ObjectReply = {
   'object.delete-many': DeleteManyResult
   'object.copy': PutResult
   'object.list': ListPage
+  'object.tagging.put': TaggingResult
+  'object.tagging.get': TaggingResult
+  'bucket.tagging.put': null
+  'bucket.tagging.get': Tag[]
   'bucket.versioning.put': null
   'bucket.versioning.get': { status: 'Enabled' | 'Suspended' | null }
   'object.list-versions': VersionListing

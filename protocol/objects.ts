@@ -34,6 +34,8 @@ export interface ObjectInfo {
   partsCount?: number
   /** The version's id (`null` for the null version) when the bucket has versioning configured. */
   versionId?: string
+  /** How many tags the version has (x-amz-tagging-count); absent when none. */
+  tagCount?: number
 }
 
 export interface ObjectSummary {

@@ -4,7 +4,7 @@
  * S3 answers); each part is listed only when the object has a checksum. */
 import { fail, ok, type Result } from './errors.js'
 import type { GetResult } from './messages.js'
-import { checksumElements } from './s3-multipart-xml.js'
+import { checksumElements } from './s3-xml.js'
 import { newDocument, serialize, text } from './s3-xml.js'
 
 export const OBJECT_ATTRIBUTES = [

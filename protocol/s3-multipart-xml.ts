@@ -15,11 +15,14 @@ import {
   parseXmlBody,
   s3Timestamp,
   serialize,
+  checksumElements,
+  storedObjectXml,
   text,
   xmlChildren,
   xmlChildText,
   type EncodingType,
   type S3Owner,
+  type StoredObjectAt,
   type XmlElement,
 } from './s3-xml.js'
 
@@ -37,34 +40,8 @@ export function initiateUploadXml(target: UploadTarget): string {
   return serialize(root)
 }
 
-/** ChecksumCRC32, ChecksumCRC64NVME, ChecksumSHA256... elements, and ChecksumType when given. */
-export function checksumElements(
-  parent: ReturnType<typeof newDocument>,
-  checksums: Checksums,
-  type?: ChecksumType,
-): void {
-  const entries = Object.entries(checksums).filter(([, value]) => value !== '')
-  for (const [algorithm, value] of entries) {
-    text(parent, `Checksum${algorithm.toUpperCase()}`, value)
-  }
-  if (type !== undefined && entries.length > 0) text(parent, 'ChecksumType', type)
-}
-
-export function completeUploadResultXml(options: {
-  location: string
-  bucket: string
-  key: string
-  etag: string
-  checksums: Checksums
-  checksumType?: ChecksumType
-}): string {
-  const root = newDocument('CompleteMultipartUploadResult', true)
-  text(root, 'Location', options.location)
-  text(root, 'Bucket', options.bucket)
-  text(root, 'Key', options.key)
-  text(root, 'ETag', options.etag)
-  checksumElements(root, options.checksums, options.checksumType)
-  return serialize(root)
+export function completeUploadResultXml(options: StoredObjectAt): string {
+  return storedObjectXml('CompleteMultipartUploadResult', true, options)
 }
 
 export function copyPartResultXml(result: {

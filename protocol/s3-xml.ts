@@ -11,7 +11,7 @@ import { create } from 'xmlbuilder2'
 import { fail, ok, type Result } from './errors.js'
 import { DELETE_OBJECTS_KEYS_MAX, KEY_BYTES_MAX, XML_BODY_BYTES_MAX } from './limits.js'
 import type { ObjectColumns } from './object-columns.js'
-import type { BucketInfo, ListPage } from './objects.js'
+import type { BucketInfo, Checksums, ChecksumType, ListPage } from './objects.js'
 import { XmlWriter } from './xml-writer.js'
 
 export const S3_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/'
@@ -312,6 +312,40 @@ export function copyObjectResultXml(result: { etag: string; lastModifiedMs: numb
   const root = newDocument('CopyObjectResult', true)
   text(root, 'LastModified', s3Timestamp(result.lastModifiedMs))
   text(root, 'ETag', result.etag)
+  return serialize(root)
+}
+
+export interface StoredObjectAt {
+  location: string
+  bucket: string
+  key: string
+  etag: string
+  checksums?: Checksums
+  checksumType?: ChecksumType
+}
+
+/** ChecksumCRC32, ChecksumCRC64NVME, ChecksumSHA256... elements, and ChecksumType when given. */
+export function checksumElements(parent: XMLBuilder, checksums: Checksums, type?: ChecksumType) {
+  const entries = Object.entries(checksums).filter(([, value]) => value !== '')
+  for (const [algorithm, value] of entries) {
+    text(parent, `Checksum${algorithm.toUpperCase()}`, value)
+  }
+  if (type !== undefined && entries.length > 0) text(parent, 'ChecksumType', type)
+}
+
+/** Where a write put an object, its ETag and checksum: CompleteMultipartUpload's answer, and a
+ * form upload's to `success_action_status` 201 (which S3 writes without a namespace). */
+export function storedObjectXml(
+  rootName: string,
+  namespaced: boolean,
+  result: StoredObjectAt,
+): string {
+  const root = newDocument(rootName, namespaced)
+  text(root, 'Location', result.location)
+  text(root, 'Bucket', result.bucket)
+  text(root, 'Key', result.key)
+  text(root, 'ETag', result.etag)
+  checksumElements(root, result.checksums ?? {}, result.checksumType)
   return serialize(root)
 }
 

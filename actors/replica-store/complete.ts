@@ -24,7 +24,13 @@ import { completedPartsDigest, recordCompletion, retriedCompletion } from './com
 import { expiryKey, uploadKey } from './keys.js'
 import { Mutation } from './mutation.js'
 import { NO_ROOM } from './put.js'
-import type { ObjectRecord, PartRecord, PartRef, UploadRecord } from './records.js'
+import {
+  withTags,
+  type ObjectRecord,
+  type PartRecord,
+  type PartRef,
+  type UploadRecord,
+} from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload, partNumbers } from './uploads.js'
 import { writeCurrent } from './versions.js'
@@ -86,6 +92,7 @@ export async function completeUpload(
     userMeta: upload.value.userMeta,
     checksums: checksum.value?.checksums ?? {},
     parts: blobs,
+    ...withTags(upload.value.tags),
   }
   if (checksum.value !== null) record.checksumType = checksum.value.type
   // The parts' references now belong to the object: writing it adds none of its own.

@@ -8,7 +8,7 @@ import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
 import { Mutation } from './mutation.js'
 import { NO_ROOM } from './put.js'
-import { blobsOf, type ObjectRecord } from './records.js'
+import { blobsOf, withTags, type ObjectRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findVersion, writeCurrent } from './versions.js'
 
@@ -43,6 +43,10 @@ export async function copyObject(
     lastModifiedMs: ctx.now(),
     http: msg.replace?.http ?? original.http,
     userMeta: msg.replace?.userMeta ?? original.userMeta,
+  }
+  if (msg.tags !== undefined) {
+    delete record.tags
+    Object.assign(record, withTags(msg.tags))
   }
   for (const blob of blobsOf(original)) mutation.addReference(blob.sha256)
   const versionId = writeCurrent(state, ctx, mutation, target, record)

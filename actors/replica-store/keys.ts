@@ -3,6 +3,7 @@
  *
  *   B\0<bucket>         bucket record (creation time, per-bucket counters)
  *   R\0<bucket>         the bucket's CORS rules, if it has any; deleted with the bucket
+ *   T\0<bucket>         the bucket's tags, if it has any; deleted with the bucket
  *   O\0<bucket>\0<key>  object record; a bucket's objects are one range, in S3's listing order
  *   H\0<sha256>         blob record (size, CRC32, reference count, file id if not inline)
  *   D\0<sha256>         bytes of an inline blob (at most INLINE_BLOB_BYTES_MAX)
@@ -51,6 +52,11 @@ export function bucketKey(bucket: string): string {
 export function corsKey(bucket: string): string {
   checkBucket(bucket)
   return 'R\0' + bucket
+}
+
+export function bucketTaggingKey(bucket: string): string {
+  checkBucket(bucket)
+  return 'T\0' + bucket
 }
 
 export function objectPrefix(bucket: string): string {

@@ -14,6 +14,7 @@ import { ServiceError } from '../../protocol/errors.js'
 import {
   blobKey,
   bucketKey,
+  bucketTaggingKey,
   corsKey,
   COUNTERS_KEY,
   fileKey,
@@ -109,6 +110,7 @@ export class Mutation {
     assert.equal(record.objects, 0)
     this.buckets.set(name, null)
     this.del(corsKey(name))
+    this.del(bucketTaggingKey(name))
     this.counters().buckets--
   }
 

@@ -24,7 +24,7 @@ import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
 import type { ChecksumAlgorithm, Checksums } from '../../protocol/objects.js'
 import { fileKey, garbageKey } from './keys.js'
 import { Mutation, type NewBlob } from './mutation.js'
-import type { ObjectRecord } from './records.js'
+import { withTags, type ObjectRecord } from './records.js'
 import { commitMutation, promoteInBackground, type StoreState } from './store-state.js'
 import { writeCurrent } from './versions.js'
 import { checkWriteConditions } from './write-conditions.js'
@@ -87,6 +87,7 @@ export function putObject(
       userMeta: msg.userMeta,
       checksums: verified.checksums,
       sha256: verified.sha256,
+      ...withTags(msg.tags),
     }
     const versionId = writeCurrent(state, ctx, mutation, msg, record)
     const { etag, lastModifiedMs, checksums } = record

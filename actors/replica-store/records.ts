@@ -11,6 +11,7 @@ import type {
   HttpMeta,
   ObjectInfo,
 } from '../../protocol/objects.js'
+import type { Tag } from '../../protocol/tagging.js'
 
 export type VersioningStatus = 'Enabled' | 'Suspended'
 
@@ -58,6 +59,8 @@ export interface ObjectRecord {
   versionToken?: string
   /** A delete marker: a version without bytes (size 0, no blob), only ever under V\0. */
   deleteMarker?: true
+  /** The version's tags (tagging.ts); absent when it has none. */
+  tags?: Tag[]
 }
 
 /** A multipart upload in progress: what the object it makes will carry. */
@@ -65,6 +68,7 @@ export interface UploadRecord {
   initiatedMs: number
   http: HttpMeta
   userMeta: Record<string, string>
+  tags?: Tag[]
   /** x-amz-checksum-algorithm and -type of CreateMultipartUpload. */
   checksum?: UploadChecksum
 }
@@ -186,6 +190,9 @@ export function decodeObject(encoded: Encoded): ObjectRecord {
   requireFields(record, 'object', ['size', 'lastModifiedMs'], ['etag'])
   requireObjects(record, 'object', ['http', 'userMeta', 'checksums'])
   const parts = record['parts']
+  if (record['tags'] !== undefined && !Array.isArray(record['tags'])) {
+    throw new ServiceError('corrupt', 'object record: bad tags')
+  }
   if (record['deleteMarker'] === true) {
     if (record['sha256'] !== undefined || parts !== undefined || record['size'] !== 0) {
       throw new ServiceError('corrupt', 'object record: a delete marker with bytes')
@@ -261,6 +268,11 @@ export function decodeText(bytes: Uint8Array, what: string): string {
   }
 }
 
+/** The `tags` field of a record: absent for none, so records without tags stay as they were. */
+export function withTags(tags: Tag[] | undefined): { tags?: Tag[] } {
+  return tags === undefined || tags.length === 0 ? {} : { tags }
+}
+
 /** `versioned`: the bucket has versioning configured, so the answer names the version. */
 export function objectInfo(key: string, record: ObjectRecord, versioned = false): ObjectInfo {
   const info: ObjectInfo = {
@@ -274,6 +286,7 @@ export function objectInfo(key: string, record: ObjectRecord, versioned = false)
   }
   if (record.parts !== undefined) info.partsCount = record.parts.length
   if (record.checksumType !== undefined) info.checksumType = record.checksumType
+  if (record.tags !== undefined && record.tags.length > 0) info.tagCount = record.tags.length
   if (versioned) info.versionId = record.versionId ?? 'null'
   return info
 }

@@ -1,9 +1,9 @@
 /** @module Replica-store: the sole owner of the data directory. Metadata lives in ctx.kv (RocksDB),
  * bodies in blobs content-addressed by SHA-256 with reference counts: small blobs (at most
  * INLINE_BLOB_BYTES_MAX) inside the kv, larger ones as files through ctx.blobs. Handles every
- * ObjectMsg (buckets and their stats, forced bucket deletes, objects, listing, multipart uploads
- * and their expiry after SVC_MULTIPART_EXPIRY_HOURS) and SystemMsg
- * (system records for iam, store-wide stats).
+ * ObjectMsg (buckets and their stats, forced bucket deletes, objects, tags, listing, multipart
+ * uploads and their expiry after SVC_MULTIPART_EXPIRY_HOURS) and SystemMsg (system records for
+ * iam, store-wide stats).
  *
  * Invariants: a put is acknowledged only once its bytes are synced and its metadata batch is
  * durable; nothing half-written is ever visible (one batch per mutation); reference counts and
@@ -28,6 +28,12 @@ import { uploadPart, uploadPartCopy } from './parts.js'
 import { scheduleExpiry } from './expiry.js'
 import { getVersioning, putVersioning } from './buckets.js'
 import { listVersions } from './versions-list.js'
+import {
+  getBucketTagging,
+  getObjectTagging,
+  putBucketTagging,
+  putObjectTagging,
+} from './tagging.js'
 import { abortUpload, createUpload, listParts, listUploads } from './uploads.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
 import { recover } from './recovery.js'
@@ -119,6 +125,14 @@ function dispatch(
       return copyObject(state, msg, ctx)
     case 'object.list':
       return listObjects(msg, ctx)
+    case 'object.tagging.put':
+      return putObjectTagging(state, msg, ctx)
+    case 'object.tagging.get':
+      return getObjectTagging(msg, ctx)
+    case 'bucket.tagging.put':
+      return putBucketTagging(state, msg, ctx)
+    case 'bucket.tagging.get':
+      return getBucketTagging(msg.bucket, ctx)
     case 'upload.create':
       return createUpload(state, msg, ctx)
     case 'upload.part':

@@ -33,7 +33,14 @@ import {
 import { forgetCompletion } from './completed-uploads.js'
 import { compareUtf8 } from './list.js'
 import { Mutation } from './mutation.js'
-import { decodePart, decodeText, decodeUpload, encodeRecord, type UploadRecord } from './records.js'
+import {
+  decodePart,
+  decodeText,
+  decodeUpload,
+  encodeRecord,
+  withTags,
+  type UploadRecord,
+} from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 
 type Msg<K extends ObjectMsg['kind']> = Extract<ObjectMsg, { kind: K }>
@@ -59,7 +66,12 @@ export async function createUpload(
   const random = Buffer.from(ctx.randomBytes(UPLOAD_ID_RANDOM_BYTES)).toString('hex')
   const uploadId = time + random
   assert(isUploadId(uploadId))
-  const record: UploadRecord = { initiatedMs, http: msg.http, userMeta: msg.userMeta }
+  const record: UploadRecord = {
+    initiatedMs,
+    http: msg.http,
+    userMeta: msg.userMeta,
+    ...withTags(msg.tags),
+  }
   if (msg.checksum !== undefined) record.checksum = msg.checksum
   mutation.put(uploadKey(msg.bucket, msg.key, uploadId), encodeRecord(record))
   mutation.put(expiryKey(initiatedMs, uploadId), encodeRecord({ bucket: msg.bucket, key: msg.key }))

@@ -102,6 +102,10 @@ export function adminErrorFor(code: ErrorCode): AdminError {
     case 'bad_request':
     case 'max_message_length_exceeded':
     case 'invalid_location_constraint':
+    case 'invalid_tag':
+    case 'no_such_tag_set':
+    case 'invalid_policy_document':
+    case 'malformed_post_request':
       return adminError('InternalError', 500, INTERNAL_MESSAGE)
     default:
       return unreachable(code)

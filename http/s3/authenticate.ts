@@ -29,7 +29,7 @@ export interface AuthCaches {
   keys: KeyCache
 }
 
-async function lookupKey(
+export async function lookupKey(
   ex: S3Exchange,
   keys: KeyCache,
   accessKey: string,

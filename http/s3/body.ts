@@ -124,7 +124,7 @@ export async function checkBodyDigests(
 
 /** Cuts decoded pieces into owned chunks of STREAM_CHUNK_BYTES (the last may be shorter), filling
  * buffers from `fresh`. */
-class Chunker {
+export class Chunker {
   private buffer: Uint8Array
   private filled = 0
 

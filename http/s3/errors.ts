@@ -81,7 +81,11 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'cors_forbidden':
     case 'bad_request':
     case 'max_message_length_exceeded':
-      return corsError(code)
+    case 'invalid_tag':
+    case 'no_such_tag_set':
+    case 'invalid_policy_document':
+    case 'malformed_post_request':
+      return corsOrTagError(code)
     case 'unauthorized':
     case 'invalid_credentials':
     case 'forbidden':
@@ -383,13 +387,20 @@ function protocolOrServerError(code: ProtocolOrServerCode): S3Error {
   }
 }
 
-type CorsCode = Extract<
+type CorsOrTagCode = Extract<
   ErrorCode,
-  'no_such_cors_configuration' | 'cors_forbidden' | 'bad_request' | 'max_message_length_exceeded'
+  | 'no_such_cors_configuration'
+  | 'cors_forbidden'
+  | 'bad_request'
+  | 'max_message_length_exceeded'
+  | 'invalid_tag'
+  | 'no_such_tag_set'
+  | 'invalid_policy_document'
+  | 'malformed_post_request'
 >
 
-/** Bucket CORS: the configuration's operations and preflight requests (OPTIONS). */
-function corsError(code: CorsCode): S3Error {
+/** Bucket CORS (its configuration and preflight requests), tagging and form uploads. */
+function corsOrTagError(code: CorsOrTagCode): S3Error {
   switch (code) {
     case 'no_such_cors_configuration':
       return s3Error('NoSuchCORSConfiguration', 404, 'The CORS configuration does not exist')
@@ -400,6 +411,22 @@ function corsError(code: CorsCode): S3Error {
       return s3Error('BadRequest', 400, 'Bad Request')
     case 'max_message_length_exceeded':
       return s3Error('MaxMessageLengthExceeded', 400, 'Your request was too big.')
+    case 'invalid_tag':
+      return s3Error('InvalidTag', 400, 'The tag provided was not a valid tag.')
+    case 'no_such_tag_set':
+      return s3Error('NoSuchTagSet', 404, 'The TagSet does not exist')
+    case 'invalid_policy_document':
+      return s3Error(
+        'InvalidPolicyDocument',
+        400,
+        'The content of the form does not meet the conditions specified in the policy document.',
+      )
+    case 'malformed_post_request':
+      return s3Error(
+        'MalformedPOSTRequest',
+        400,
+        'The body of your POST request is not well-formed multipart/form-data.',
+      )
     default:
       return unreachable(code)
   }

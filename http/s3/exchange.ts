@@ -103,6 +103,13 @@ function hasBody(incoming: IncomingMessage): boolean {
   )
 }
 
+/** The URL of an object as S3 answers it in `Location` (path style, on the request's host). */
+export function objectLocation(ex: S3Exchange, at: { bucket: string; key: string }): string {
+  const scheme = ex.incoming.socket && 'encrypted' in ex.incoming.socket ? 'https' : 'http'
+  const host = ex.headers['host'] ?? 'localhost'
+  return `${scheme}://${host}/${at.bucket}/${encodeURI(at.key)}`
+}
+
 /** The deadline of a request to an actor that carries no body: CALL_TIMEOUT_MS from now. */
 export function callDeadline(ex: S3Exchange): number {
   return ex.mesh.now() + CALL_TIMEOUT_MS

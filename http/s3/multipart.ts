@@ -20,7 +20,14 @@ import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
 import { declaredSize, readCheckedBody } from './body.js'
 import { ownerOf, parseEncoding } from './buckets.js'
-import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import {
+  askCoordinator,
+  objectLocation,
+  send,
+  sendError,
+  sendXml,
+  type S3Exchange,
+} from './exchange.js'
 import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
 import {
   conditionsFrom,
@@ -29,6 +36,7 @@ import {
   parseCopySource,
   sendBody,
 } from './objects.js'
+import { requestTags } from './tagging.js'
 import { writeConditions } from './write-conditions.js'
 import { parseUploadChecksum } from '../../protocol/multipart-checksum.js'
 
@@ -49,12 +57,15 @@ export async function createMultipartUpload(ex: S3Exchange, at: ObjectTarget): P
     ex.headers['x-amz-checksum-type'],
   )
   if (!checksum.ok) return sendError(ex, checksum.code, checksum.detail)
+  const tags = requestTags(ex.headers)
+  if (!tags.ok) return sendError(ex, tags.code, tags.detail)
   const reply = await askCoordinator(ex, {
     kind: 'upload.create',
     ...at,
     http: parseHttpMeta(ex.headers),
     userMeta: userMeta.value,
     ...(checksum.value === null ? {} : { checksum: checksum.value }),
+    ...tags.value,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   if (checksum.value !== null) {
@@ -159,9 +170,7 @@ export async function completeMultipartUpload(
     ...(Object.keys(expect).length === 0 ? {} : { expect }),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
-  const scheme = ex.incoming.socket && 'encrypted' in ex.incoming.socket ? 'https' : 'http'
-  const host = ex.headers['host'] ?? 'localhost'
-  const location = `${scheme}://${host}/${at.bucket}/${encodeURI(at.key)}`
+  const location = objectLocation(ex, at)
   for (const [name, value] of Object.entries(versionHeaders(reply.value))) {
     ex.outgoing.setHeader(name, value)
   }

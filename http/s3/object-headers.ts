@@ -80,6 +80,7 @@ export function objectHeaders(info: ObjectInfo, query: URLSearchParams): Record<
     headers['x-amz-meta-' + name] = metaValueToHeader(value)
   }
   if (info.versionId !== undefined) headers['x-amz-version-id'] = info.versionId
+  if (info.tagCount !== undefined) headers['x-amz-tagging-count'] = String(info.tagCount)
   for (const [param, header] of OVERRIDES) {
     const value = query.get(param)
     if (value !== null) headers[header] = value

@@ -30,6 +30,7 @@ import {
   versionHeaders,
 } from './object-headers.js'
 import { resolveRange } from './range.js'
+import { copyTags, requestTags } from './tagging.js'
 import { writeConditions } from './write-conditions.js'
 
 interface ObjectTarget {
@@ -78,6 +79,8 @@ export async function putObject(
 ): Promise<void> {
   const userMeta = parseUserMeta(ex.headers)
   if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
+  const tags = requestTags(ex.headers)
+  if (!tags.ok) return sendError(ex, tags.code, tags.detail)
   const size = declaredSize(ex, auth)
   if (!size.ok) return sendError(ex, size.code, size.detail)
   if (size.value > SINGLE_PUT_BYTES_MAX) {
@@ -97,6 +100,7 @@ export async function putObject(
     http: parseHttpMeta(ex.headers),
     userMeta: userMeta.value,
     ...(conditions.value === null ? {} : { conditions: conditions.value }),
+    ...tags.value,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   send(ex, 200, {
@@ -429,6 +433,8 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
         'encryption attributes.',
     )
   }
+  const tags = copyTags(ex.headers)
+  if (!tags.ok) return sendError(ex, tags.code, tags.detail)
   let replace
   if (directive === 'REPLACE') {
     const userMeta = parseUserMeta(ex.headers)
@@ -440,6 +446,7 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
     source: source.value,
     target: at,
     ...(replace === undefined ? {} : { replace }),
+    ...tags.value,
     conditions: conditionsFrom(ex.headers, 'x-amz-copy-source-'),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)

@@ -15,6 +15,7 @@ export type S3Operation =
   | 'ListObjectsV2'
   | 'ListObjects'
   | 'DeleteObjects'
+  | 'PostObject'
   | 'PutObject'
   | 'CopyObject'
   | 'GetObject'
@@ -31,6 +32,12 @@ export type S3Operation =
   | 'PutBucketVersioning'
   | 'GetBucketVersioning'
   | 'ListObjectVersions'
+  | 'PutObjectTagging'
+  | 'GetObjectTagging'
+  | 'DeleteObjectTagging'
+  | 'PutBucketTagging'
+  | 'GetBucketTagging'
+  | 'DeleteBucketTagging'
   | 'NotImplemented'
   | 'Unknown'
 
@@ -44,7 +51,8 @@ export function operationOf(
   if (method === 'OPTIONS') return 'CorsPreflight'
   if (unimplemented.some((name) => query.has(name))) return 'NotImplemented'
   if (target.bucket === null) return method === 'GET' ? 'ListBuckets' : 'Unknown'
-  if (target.key === null) return bucketOperationOf(method, query)
+  if (target.key === null) return bucketOperationOf(method, query, headers)
+  if (query.has('tagging')) return taggingOperationOf(method, 'Object')
   if (query.has('uploadId')) return uploadOperationOf(method, headers)
   switch (method) {
     case 'GET':
@@ -77,8 +85,13 @@ function uploadOperationOf(method: string, headers: Record<string, string>): S3O
   }
 }
 
-function bucketOperationOf(method: string, query: URLSearchParams): S3Operation {
+function bucketOperationOf(
+  method: string,
+  query: URLSearchParams,
+  headers: Record<string, string>,
+): S3Operation {
   if (query.has('cors')) return corsOperationOf(method)
+  if (query.has('tagging')) return taggingOperationOf(method, 'Bucket')
   switch (method) {
     case 'GET':
       if (query.has('location')) return 'GetBucketLocation'
@@ -93,7 +106,10 @@ function bucketOperationOf(method: string, query: URLSearchParams): S3Operation 
     case 'DELETE':
       return 'DeleteBucket'
     case 'POST':
-      return query.has('delete') ? 'DeleteObjects' : 'Unknown'
+      if (query.has('delete')) return 'DeleteObjects'
+      return headers['content-type']?.toLowerCase().startsWith('multipart/form-data') === true
+        ? 'PostObject'
+        : 'Unknown'
     default:
       return 'Unknown'
   }
@@ -103,4 +119,10 @@ function corsOperationOf(method: string): S3Operation {
   if (method === 'GET') return 'GetBucketCors'
   if (method === 'PUT') return 'PutBucketCors'
   return method === 'DELETE' ? 'DeleteBucketCors' : 'Unknown'
+}
+
+function taggingOperationOf(method: string, of: 'Object' | 'Bucket'): S3Operation {
+  if (method === 'GET') return `Get${of}Tagging`
+  if (method === 'PUT') return `Put${of}Tagging`
+  return method === 'DELETE' ? `Delete${of}Tagging` : 'Unknown'
 }

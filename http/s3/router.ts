@@ -33,6 +33,8 @@ import {
 } from './multipart.js'
 import { operationOf } from './operation.js'
 import { clientFields } from '../request-log.js'
+import { isPostObject, postObject } from './post-object.js'
+import { bucketTagging, objectTagging } from './tagging.js'
 import { parseTarget } from './target.js'
 
 /** Subresources of Amazon S3 this service does not implement (yet): answered 501. */
@@ -59,7 +61,6 @@ const UNIMPLEMENTED = [
   'restore',
   'retention',
   'select',
-  'tagging',
   'torrent',
   'website',
 ]
@@ -154,6 +155,8 @@ export async function handleS3(
   // Preflights carry no credentials (browsers send none); Origin costs one call for the rules.
   if (ex.method === 'OPTIONS') return preflight(ex)
   if (headers['origin'] !== undefined) await addCorsHeaders(ex)
+  // A form upload carries its credentials in the form, not in headers.
+  if (isPostObject(ex)) return postObject(ex, caches)
   const auth = await authenticate(ex, caches)
   if (!auth.ok) return sendError(ex, auth.code, auth.detail)
   ex.principal = auth.value.principal
@@ -180,6 +183,7 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
   if (ex.query.has('cors')) return sendError(ex, 'method_not_allowed', 'CORS is a bucket setting')
   if (isKeyTooLong(key)) return sendError(ex, 'key_too_long', 'Your key is too long')
   const at = { bucket, key }
+  if (ex.query.has('tagging')) return objectTagging(ex, auth, at)
   const uploadId = ex.query.get('uploadId')
   if (uploadId !== null) return uploadOperation(ex, auth, at, uploadId)
   switch (ex.method) {
@@ -244,6 +248,7 @@ const BUCKET_SUBRESOURCE_METHODS: Record<string, readonly string[]> = {
 
 async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
   if (ex.query.has('cors')) return bucketCors(ex, auth, bucket)
+  if (ex.query.has('tagging')) return bucketTagging(ex, auth, bucket)
   for (const [name, methods] of Object.entries(BUCKET_SUBRESOURCE_METHODS)) {
     if (ex.query.has(name) && !methods.includes(ex.method)) {
       return sendError(ex, 'method_not_allowed', '')

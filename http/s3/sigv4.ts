@@ -390,7 +390,7 @@ const credentials = new ParseMemo<ParsedCredential>()
 const signedHeaderLists = new ParseMemo<Result<readonly string[]>>()
 
 /** `AKID/YYYYMMDD/region/service/aws4_request`; the result is shared, never to be changed. */
-function parseCredential(credential: string): ParsedCredential {
+export function parseCredential(credential: string): ParsedCredential {
   return credentials.get(credential, parseCredentialOnce)
 }
 

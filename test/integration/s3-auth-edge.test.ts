@@ -661,29 +661,29 @@ test('unimplemented subresources are 501 NotImplemented and do nothing else', as
   expectError(putLifecycle, 501, 'NotImplemented', 'PUT ?lifecycle')
   const head = await request({ method: 'HEAD', path: '/ghost-bucket' })
   expectOk(head, 404, 'PUT ?lifecycle must not create the bucket')
-  const getTagging = await request({
+  const getRetention = await request({
     method: 'GET',
     path: `/${BUCKET}/tagged`,
-    query: { tagging: '' },
+    query: { retention: '' },
   })
-  expectError(getTagging, 501, 'NotImplemented', 'GET ?tagging')
-  assert.not.ok(getTagging.body.includes(original), 'GET ?tagging returned the object')
+  expectError(getRetention, 501, 'NotImplemented', 'GET ?retention')
+  assert.not.ok(getRetention.body.includes(original), 'GET ?retention returned the object')
 
-  const tagging = '<Tagging><TagSet><Tag><Key>a</Key><Value>b</Value></Tag></TagSet></Tagging>'
-  const putTagging = await request({
+  const legalHold = '<LegalHold><Status>ON</Status></LegalHold>'
+  const putLegalHold = await request({
     method: 'PUT',
     path: `/${BUCKET}/tagged`,
-    query: { tagging: '' },
-    headers: { 'content-length': String(tagging.length) },
-    body: tagging,
+    query: { 'legal-hold': '' },
+    headers: { 'content-length': String(legalHold.length) },
+    body: legalHold,
   })
-  expectError(putTagging, 501, 'NotImplemented', 'PUT ?tagging')
-  const deleteTagging = await request({
+  expectError(putLegalHold, 501, 'NotImplemented', 'PUT ?legal-hold')
+  const deleteLegalHold = await request({
     method: 'DELETE',
     path: `/${BUCKET}/tagged`,
-    query: { tagging: '' },
+    query: { 'legal-hold': '' },
   })
-  expectError(deleteTagging, 501, 'NotImplemented', 'DELETE ?tagging')
+  expectError(deleteLegalHold, 501, 'NotImplemented', 'DELETE ?legal-hold')
   await expectBytes('tagged', original)
 
   const restore = await request({

@@ -73,6 +73,10 @@ const EXPECTED: Record<ErrorCode, [code: string, status: number]> = {
   bad_request: INTERNAL,
   max_message_length_exceeded: INTERNAL,
   invalid_location_constraint: INTERNAL,
+  invalid_tag: INTERNAL,
+  no_such_tag_set: INTERNAL,
+  invalid_policy_document: INTERNAL,
+  malformed_post_request: INTERNAL,
 }
 
 /** What the server alone is to blame for, or a callee that may recover. */
@@ -105,12 +109,16 @@ const SERVER_SIDE = new Set<ErrorCode>([
   'bad_request',
   'max_message_length_exceeded',
   'invalid_location_constraint',
+  'invalid_tag',
+  'no_such_tag_set',
+  'invalid_policy_document',
+  'malformed_post_request',
 ])
 
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the code and status of the table', () => {
-  assert.is(CODES.length, 57)
+  assert.is(CODES.length, 61)
   for (const code of CODES) {
     const mapped = adminErrorFor(code)
     assert.equal([mapped.code, mapped.status], EXPECTED[code], code)

@@ -55,6 +55,10 @@ const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
   cors_forbidden: ['AccessForbidden', 403],
   bad_request: ['BadRequest', 400],
   max_message_length_exceeded: ['MaxMessageLengthExceeded', 400],
+  invalid_tag: ['InvalidTag', 400],
+  no_such_tag_set: ['NoSuchTagSet', 404],
+  invalid_policy_document: ['InvalidPolicyDocument', 400],
+  malformed_post_request: ['MalformedPOSTRequest', 400],
   // Admin API codes never reach the S3 surface; if one did, it would be our fault.
   unauthorized: ['InternalError', 500],
   invalid_credentials: ['InternalError', 500],
@@ -94,7 +98,7 @@ const SERVER_SIDE = new Set<ErrorCode>([
 const CODES = Object.keys(EXPECTED) as ErrorCode[]
 
 test('every ErrorCode maps to the S3 code and status of the table', () => {
-  assert.is(CODES.length, 57)
+  assert.is(CODES.length, 61)
   for (const code of CODES) {
     const mapped = s3ErrorFor(code)
     assert.equal([mapped.s3Code, mapped.status], EXPECTED[code], code)
