@@ -2,6 +2,7 @@
  * An actor owns private state and handles one message at a time between awaits; the runtime hosts
  * it on a worker thread (or, in a simulation, in one thread with fakes behind the same
  * interfaces). */
+import type { Peers } from './cluster.js'
 import type { ErrorCode, Result } from './errors.js'
 import type { CoordinatorMsg, IamMsg, IngressMsg, SystemMsg } from './messages.js'
 
@@ -151,6 +152,8 @@ export interface Context {
   readonly kv: KvStore
   readonly blobs: BlobFiles
   readonly passwords: PasswordHasher
+  /** Other nodes of the cluster; in single mode every call answers `unavailable`. */
+  readonly peers: Peers
   /** A new stream: keep one end, send the other inside a message (it is transferred). */
   openStream(): [StreamHandle, StreamHandle]
   /** Wraps the handle of a stream this actor receives bytes from. */

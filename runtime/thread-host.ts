@@ -20,6 +20,7 @@ import type {
   KvStore,
   PasswordHasher,
 } from '../protocol/actor.js'
+import type { Peers } from '../protocol/cluster.js'
 import { fail, ServiceError, type Result } from '../protocol/errors.js'
 import { EnvironmentError } from '../protocol/environment-error.js'
 import { Mailbox } from './mailbox.js'
@@ -103,6 +104,7 @@ async function main(): Promise<void> {
     kv,
     blobs,
     passwords: poolPasswords(supervisor),
+    peers: singleNodePeers,
     openStream,
     source: (handle) => new PortSource(handle),
     sink: (handle) => new PortSink(handle),
@@ -130,6 +132,11 @@ async function main(): Promise<void> {
     await storage?.close()
   }
   for (const port of servedPorts.splice(0)) serveLink(port, dispatch)
+}
+
+/** A single node has no peers: every call fails at once. */
+const singleNodePeers: Peers = {
+  call: (to) => Promise.resolve(fail('unavailable', `single mode: no peer at ${to.grpcAddr}`)),
 }
 
 /** argon2 runs on the supervisor's pool, not here: a kill of this thread mid-hash would otherwise

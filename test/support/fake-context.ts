@@ -11,8 +11,8 @@
  *   (request/cancel/received), while the actor side is ctx.source / ctx.sink on its handle.
  * - A clock that moves only when told (timers from ctx.after fire in `advance`), seeded
  *   deterministic randomBytes, `call` answering 'unavailable' unless a handler is set (`callEach`
- *   asks it once per instance of the role), and a log
- *   that records entries. */
+ *   asks it once per instance of the role), `peers.call` likewise unless `onPeerCall` set one,
+ *   and a log that records entries. */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import type {
@@ -30,6 +30,7 @@ import type {
   Request,
   StreamHandle,
 } from '../../protocol/actor.js'
+import type { PeerMethod, PeerTarget } from '../../protocol/cluster.js'
 import { fail, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type { BlobSpace } from '../../runtime/blob-files.js'
@@ -468,6 +469,13 @@ export type CallHandler = (
   instance: number,
 ) => Promise<Result<unknown>> | Result<unknown>
 
+/** Answers a call to another node (ctx.peers). */
+export type PeerCallHandler = (
+  to: PeerTarget,
+  method: PeerMethod,
+  body: object,
+) => Promise<Result<unknown>> | Result<unknown>
+
 export interface FakeContext extends Context {
   readonly kv: MemoryKv
   readonly blobs: MemoryBlobs
@@ -476,6 +484,7 @@ export interface FakeContext extends Context {
   advance(ms: number): void
   setNow(ms: number): void
   onCall(handler: CallHandler | null): void
+  onPeerCall(handler: PeerCallHandler | null): void
 }
 
 export interface FakeContextOptions {
@@ -557,6 +566,7 @@ export function fakeContext(options: FakeContextOptions = {}): FakeContext {
   const clock = new ManualClock(options.nowMs)
   const logs: LogEntry[] = []
   let handler: CallHandler | null = null
+  let peerHandler: PeerCallHandler | null = null
   return {
     self: options.self ?? 'replica-store',
     now: () => clock.nowMs,
@@ -576,6 +586,14 @@ export function fakeContext(options: FakeContextOptions = {}): FakeContext {
     kv: options.kv ?? new MemoryKv(),
     blobs: options.blobs ?? new MemoryBlobs(),
     // The real argon2id of the password pool's task, run in this thread.
+    peers: {
+      call<T>(to: PeerTarget, method: PeerMethod, body: object): Promise<Result<T>> {
+        if (peerHandler === null) {
+          return Promise.resolve(fail<T>('unavailable', `no peer at ${to.grpcAddr}`))
+        }
+        return Promise.resolve(peerHandler(to, method, body)).then((result) => result as Result<T>)
+      },
+    },
     passwords: {
       hash: async (password, salt) =>
         String(await runPasswordTask({ kind: 'hash', password, salt })),
@@ -597,6 +615,9 @@ export function fakeContext(options: FakeContextOptions = {}): FakeContext {
     },
     onCall(next) {
       handler = next
+    },
+    onPeerCall(next) {
+      peerHandler = next
     },
   }
 }
