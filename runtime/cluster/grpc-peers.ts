@@ -15,6 +15,7 @@ import { CALL_METADATA, signCall, verifyAnswer, type Signer } from './call-auth.
 import { clusterKey } from './cluster-key.js'
 import {
   GRPC_OPTIONS,
+  PEER_CALL_MS_MAX,
   PEER_MESSAGE_BYTES_MAX,
   rpcOf,
   statusCode,
@@ -77,11 +78,13 @@ export class GrpcPeers implements Peers {
     if (request.length > PEER_MESSAGE_BYTES_MAX) {
       return fail('invalid_argument', `a request of ${request.length} bytes is over the bound`)
     }
-    if (deadlineMs <= Date.now()) return fail('timeout', `${method}: deadline already past`)
-    const headers = signCall(this.options, method, request, Date.now())
+    const nowMs = Date.now()
+    if (deadlineMs <= nowMs) return fail('timeout', `${method}: deadline already past`)
+    const boundedMs = Math.min(deadlineMs, nowMs + PEER_CALL_MS_MAX)
+    const headers = signCall(this.options, method, request, nowMs)
     const metadata = new Metadata()
     for (const [name, value] of Object.entries(headers)) metadata.set(name, value)
-    const answer = await this.exchange(to.grpcAddr, method, request, metadata, deadlineMs)
+    const answer = await this.exchange(to.grpcAddr, method, request, metadata, boundedMs)
     if (!('bytes' in answer)) return answer
     return this.accept<T>(to, method, headers[CALL_METADATA.nonce], answer)
   }

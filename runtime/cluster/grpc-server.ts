@@ -26,6 +26,7 @@ import {
   ANSWER_CHUNK_BYTES,
   CLUSTER_SERVICES,
   GRPC_OPTIONS,
+  PEER_CALL_MS_MAX,
   PEER_MESSAGE_BYTES_MAX,
   STREAMED_ANSWER_BYTES_MAX,
   type JsonMessage,
@@ -219,7 +220,7 @@ function deadlineOf(call: AnyCall): number {
   const deadline = call.getDeadline()
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number(deadline)
   if (!Number.isFinite(deadlineMs)) return Date.now() + DEFAULT_CALL_MS
-  return deadlineMs - DEADLINE_MARGIN_MS
+  return Math.min(deadlineMs, Date.now() + PEER_CALL_MS_MAX) - DEADLINE_MARGIN_MS
 }
 
 async function shutdown(server: Server, graceMs: number): Promise<void> {

@@ -19,6 +19,9 @@ export const PEER_MESSAGE_BYTES_MAX = 4 * 1024 * 1024
 export const ANSWER_CHUNK_BYTES = 1024 * 1024
 /** A streamed answer is assembled in memory by the caller: this bounds it. */
 export const STREAMED_ANSWER_BYTES_MAX = 64 * 1024 * 1024
+/** The longest a call may run, whatever deadline it was given: a bound for every wait, and below
+ * what a timer can hold (2^31 ms). */
+export const PEER_CALL_MS_MAX = 10 * 60_000
 /** A connection carrying calls is pinged this often, so a dead peer is noticed. */
 export const KEEPALIVE_MS = 10_000
 const KEEPALIVE_TIMEOUT_MS = 5_000
