@@ -2,14 +2,22 @@
  * An actor owns private state and handles one message at a time between awaits; the runtime hosts
  * it on a worker thread (or, in a simulation, in one thread with fakes behind the same
  * interfaces). */
-import type { Peers } from './cluster.js'
+import type { PeerRequestMsg, Peers } from './cluster.js'
 import type { ErrorCode, Result } from './errors.js'
 import type { CoordinatorMsg, IamMsg, IngressMsg, SystemMsg } from './messages.js'
 
 /** Every request one actor may send another. */
-export type AnyMsg = CoordinatorMsg | SystemMsg | IamMsg | IngressMsg
+export type AnyMsg = CoordinatorMsg | SystemMsg | IamMsg | IngressMsg | PeerRequestMsg
 
-export type ActorName = 'http-ingress' | 'iam' | 'coordinator' | 'replica-store'
+export type ActorName =
+  | 'http-ingress'
+  | 'iam'
+  | 'coordinator'
+  | 'replica-store'
+  // Cluster mode: calls from other nodes come in through grpc-ingress, which hands Membership.*
+  // to the gossiper and Catalog.* to replica-store.
+  | 'grpc-ingress'
+  | 'gossiper'
 
 /** Every request between actors carries these. `deadlineMs` is absolute, on ctx.now()'s clock. */
 export interface Request {

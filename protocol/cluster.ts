@@ -31,14 +31,17 @@ export interface Member {
   wallMs: number
 }
 
-/** Every method one node may call on another, as `Service.Method` of protocol/cluster.proto. */
-export type PeerMethod =
-  | 'Membership.Ping'
-  | 'Membership.PingReq'
-  | 'Membership.PushPull'
-  | 'Membership.Leave'
-  | 'Catalog.Apply'
-  | 'Catalog.Snapshot'
+/** Every method one node may call on another, as `Service.Rpc` of protocol/cluster.proto. The
+ * transport checks at load that the two lists are the same. */
+export const PEER_METHODS = [
+  'Membership.Ping',
+  'Membership.PingReq',
+  'Membership.PushPull',
+  'Membership.Leave',
+  'Catalog.Apply',
+  'Catalog.Snapshot',
+] as const
+export type PeerMethod = (typeof PEER_METHODS)[number]
 
 /** Where a call goes: the peer's gRPC address, and its node id when known (a seed's is not until
  * it answers). */
@@ -47,11 +50,20 @@ export interface PeerTarget {
   grpcAddr: string
 }
 
+/** A peer's answer: the handler's Result, and the id of the node that answered when one did
+ * (authenticated by the transport), so that a caller that knew only a seed's address learns it. */
+export type PeerResult<T> = Result<T> & { readonly answeredBy?: string }
+
 export interface Peers {
   /** Calls `method` on the peer and waits for its answer until `deadlineMs` (on ctx.now()'s clock).
    * Never throws: an unreachable, partitioned or refusing peer answers `unavailable`, a late one
-   * `timeout`, and a failure of its handler comes back as its own code. */
-  call<T>(to: PeerTarget, method: PeerMethod, body: object, deadlineMs: number): Promise<Result<T>>
+   * `timeout`, an overloaded one `busy`, and its handler's failure comes back as its own code. */
+  call<T>(
+    to: PeerTarget,
+    method: PeerMethod,
+    body: object,
+    deadlineMs: number,
+  ): Promise<PeerResult<T>>
 }
 
 /** A call from a peer, authenticated by grpc-ingress and handed to the local actor that serves

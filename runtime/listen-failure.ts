@@ -1,7 +1,8 @@
-/** @module Why the HTTP port could not be opened, in the operator's words: the address in use, not
- * one of this machine's, a name that does not resolve, or a port below 1024 without the privilege.
- * These come from the environment, so they are an EnvironmentError naming SVC_NODE_HTTP_ADDR and
- * stop the node instead of restarting the ingress. */
+/** @module Why the HTTP or gRPC port could not be opened, in the operator's words: the address in
+ * use, not one of this machine's, a name that does not resolve, or a port below 1024 without the
+ * privilege. These come from the environment, so they are an EnvironmentError naming
+ * SVC_NODE_HTTP_ADDR (or SVC_NODE_GRPC_ADDR) and stop the node instead of restarting the
+ * ingress. */
 import { EnvironmentError } from '../protocol/environment-error.js'
 
 const CAUSES: Readonly<Record<string, string>> = {
@@ -19,8 +20,27 @@ const CAUSES: Readonly<Record<string, string>> = {
 /** The EnvironmentError for a listen failure the environment causes; other errors unchanged. */
 export function listenFailure(error: unknown, host: string, port: number): unknown {
   const code = (error as NodeJS.ErrnoException | undefined)?.code
+  const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`
+  return failureOf(error, code, address, 'SVC_NODE_HTTP_ADDR')
+}
+
+/** The same for @grpc/grpc-js's bind, which names the errno only inside its message ("listen
+ * EADDRINUSE: address already in use ...") and a name that does not resolve in words of its own. */
+export function grpcBindFailure(error: unknown, address: string): unknown {
+  const message = error instanceof Error ? error.message : String(error)
+  const code = message.startsWith('Name resolution failed')
+    ? 'ENOTFOUND'
+    : /\b(E[A-Z]+)\b/.exec(message)?.[1]
+  return failureOf(error, code, address, 'SVC_NODE_GRPC_ADDR')
+}
+
+function failureOf(
+  error: unknown,
+  code: string | undefined,
+  address: string,
+  variable: string,
+): unknown {
   const cause = code === undefined ? undefined : CAUSES[code]
   if (cause === undefined) return error
-  const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`
-  return new EnvironmentError('SVC_NODE_HTTP_ADDR', `${address} ${cause} (${code})`)
+  return new EnvironmentError(variable, `${address} ${cause} (${code})`)
 }

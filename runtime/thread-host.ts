@@ -1,5 +1,6 @@
 /** @module Thread host: the entry of every actor's worker thread. It loads the actor, builds its
- * Context (links to peers, streams, timers, and for replica-store the RocksDB and blob adapters),
+ * Context (links to peers, streams, timers, for replica-store the RocksDB and blob adapters, and
+ * in cluster and gateway modes `peers` over gRPC, made at first use and cut by `setPartitioned`),
  * runs `init`, then serves requests through a bounded mailbox: past MAILBOX_DEPTH_MAX requests in
  * progress a request is answered `busy` at once, and a request already past its deadline is dropped
  * as `timeout`. The supervisor drives it over a comlink control channel (connect, disconnect,
@@ -28,6 +29,8 @@ import { loadActor } from './actor-table.js'
 import { MAILBOX_DEPTH_MAX } from './knobs.js'
 import { CallerLink, serveLink, undelivered, type Dispatch } from './link.js'
 import { createLogger } from './log.js'
+import { GrpcPeers } from './cluster/grpc-peers.js'
+import { logGrpcTo } from './cluster/grpc-service.js'
 import { openStorage } from './storage.js'
 import { openStream, PortSink, PortSource } from './stream-port.js'
 import { ActorMetrics, type MetricsJson } from './actor-metrics.js'
@@ -35,11 +38,13 @@ import { PASSWORD_TASK_TIMEOUT_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
 import { withTimeout } from './timeout.js'
 
-/** The context the runtime gives its own actors (the ingress): also the supervisor's services, and
- * a way to add a registry of its own to the metrics this thread reports. */
+/** The context the runtime gives its own actors (the ingresses): also the supervisor's services, a
+ * way to add a registry of its own to the metrics this thread reports, and whether a peer node is
+ * cut off by a partition (the gRPC server drops its calls). */
 export type HostContext = Context & {
   supervisor: Comlink.Remote<SupervisorApi>
   includeMetrics(registry: Registry): void
+  isPartitioned(nodeId: string): boolean
 }
 
 export interface HostData {
@@ -60,6 +65,9 @@ export interface HostApi {
   ready(): Promise<boolean>
   stop(): Promise<void>
   metrics(): Promise<MetricsJson>
+  /** Cuts this thread off from these peer nodes (their calls and answers are dropped both ways,
+   * as a cut network would); [] heals. The supervisor sends it to every thread. */
+  setPartitioned(ids: readonly string[]): void
 }
 
 const data = workerData as HostData
@@ -74,6 +82,10 @@ let nextInstance = 0
 const servedPorts: MessagePort[] = []
 let dispatcher: Dispatch | null = null
 let stopActor: () => Promise<void> = () => Promise.resolve()
+/** Peer nodes this thread is cut off from (chaos partitions). */
+let partitioned: ReadonlySet<string> = new Set()
+/** This thread's way to other nodes in cluster and gateway modes, made at first use. */
+let grpcPeers: GrpcPeers | null = null
 
 function notOwned(what: string): never {
   throw new AssertionError({ message: `${data.actor} does not own the ${what}` })
@@ -104,7 +116,9 @@ async function main(): Promise<void> {
     kv,
     blobs,
     passwords: poolPasswords(supervisor),
-    peers: singleNodePeers,
+    get peers() {
+      return threadPeers()
+    },
     openStream,
     source: (handle) => new PortSource(handle),
     sink: (handle) => new PortSink(handle),
@@ -112,6 +126,7 @@ async function main(): Promise<void> {
     config: data.config,
     supervisor,
     includeMetrics: (registry) => metrics.include(registry),
+    isPartitioned: (nodeId) => partitioned.has(nodeId),
   }
   const state = await actor.init(ctx)
   const mailbox = new Mailbox(
@@ -130,8 +145,22 @@ async function main(): Promise<void> {
   stopActor = async () => {
     await actor.stop?.(state, ctx)
     await storage?.close()
+    grpcPeers?.close()
   }
   for (const port of servedPorts.splice(0)) serveLink(port, dispatch)
+}
+
+/** gRPC in cluster and gateway modes, made when an actor first calls a peer (most threads never
+ * do); a single node has no peers. */
+function threadPeers(): Peers {
+  const mode = data.config['SVC_MODE'] ?? 'single'
+  if (mode !== 'cluster' && mode !== 'gateway') return singleNodePeers
+  if (grpcPeers === null) {
+    logGrpcTo(log)
+    grpcPeers = GrpcPeers.fromConfig(data.config)
+    grpcPeers.setPartitioned([...partitioned])
+  }
+  return grpcPeers
 }
 
 /** A single node has no peers: every call fails at once. */
@@ -193,6 +222,10 @@ const api: HostApi = {
   ready: () => readyPromise,
   stop: () => stopActor(),
   metrics: () => metrics.json(),
+  setPartitioned(ids) {
+    partitioned = new Set(ids)
+    grpcPeers?.setPartitioned(ids)
+  },
 }
 Comlink.expose(api, nodeEndpoint(parentPort as never))
 

@@ -1,7 +1,8 @@
 /** @module The HTTPS certificate and key (SVC_TLS_CERT, SVC_TLS_KEY): read and checked as a pair,
  * by main.ts before any actor starts and by each ingress thread when it opens its port, so that a
  * file missing, unreadable, not PEM, or a key that does not belong to the certificate is an
- * EnvironmentError naming the variable, not a thread that crashes and restarts. */
+ * EnvironmentError naming the variable, not a thread that crashes and restarts. The gRPC
+ * transport reads its own pair and CA the same way (cluster/grpc-tls.ts). */
 import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { EnvironmentError } from '../protocol/environment-error.js'
@@ -11,23 +12,36 @@ export interface TlsPair {
   key: Buffer
 }
 
-export function readTlsPair(certPath: string, keyPath: string): TlsPair {
-  const cert = readPem('SVC_TLS_CERT', certPath)
-  const key = readPem('SVC_TLS_KEY', keyPath)
+/** Reads and checks the pair; `variables` name the settings in errors (the gRPC transport has its
+ * own). */
+export function readTlsPair(
+  certPath: string,
+  keyPath: string,
+  variables = { cert: 'SVC_TLS_CERT', key: 'SVC_TLS_KEY' },
+): TlsPair {
+  const cert = readPem(variables.cert, certPath)
+  const key = readPem(variables.key, keyPath)
   const certificate = parse(
-    'SVC_TLS_CERT',
+    variables.cert,
     certPath,
     'a PEM certificate',
     () => new X509Certificate(cert),
   )
-  const privateKey = parse('SVC_TLS_KEY', keyPath, 'a PEM private key', () => createPrivateKey(key))
+  const privateKey = parse(variables.key, keyPath, 'a PEM private key', () => createPrivateKey(key))
   if (!certificate.checkPrivateKey(privateKey)) {
     throw new EnvironmentError(
-      'SVC_TLS_KEY',
+      variables.key,
       `${keyPath} is not the private key of the certificate in ${certPath}`,
     )
   }
   return { cert, key }
+}
+
+/** A PEM CA certificate (bundle), read and parsed. */
+export function readCaFile(variable: string, path: string): Buffer {
+  const ca = readPem(variable, path)
+  parse(variable, path, 'a PEM certificate', () => new X509Certificate(ca))
+  return ca
 }
 
 function readPem(variable: string, path: string): Buffer {

@@ -1,0 +1,229 @@
+/** @module `Peers` over gRPC: how this node's actors call other nodes. One client per peer
+ * address, made at its first call and kept for the next ones, at most PEER_CLIENTS_MAX of them
+ * (the least recently used is closed past that). Every call is signed (call-auth.ts), carries its
+ * deadline as the gRPC deadline, and has a local timer a little later as a backstop. A call never
+ * throws: a transport failure becomes `unavailable`, `timeout` or `busy` (grpc-service.ts), an
+ * answer whose signature does not verify, or that another node than the one called gave, is
+ * `unavailable`, and the handler's own Result comes back as it is, with the id of the node that
+ * answered. The partition filter cuts peers by id, as a cut network would: a call to one fails at
+ * once, and an answer from one (a seed called by address) is dropped. */
+import assert from 'node:assert/strict'
+import { Client, Metadata, type ServiceError as GrpcError } from '@grpc/grpc-js'
+import type { PeerMethod, PeerResult, Peers, PeerTarget } from '../../protocol/cluster.js'
+import { fail, type ErrorCode } from '../../protocol/errors.js'
+import { CALL_METADATA, signCall, verifyAnswer, type Signer } from './call-auth.js'
+import { clusterKey } from './cluster-key.js'
+import {
+  GRPC_OPTIONS,
+  PEER_CALL_MS_MAX,
+  PEER_MESSAGE_BYTES_MAX,
+  rpcOf,
+  statusCode,
+  STREAMED_ANSWER_BYTES_MAX,
+  type JsonMessage,
+} from './grpc-service.js'
+import { channelCredentials, readGrpcTls, type GrpcTls } from './grpc-tls.js'
+
+/** Peer addresses with an open client at once: a cluster's members and seeds, with room. */
+export const PEER_CLIENTS_MAX = 64
+/** How long after its deadline a call is abandoned if gRPC has not ended it: the backstop. */
+const DEADLINE_BACKSTOP_MS = 1_000
+
+export interface GrpcPeersOptions extends Signer {
+  tls: GrpcTls | null
+  clientsMax?: number
+}
+
+/** What came back from the server, before it is checked. */
+interface Answer {
+  bytes: Buffer
+  metadata: Metadata | null
+}
+
+export class GrpcPeers implements Peers {
+  private readonly clients = new Map<string, Client>()
+  private partitioned: ReadonlySet<string> = new Set()
+  private closed = false
+
+  constructor(private readonly options: GrpcPeersOptions) {
+    assert(Number.isInteger(options.clientsMax ?? PEER_CLIENTS_MAX))
+  }
+
+  /** From an actor's configuration: SVC_CLUSTER_NAME, SVC_NODE_ID, the cluster key and the
+   * SVC_GRPC_TLS_* files. */
+  static fromConfig(config: Readonly<Record<string, string>>): GrpcPeers {
+    const clusterName = config['SVC_CLUSTER_NAME'] ?? ''
+    const nodeId = config['SVC_NODE_ID'] ?? ''
+    assert(clusterName !== '' && nodeId !== '', 'cluster mode needs a cluster name and node id')
+    const { key } = clusterKey(config)
+    return new GrpcPeers({ clusterName, nodeId, key, tls: readGrpcTls(config) })
+  }
+
+  /** From now on, calls to these node ids fail and their answers are dropped; [] heals. */
+  setPartitioned(ids: readonly string[]): void {
+    this.partitioned = new Set(ids)
+  }
+
+  async call<T>(
+    to: PeerTarget,
+    method: PeerMethod,
+    body: object,
+    deadlineMs: number,
+  ): Promise<PeerResult<T>> {
+    if (this.closed) return fail('unavailable', 'the transport is closed')
+    if (to.id !== null && this.partitioned.has(to.id)) {
+      return fail('unavailable', `partitioned from ${to.id}`)
+    }
+    const request = Buffer.from(JSON.stringify(body), 'utf8')
+    if (request.length > PEER_MESSAGE_BYTES_MAX) {
+      return fail('invalid_argument', `a request of ${request.length} bytes is over the bound`)
+    }
+    const nowMs = Date.now()
+    if (deadlineMs <= nowMs) return fail('timeout', `${method}: deadline already past`)
+    const boundedMs = Math.min(deadlineMs, nowMs + PEER_CALL_MS_MAX)
+    const headers = signCall(this.options, method, request, nowMs)
+    const metadata = new Metadata()
+    for (const [name, value] of Object.entries(headers)) metadata.set(name, value)
+    const answer = await this.exchange(to.grpcAddr, method, request, metadata, boundedMs)
+    if (!('bytes' in answer)) return answer
+    return this.accept<T>(to, method, headers[CALL_METADATA.nonce], answer)
+  }
+
+  /** Closes every client; later calls answer `unavailable`. */
+  close(): void {
+    this.closed = true
+    for (const client of this.clients.values()) client.close()
+    this.clients.clear()
+  }
+
+  /** Checks who answered and that the answer is theirs, then reads the handler's Result. */
+  private accept<T>(to: PeerTarget, method: PeerMethod, nonce: string, answer: Answer) {
+    const node = answer.metadata?.get(CALL_METADATA.node)[0]
+    const mac = answer.metadata?.get(CALL_METADATA.mac)[0]
+    if (typeof node !== 'string' || typeof mac !== 'string') {
+      return fail<T>('unavailable', `${to.grpcAddr} answered unsigned`)
+    }
+    if (!verifyAnswer(this.options, node, method, nonce, answer.bytes, mac)) {
+      return fail<T>('unavailable', `${to.grpcAddr} answered with a bad signature`)
+    }
+    if (this.partitioned.has(node)) return fail<T>('unavailable', `partitioned from ${node}`)
+    if (to.id !== null && node !== to.id) {
+      return fail<T>('unavailable', `${to.grpcAddr} is ${node}, not ${to.id}`)
+    }
+    const result = parseResult<T>(answer.bytes)
+    if (result === null) return fail<T>('unavailable', `${node} answered malformed JSON`)
+    return { ...result, answeredBy: node }
+  }
+
+  /** One gRPC call, unary or streamed, settled exactly once: by gRPC or by the backstop. */
+  private exchange(
+    address: string,
+    method: PeerMethod,
+    request: Buffer,
+    metadata: Metadata,
+    deadlineMs: number,
+  ): Promise<Answer | PeerResult<never>> {
+    const rpc = rpcOf(method).definition
+    const client = this.clientFor(address)
+    const options = { deadline: new Date(deadlineMs) }
+    return new Promise((resolve) => {
+      let settled = false
+      let serverMetadata: Metadata | null = null
+      const settle = (outcome: Answer | PeerResult<never>): void => {
+        if (settled) return
+        settled = true
+        clearTimeout(backstop)
+        resolve(outcome)
+      }
+      const failed = (error: GrpcError): void => {
+        const code: ErrorCode = statusCode(error.code)
+        settle(fail(code, `${method} to ${address}: ${error.details || error.message}`))
+      }
+      const argument: JsonMessage = { body: request }
+      const serialize = rpc.requestSerialize
+      const args = [
+        rpc.path,
+        serialize,
+        rpc.responseDeserialize,
+        argument,
+        metadata,
+        options,
+      ] as const
+      let cancel: () => void
+      if (rpc.responseStream) {
+        const call = client.makeServerStreamRequest<JsonMessage, JsonMessage>(...args)
+        const chunks: Buffer[] = []
+        let received = 0
+        call.on('metadata', (received: Metadata) => (serverMetadata = received))
+        call.on('data', (chunk: JsonMessage) => {
+          received += chunk.body.length
+          if (received <= STREAMED_ANSWER_BYTES_MAX) chunks.push(chunk.body)
+          else {
+            call.cancel()
+            settle(fail('unavailable', `${method}: the answer is over the bound`))
+          }
+        })
+        call.on('error', failed)
+        call.on('end', () => {
+          settle({ bytes: Buffer.concat(chunks), metadata: serverMetadata })
+        })
+        cancel = () => call.cancel()
+      } else {
+        const call = client.makeUnaryRequest<JsonMessage, JsonMessage>(...args, (error, reply) => {
+          if (error !== null) failed(error)
+          else settle({ bytes: reply?.body ?? Buffer.alloc(0), metadata: serverMetadata })
+        })
+        call.on('metadata', (received: Metadata) => (serverMetadata = received))
+        cancel = () => call.cancel()
+      }
+      const backstop = setTimeout(
+        () => {
+          cancel()
+          settle(fail('timeout', `${method} to ${address}: no answer by the deadline`))
+        },
+        Math.max(0, deadlineMs - Date.now()) + DEADLINE_BACKSTOP_MS,
+      )
+    })
+  }
+
+  /** The address's client, made when first needed; the least recently used one closes past the
+   * bound (a call still on it fails `unavailable`, as a peer gone would). */
+  private clientFor(address: string): Client {
+    let client = this.clients.get(address)
+    if (client !== undefined) this.clients.delete(address)
+    else client = new Client(address, channelCredentials(this.options.tls), GRPC_OPTIONS)
+    this.clients.set(address, client)
+    const clientsMax = this.options.clientsMax ?? PEER_CLIENTS_MAX
+    for (const [oldest, stale] of this.clients) {
+      if (this.clients.size <= clientsMax) break
+      stale.close()
+      this.clients.delete(oldest)
+    }
+    return client
+  }
+
+  /** Addresses with an open client, least recently used first (for tests and metrics). */
+  get clientAddresses(): string[] {
+    return [...this.clients.keys()]
+  }
+}
+
+/** The handler's Result from JSON bytes: `{ ok: true, value }` or `{ ok: false, code, detail }`. */
+function parseResult<T>(bytes: Buffer): PeerResult<T> | null {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(bytes.toString('utf8'))
+  } catch {
+    return null
+  }
+  if (typeof parsed !== 'object' || parsed === null) return null
+  const result = parsed as Record<string, unknown>
+  // JSON drops an undefined value: `ok(undefined)` arrives as `{ ok: true }`.
+  if (result['ok'] === true) return { ok: true, value: (result['value'] ?? null) as T }
+  if (result['ok'] !== false || typeof result['code'] !== 'string') return null
+  const detail = typeof result['detail'] === 'string' ? result['detail'] : ''
+  const retryAfterSecs = result['retryAfterSecs']
+  return typeof retryAfterSecs === 'number'
+    ? fail(result['code'] as ErrorCode, detail, retryAfterSecs)
+    : fail(result['code'] as ErrorCode, detail)
+}
