@@ -4,12 +4,13 @@
  * interfaces). */
 import type { Peers } from './cluster.js'
 import type { ErrorCode, Result } from './errors.js'
+import type { GossiperMsg } from './membership.js'
 import type { CoordinatorMsg, IamMsg, IngressMsg, SystemMsg } from './messages.js'
 
 /** Every request one actor may send another. */
-export type AnyMsg = CoordinatorMsg | SystemMsg | IamMsg | IngressMsg
+export type AnyMsg = CoordinatorMsg | SystemMsg | IamMsg | IngressMsg | GossiperMsg
 
-export type ActorName = 'http-ingress' | 'iam' | 'coordinator' | 'replica-store'
+export type ActorName = 'http-ingress' | 'iam' | 'coordinator' | 'replica-store' | 'gossiper'
 
 /** Every request between actors carries these. `deadlineMs` is absolute, on ctx.now()'s clock. */
 export interface Request {

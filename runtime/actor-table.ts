@@ -15,6 +15,11 @@ export async function loadActor(name: ActorName): Promise<Actor<unknown, never>>
       >
     case 'iam':
       return (await import('../actors/iam/iam.js')).iam as unknown as Actor<unknown, never>
+    case 'gossiper':
+      return (await import('../actors/gossiper/gossiper.js')).gossiper as unknown as Actor<
+        unknown,
+        never
+      >
     case 'http-ingress':
       return (await import('./ingress-host.js')).httpIngress as unknown as Actor<unknown, never>
   }
