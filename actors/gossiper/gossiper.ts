@@ -107,11 +107,14 @@ function scheduleProbes(state: GossiperState, ctx: Context): void {
 
 /** PushPull with every seed and pool member at once; the next round comes sooner until joined. */
 async function joinRound(state: GossiperState, ctx: Context): Promise<void> {
+  const startedAtMs = ctx.now()
   const targets: PeerTarget[] = [...state.config.pool, ...state.config.seeds]
   const answered = await Promise.all(targets.map((target) => pushPull(state, ctx, target)))
   if (answered.includes(true)) state.joined = true
   if (state.stopping) return
-  const cancel = ctx.after(state.joined ? PUSH_PULL_INTERVAL_MS : JOIN_RETRY_MS, () => {
+  // Rounds start every interval, however long the calls of this one took to time out.
+  const intervalMs = state.joined ? PUSH_PULL_INTERVAL_MS : JOIN_RETRY_MS
+  const cancel = ctx.after(Math.max(0, startedAtMs + intervalMs - ctx.now()), () => {
     state.cancelTimers = state.cancelTimers.filter((other) => other !== cancel)
     if (!state.stopping) void joinRound(state, ctx)
   })

@@ -1,7 +1,8 @@
 /** Goal: the gossiper's SWIM membership meets issue 17's promises between real gossiper actors: all
  * members Alive after join, a killed node Dead everywhere within 15 s, a stopped one Left within
- * 5 s, a restarted one Alive again within 15 s, a false suspicion refuted, clock skew above 500 ms
- * reported and warned once. Method: several gossipers in this thread, each with its own fake
+ * 5 s, a restarted one Alive again within 15 s, a false suspicion refuted, a healed partition
+ * found again, clock skew above 500 ms reported and warned once, another cluster and malformed
+ * bodies refused. Method: several gossipers in this thread, each with its own fake
  * context on one shared ManualClock, joined by a small network in the test that hands each peer
  * call to the target's `handle` as grpc-ingress would (a `peer.request`, bodies through JSON), and
  * that drops a node's traffic to model kill -9 or a partition (a dropped call never answers: the
@@ -254,6 +255,53 @@ test('a falsely suspected node refutes with a higher incarnation and is never De
   const after = net.view('n1').members.find((member) => member.id === 'n2')?.incarnation ?? 0
   assert.ok(after > before, 'the refutation raised the incarnation')
   assert.ok(net.instance('n2').ctx.logs.some((entry) => entry.message === 'suspicion refuted'))
+})
+
+test('a node cut off long enough is Dead, and Alive again once the partition heals', async () => {
+  const net = await joined()
+  const others = ALL.filter((id) => id !== 'n4')
+  net.cut.add('n4')
+  // Until each side holds the other Dead: then no probe of either reaches across.
+  const deadMs = await net.run(20_000, () =>
+    others.every((id) => net.statusOf(id, 'n4') === 'Dead' && net.statusOf('n4', id) === 'Dead'),
+  )
+  assert.ok(deadMs < 20_000, 'n4 Dead at the others, and they at n4')
+  net.cut.delete('n4')
+  // Found again by the pings of Dead members (every 10 s), well before the next PushPull round
+  // (30 s), and told of its death, which it refutes.
+  const aliveMs = await net.run(12_000, () =>
+    ALL.every((member) => net.allSee(ALL, member, 'Alive')),
+  )
+  assert.ok(aliveMs < 12_000, `every member Alive at every member again (${aliveMs} ms)`)
+})
+
+test("a malformed body or one carrying another node's record is refused", async () => {
+  const net = new Network()
+  const n1 = net.start('n1')
+  const n2 = net.start('n2')
+  const call = (from: string, body: unknown): Promise<Result<unknown>> =>
+    Promise.resolve(
+      gossiper.handle(
+        n1.state,
+        {
+          kind: 'peer.request',
+          requestId: 'r',
+          deadlineMs: n1.ctx.now() + 1_000,
+          method: 'Membership.Ping',
+          from,
+          body,
+        },
+        n1.ctx,
+      ),
+    )
+  const codeOf = (answer: Result<unknown>): string => (answer.ok ? 'ok' : answer.code)
+  const good = { cluster: 'test', sender: n2.state.table.self, wallMs: 0, updates: [] }
+  assert.is(codeOf(await call('n2', good)), 'ok')
+  assert.is(codeOf(await call('n3', good)), 'invalid_argument', 'n3 speaking for n2')
+  assert.is(codeOf(await call('n2', { ...good, updates: 'x' })), 'invalid_argument')
+  const badSender = { ...good, sender: { ...good.sender, status: 'Gone' } }
+  assert.is(codeOf(await call('n2', badSender)), 'invalid_argument')
+  assert.is(codeOf(await call('n2', null)), 'invalid_argument')
 })
 
 test('a clock 2 s ahead is reported as skew and warned about once per crossing', async () => {
