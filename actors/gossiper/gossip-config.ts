@@ -17,7 +17,10 @@ export interface GossipConfig {
   self: Member
 }
 
-export function readGossipConfig(config: Readonly<Record<string, string>>, nowMs: number) {
+export function readGossipConfig(
+  config: Readonly<Record<string, string>>,
+  nowMs: number,
+): { gossip: GossipConfig; placeholders: Member[] } {
   const setting = (name: string): string => {
     const value = config[name]
     assert(value !== undefined && value !== '', `${name} is not set`)
