@@ -4,10 +4,17 @@
  * interfaces). */
 import type { PeerRequestMsg, Peers } from './cluster.js'
 import type { ErrorCode, Result } from './errors.js'
+import type { GossiperMsg } from './membership.js'
 import type { CoordinatorMsg, IamMsg, IngressMsg, SystemMsg } from './messages.js'
 
 /** Every request one actor may send another. */
-export type AnyMsg = CoordinatorMsg | SystemMsg | IamMsg | IngressMsg | PeerRequestMsg
+export type AnyMsg =
+  | CoordinatorMsg
+  | SystemMsg
+  | IamMsg
+  | IngressMsg
+  | PeerRequestMsg
+  | GossiperMsg
 
 export type ActorName =
   | 'http-ingress'

@@ -32,7 +32,8 @@ export const ACTOR_STOP_TIMEOUT_MS = 10_000
 /** Young-generation size of each actor thread, bounded so that per-request garbage cannot grow a
  * thread's heap far. On the request path 16 MiB keeps scavenges rare: 4 MiB made them the largest
  * cost of a 1000-key listing page, and cost the coordinator ~9% of its small GETs per second. iam
- * is asked only on a key-cache miss, and 4 MiB keeps ~7 MiB less of its heap resident. Body
+ * is asked only on a key-cache miss, and 4 MiB keeps ~7 MiB less of its heap resident; the
+ * gossiper, a few small messages a second, needs no more either. Body
  * chunks are reclaimed explicitly instead (runtime/reclaim.ts). */
 export const WORKER_YOUNG_GENERATION_MB: Readonly<Record<ActorName, number>> = {
   'replica-store': 16,
