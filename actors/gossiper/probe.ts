@@ -12,7 +12,7 @@ import { targetOf, type MemberEntry } from './swim.js'
 
 export const PROBE_INTERVAL_MS = 1_000
 export const PING_TIMEOUT_MS = 500
-/** A PingReq covers the helper's own ping plus the two hops to and from it. */
+/** A PingReq covers the relay's own ping plus the two hops to and from it. */
 export const PING_REQ_TIMEOUT_MS = 2 * PING_TIMEOUT_MS
 export const INDIRECT_PROBES = 3
 export const DEAD_PROBE_INTERVAL_MS = 10_000
@@ -67,11 +67,11 @@ async function probe(state: GossiperState, ctx: Context, id: string): Promise<vo
   if (entry === undefined) return
   const target = targetOf(entry.member)
   if (await ping(state, ctx, target)) return
-  const helpers = shuffled(
+  const relays = shuffled(
     state.table.others().filter((other) => other.member.status === 'Alive' && other !== entry),
     ctx,
   ).slice(0, INDIRECT_PROBES)
-  const acks = await Promise.all(helpers.map((helper) => pingReq(state, ctx, helper, target)))
+  const acks = await Promise.all(relays.map((relay) => pingReq(state, ctx, relay, target)))
   if (acks.includes(true) || state.stopping) return
   if (state.table.suspect(id, ctx.now())) ctx.log.info({ member: id }, 'member suspected')
 }
@@ -91,7 +91,7 @@ export async function ping(
 async function pingReq(
   state: GossiperState,
   ctx: Context,
-  helper: MemberEntry,
+  relay: MemberEntry,
   target: PeerTarget,
 ): Promise<boolean> {
   if (target.id === null) return false
@@ -99,7 +99,7 @@ async function pingReq(
     ...envelope(state, ctx, target.id),
     target: { id: target.id, grpcAddr: target.grpcAddr },
   }
-  const to = targetOf(helper.member)
+  const to = targetOf(relay.member)
   const call = { to, method: 'Membership.PingReq' as const, body, timeoutMs: PING_REQ_TIMEOUT_MS }
   const reply = await exchange(state, ctx, call, parsePingReqAnswer)
   return reply?.acked === true
