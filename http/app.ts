@@ -15,6 +15,7 @@ import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
 import { Hono } from 'hono'
 import type { Mesh } from '../protocol/actor.js'
 import { createAdminApp } from './admin/admin-app.js'
+import { createClusterApp, membershipView } from './admin/cluster-app.js'
 import { inOrder } from './in-order.js'
 import { killActor } from './chaos.js'
 import { statsRecord } from './stats.js'
@@ -73,11 +74,14 @@ export const HEALTH_FULL = 'ok; data volume full: object writes answer 507 Insuf
 /** Paths of the routes besides S3 (the app's own table below): exactly these, or under them. A
  * route added to the app must be added here, or its requests go to the S3 handler. */
 const OWN_PATHS = ['/health', '/metrics', '/api/stats']
-const CHAOS_PREFIX = '/admin/chaos/'
-const OWN_PREFIXES = ['/api/admin', CHAOS_PREFIX]
+/** Routes that take SigV4 themselves: the chaos route, and cluster administration. A bucket named
+ * `admin` keeps every S3 operation but on keys under these paths. */
+const SIGNED_PREFIXES = ['/admin/chaos/', '/admin/cluster/', '/admin/node/']
+const OWN_PREFIXES = ['/api/admin', ...SIGNED_PREFIXES]
 
 /** Whether the app's own routes, rather than S3, answer this request. A signed request on one of
- * their paths is an S3 request to a bucket of that name, except on the chaos route (signed too). */
+ * their paths is an S3 request to a bucket of that name, except on the routes that are signed
+ * themselves. */
 function isOwnRoute(incoming: IncomingMessage): boolean {
   const url = incoming.url ?? '/'
   const end = url.indexOf('?')
@@ -85,7 +89,8 @@ function isOwnRoute(incoming: IncomingMessage): boolean {
   if (!OWN_PATHS.includes(path) && !OWN_PREFIXES.some((prefix) => path.startsWith(prefix))) {
     return false
   }
-  return path.startsWith(CHAOS_PREFIX) || !isSigV4(incoming, end === -1 ? '' : url.slice(end + 1))
+  const signed = SIGNED_PREFIXES.some((prefix) => path.startsWith(prefix))
+  return signed || !isSigV4(incoming, end === -1 ? '' : url.slice(end + 1))
 }
 
 /** SigV4 in the Authorization header, or presigned (X-Amz-Algorithm in the query). */
@@ -119,6 +124,12 @@ function createApp(
   const app = new Hono<{ Bindings: HttpBindings }>()
   app.get('/health', async (c) => {
     if (!state.serving) return c.text('unavailable', 503, { 'retry-after': '1' })
+    if (mesh.config['SVC_MODE'] === 'cluster') {
+      // A node that has not pulled the catalog yet would answer from an old one.
+      const view = await membershipView(mesh, mesh.now() + 1_000)
+      const phase = view.ok ? view.value.self.phase : 'serving'
+      if (phase !== 'serving') return c.text(phase, 503, { 'retry-after': '1' })
+    }
     // A full volume still serves reads and deletes: 200 for a load balancer, and the body says it.
     const full = await mesh.volumeStatus().then(
       (status) => status.full,
@@ -155,6 +166,9 @@ function createApp(
       await killActor(c.env.incoming, c.env.outgoing, mesh, caches, c.req.param('actor'))
       return RESPONSE_ALREADY_SENT
     })
+  }
+  if (mesh.config['SVC_MODE'] !== undefined && mesh.config['SVC_MODE'] !== 'single') {
+    app.route('/admin', createClusterApp(mesh, caches))
   }
   app.route('/api/admin', createAdminApp(mesh))
   app.all('*', async (c) => {

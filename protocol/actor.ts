@@ -8,13 +8,7 @@ import type { GossiperMsg } from './membership.js'
 import type { CoordinatorMsg, IamMsg, IngressMsg, SystemMsg } from './messages.js'
 
 /** Every request one actor may send another. */
-export type AnyMsg =
-  | CoordinatorMsg
-  | SystemMsg
-  | IamMsg
-  | IngressMsg
-  | PeerRequestMsg
-  | GossiperMsg
+export type AnyMsg = CoordinatorMsg | SystemMsg | IamMsg | IngressMsg | PeerRequestMsg | GossiperMsg
 
 export type ActorName =
   | 'http-ingress'
@@ -196,6 +190,16 @@ export interface Mesh extends Pick<
   /** The data volume's size and free space, and whether object writes are refused for lack of
    * space (a look at most about a second old). */
   volumeStatus(): Promise<VolumeStatus>
+  /** Every actor of the node: whether it is up, its restarts and its mailbox depth. */
+  actorHealth(): Promise<Record<string, ActorHealth>>
+  /** Cluster chaos: drops all node-to-node traffic with these peers (none: heals). */
+  partition(peers: readonly string[]): Promise<void>
+}
+
+export interface ActorHealth {
+  up: boolean
+  restarts: number
+  mailbox_depth: number
 }
 
 export interface VolumeStatus {

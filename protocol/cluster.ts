@@ -40,6 +40,8 @@ export const PEER_METHODS = [
   'Membership.Leave',
   'Catalog.Apply',
   'Catalog.Snapshot',
+  'Catalog.Claim',
+  'Catalog.Release',
 ] as const
 export type PeerMethod = (typeof PEER_METHODS)[number]
 

@@ -1,6 +1,7 @@
 /** @module Messages between actors. Ingress speaks the object protocol to the coordinator, which in
  * single mode forwards it unchanged to replica-store (in cluster mode it fans out to replicas). */
 import type { Request, StreamHandle } from './actor.js'
+import type { PeerRequestMsg } from './cluster.js'
 import type { WriteConditions } from './conditions.js'
 import type { CorsConfiguration } from './cors.js'
 import type { UploadChecksum } from './multipart-checksum.js'
@@ -367,7 +368,8 @@ export interface StoreStats {
   totalReferences: number
 }
 
-export type StoreMsg = ObjectMsg | SystemMsg
+/** What the store takes: also, in cluster mode, the catalog calls of other nodes. */
+export type StoreMsg = ObjectMsg | SystemMsg | PeerRequestMsg
 
 /** What the coordinator takes: object requests, and the node's storage counters for /api/stats
  * (in a cluster, the coordinator is where counters of several replicas would be combined). */
@@ -398,6 +400,10 @@ export type IamMsg =
   | (Request & { kind: 'iam.user.delete'; userId: string })
   | (Request & { kind: 'iam.credentials.create'; userId: string })
   | (Request & { kind: 'iam.credentials.delete'; userId: string })
+  /** The store applied records another node changed (their system record names): reload them. */
+  | (Request & { kind: 'iam.records-changed'; names: string[] })
+  /** Cluster mode: the store's first catalog pull is done; create the root user if none exists. */
+  | (Request & { kind: 'iam.catalog-synced' })
 
 export type IamReply = {
   'iam.lookup-key': KeyLookup
@@ -410,6 +416,8 @@ export type IamReply = {
   'iam.user.delete': null
   'iam.credentials.create': IssuedCredentials
   'iam.credentials.delete': null
+  'iam.records-changed': null
+  'iam.catalog-synced': null
 }
 
 export interface LoginGrant {

@@ -47,3 +47,49 @@ export const SINGLE_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = [
   // iam announces changed keys so the ingress drops its cached lookups.
   ['iam', 'http-ingress'],
 ]
+
+/** A storage node of a cluster: the single node's actors, then gossip and the node-to-node server
+ * (which hands calls from peers to gossip and to the store). */
+export const CLUSTER_NODE_ACTORS: readonly ActorName[] = [
+  'replica-store',
+  'coordinator',
+  'iam',
+  'gossiper',
+  'grpc-ingress',
+  'http-ingress',
+]
+
+export const CLUSTER_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = [
+  ...SINGLE_NODE_LINKS,
+  // The catalog asks gossip who is alive, and tells iam of users changed elsewhere.
+  ['replica-store', 'gossiper'],
+  ['replica-store', 'iam'],
+  ['grpc-ingress', 'gossiper'],
+  ['grpc-ingress', 'replica-store'],
+  // The cluster administration endpoints read membership.
+  ['http-ingress', 'gossiper'],
+]
+
+/** A gateway: no storage and no identities of its own. Its ingress forwards every request to a
+ * live storage node that gossip knows (runtime/gateway-proxy.ts). */
+export const GATEWAY_ACTORS: readonly ActorName[] = ['gossiper', 'grpc-ingress', 'http-ingress']
+
+export const GATEWAY_LINKS: readonly (readonly [ActorName, ActorName])[] = [
+  ['grpc-ingress', 'gossiper'],
+  ['http-ingress', 'gossiper'],
+]
+
+/** The actors and links of a node in `mode`. */
+export function actorTable(mode: 'single' | 'cluster' | 'gateway'): {
+  actors: readonly ActorName[]
+  links: readonly (readonly [ActorName, ActorName])[]
+} {
+  switch (mode) {
+    case 'single':
+      return { actors: SINGLE_NODE_ACTORS, links: SINGLE_NODE_LINKS }
+    case 'cluster':
+      return { actors: CLUSTER_NODE_ACTORS, links: CLUSTER_NODE_LINKS }
+    case 'gateway':
+      return { actors: GATEWAY_ACTORS, links: GATEWAY_LINKS }
+  }
+}

@@ -13,11 +13,13 @@ import type { AddressInfo } from 'node:net'
 import type * as Comlink from 'comlink'
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client'
 import { createListener, type IngressState, type Listener } from '../http/app.js'
-import type { Actor, Context, Mesh, VolumeStatus } from '../protocol/actor.js'
+import type { Actor, ActorHealth, Context, Mesh, VolumeStatus } from '../protocol/actor.js'
 import { ok, unreachable } from '../protocol/errors.js'
 import type { IngressMsg } from '../protocol/messages.js'
-import type { KeyCache } from '../http/s3/key-cache.js'
+import { createGatewayListener } from '../http/gateway.js'
+import { KeyCache } from '../http/s3/key-cache.js'
 import { readVolumeStatus, SAMPLE_INTERVAL_MS as VOLUME_LOOK_MS } from './data-volume.js'
+import { clusterMetricsText } from './cluster-metrics.js'
 import { HttpMetrics } from './http-metrics.js'
 import { METRICS_GATHER_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
@@ -72,10 +74,18 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       metricsText: async () => {
         // A volume that cannot be looked at leaves its gauges out, not the scrape.
         const volume = volumeStatus().then(volumeMetricsText, () => '')
-        const [text, gauges] = await Promise.all([metricsText(supervisor, mesh), volume])
-        return text + gauges
+        const cluster =
+          ctx.config['SVC_MODE'] === 'single' ? Promise.resolve('') : clusterMetricsText(mesh)
+        const [text, gauges, clusterText] = await Promise.all([
+          metricsText(supervisor, mesh),
+          volume,
+          cluster,
+        ])
+        return text + gauges + clusterText
       },
       volumeStatus,
+      actorHealth: () => actorHealth(supervisor),
+      partition: (peers) => supervisor.partition([...peers]),
     }
     const state = {
       serving: false,
@@ -84,7 +94,11 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       onDrained: null,
     } as Omit<IngressActorState, 'server' | 'keys'> as IngressActorState
     const hostname = ctx.config['SVC_HTTP_HOST'] ?? '0.0.0.0'
-    const { listener, keys } = createListener(mesh, state, hostname)
+    // A gateway forwards requests to the storage nodes; it has no keys to cache.
+    const { listener, keys } =
+      ctx.config['SVC_MODE'] === 'gateway'
+        ? { listener: createGatewayListener(mesh, state), keys: new KeyCache() }
+        : createListener(mesh, state, hostname)
     state.keys = keys
     state.server = await listen(ctx, hostname, listener)
     // Awaited: the next instance starts once this one is ready, and must see the port.
@@ -204,6 +218,34 @@ async function metricsText(supervisor: Comlink.Remote<SupervisorApi>, mesh: Mesh
   for (const [actor, count] of Object.entries(gathered.restarts)) restarts.inc({ actor }, count)
   const merged = AggregatorRegistry.aggregate(gathered.actors as never)
   return (await liveness.metrics()) + gathered.node + store + (await merged.metrics())
+}
+
+/** Every actor's liveness, restarts and mailbox depth, from one gathering of their metrics. */
+async function actorHealth(
+  supervisor: Comlink.Remote<SupervisorApi>,
+): Promise<Record<string, ActorHealth>> {
+  const gathered = await withTimeout(
+    supervisor.gatherMetrics(),
+    METRICS_SCRAPE_TIMEOUT_MS,
+    'gathering metrics',
+  )
+  const depths = new Map<string, number>()
+  for (const metrics of gathered.actors) {
+    const depth = metrics.find((metric) => metric.name === 'svc_actor_mailbox_depth')
+    for (const sample of depth?.values ?? []) {
+      const actor = String(sample.labels['actor'] ?? '')
+      depths.set(actor, (depths.get(actor) ?? 0) + sample.value)
+    }
+  }
+  const health: Record<string, ActorHealth> = {}
+  for (const [actor, up] of Object.entries(gathered.up)) {
+    health[actor] = {
+      up,
+      restarts: gathered.restarts[actor] ?? 0,
+      mailbox_depth: depths.get(actor) ?? 0,
+    }
+  }
+  return health
 }
 
 /** The data volume's status, looked at again when the last look is over VOLUME_LOOK_MS old: a

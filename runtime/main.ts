@@ -8,8 +8,10 @@
  * or when an actor meets it later; it is never restarted. */
 import { setFlagsFromString } from 'node:v8'
 import { STREAM_CHUNK_BYTES } from '../protocol/limits.js'
-import { loadConfig, ConfigError } from './config.js'
-import { SINGLE_NODE_ACTORS, SINGLE_NODE_LINKS } from './actor-table.js'
+import { loadConfig } from './config.js'
+import { actorTable } from './actor-table.js'
+import { loadClusterSettings } from './cluster-config.js'
+import { clusterKey } from './cluster/cluster-key.js'
 import { NODE_UMASK, prepareDataDir } from './data-dir.js'
 import { EXIT_UNUSABLE, fatalLine } from './fatal.js'
 import { FATAL_STOP_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
@@ -29,22 +31,28 @@ process.umask(NODE_UMASK)
 async function main(): Promise<void> {
   checkNodeVersion(process.versions.node)
   const config = loadConfig(process.env)
-  if (config.mode !== 'single') {
-    throw new ConfigError(`SVC_MODE=${config.mode} is not available yet: this build runs single`)
-  }
+  const cluster = config.mode === 'single' ? null : loadClusterSettings(process.env, config.mode)
   const log = createLogger('supervisor')
-  prepareDataDir(config.dataDir)
+  for (const warning of cluster?.warnings ?? []) log.warn({}, warning)
+  // A gateway stores nothing: no data directory, no sealed secrets.
+  if (config.mode !== 'gateway') prepareDataDir(config.dataDir)
   const { SVC_TLS_CERT: cert, SVC_TLS_KEY: key } = config.actorConfig
   if (cert !== undefined && key !== undefined) readTlsPair(cert, key)
-  const secrets = await loadNodeSecrets(config.dataDir, process.env)
+  const nodeKey =
+    cluster === null ? null : clusterKey({ ...config.actorConfig, ...cluster.actorConfig })
+  const secrets =
+    config.mode === 'gateway'
+      ? {}
+      : await loadNodeSecrets(config.dataDir, process.env, nodeKey?.key ?? null)
+  const table = actorTable(config.mode)
   // Before any thread allocates a chunk: see runtime/native-trim.ts.
   await mapLargeAllocations(STREAM_CHUNK_BYTES)
   let stopping: Promise<void> | null = null
   const supervisor: Supervisor = new Supervisor({
-    actors: SINGLE_NODE_ACTORS,
+    actors: table.actors,
     instances: { 'http-ingress': config.httpWorkers },
-    links: SINGLE_NODE_LINKS,
-    config: { ...config.actorConfig, ...secrets },
+    links: table.links,
+    config: { ...config.actorConfig, ...cluster?.actorConfig, ...secrets, SVC_VERSION: version() },
     ingress: 'http-ingress',
     chaos: config.chaos,
     metrics: new NodeMetrics(config.mode),

@@ -77,6 +77,9 @@ export interface SupervisorApi {
   listening(port: number): void
   /** An actor's `init` failed because of the environment: the node must stop, not restart it. */
   fatal(actor: string, variable: string, reason: string): void
+  /** Cluster chaos: every thread drops node-to-node traffic with these peers (none: heals);
+   * threads started later drop it too. */
+  partition(peers: string[]): Promise<void>
   /** argon2id on the node's password pool (runtime/password-pool.ts), for iam. */
   hashPassword(password: string, salt: Uint8Array): Promise<Result<string>>
   verifyPassword(storedHash: string, password: string): Promise<Result<boolean>>
@@ -137,6 +140,8 @@ export class Supervisor {
   /** Settings every actor gets; the ingress's port is pinned here once it is known. */
   private config: Record<string, string>
   private readonly started: Promise<boolean>
+  /** Peers cut off by the chaos route, for every thread, those started later included. */
+  private partitioned: string[] = []
   private markStarted: (started: boolean) => void = () => undefined
 
   constructor(private readonly options: SupervisorOptions) {
@@ -262,6 +267,7 @@ export class Supervisor {
       throw error
     }
     if (!ready) return false // It reported `fatal`: the node is stopping.
+    if (this.partitioned.length > 0) await this.tellPartition(child)
     if (child.worker === worker) child.up = true
     this.options.log.info({ child: child.name }, 'actor up')
     return true
@@ -368,6 +374,22 @@ export class Supervisor {
     }, backoffMs)
   }
 
+  /** Gives `child` the current partition; a thread that does not take it in time is terminated
+   * (it would keep talking to the peers it must not reach) and restarts with it. */
+  private async tellPartition(child: Child): Promise<void> {
+    const worker = child.worker
+    const peers = this.partitioned
+    try {
+      await this.control(child, 'partition', CONTROL_CALL_TIMEOUT_MS, (host) =>
+        host.setPartitioned(peers),
+      )
+    } catch (error) {
+      if (child.worker !== worker || worker === null) return
+      this.options.log.warn({ child: child.name, err: String(error) }, 'partition not taken')
+      void worker.terminate()
+    }
+  }
+
   /** Tells `peer` that `dead` died, so its calls there fail now. A peer that is down has no link
    * left to fail; one that does not answer in time is terminated (it serves nobody). */
   private disconnect(peer: Child, dead: Child): void {
@@ -400,6 +422,11 @@ export class Supervisor {
         return alive.length > 0
       },
       gatherMetrics: () => this.gatherMetrics(),
+      partition: async (peers) => {
+        this.partitioned = peers
+        const running = [...this.children.values()].filter((child) => child.up)
+        await Promise.all(running.map((child) => this.tellPartition(child)))
+      },
       shutdown: () => this.options.onEscalate(0, 'shutdown requested'),
       fatal: (actor, variable, reason) => {
         const child = this.children.get(actor)

@@ -41,7 +41,8 @@ export function readGossipConfig(
     // A restarted node outranks every record others hold about its previous run.
     incarnation: nowMs,
     status: 'Alive',
-    phase: 'serving',
+    // A storage node joins until its store has pulled the catalog (it then says `serving`).
+    phase: kind === 'node' ? 'joining' : 'serving',
     version: config['SVC_VERSION'] ?? '',
     freeBytes: 0,
     wallMs: nowMs,

@@ -85,11 +85,12 @@ export async function createRootUser(
   ctx: Context,
   existingUsers: number,
   deadlineMs: number,
+  id: string = newUserId(ctx.randomBytes),
 ): Promise<UserRecord | null> {
   const password = ctx.config['SVC_ROOT_PASSWORD']
   if (password === undefined || existingUsers > 0) return null
   const user: UserRecord = {
-    id: newUserId(ctx.randomBytes),
+    id,
     username: ctx.config['SVC_ROOT_USERNAME'] ?? ROOT_USERNAME_DEFAULT,
     role: 'SuperUser',
     isActive: true,

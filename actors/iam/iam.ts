@@ -10,16 +10,15 @@ import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
 import { fail, ok, unreachable, type Result } from '../../protocol/errors.js'
 import type { IamMsg, KeyLookup } from '../../protocol/messages.js'
-import { bootstrapPair, createRootUser, masterKeyMismatch } from './bootstrap.js'
+import { bootstrapPair, createRootUser } from './bootstrap.js'
 import { deleteCredentials, issueCredentials } from './credentials.js'
-import type { IamState } from './iam-state.js'
-import { indexUserKey } from './iam-state.js'
+import { exclusively, type IamState } from './iam-state.js'
 import { hashPassword } from './passwords.js'
-import { unseal } from './sealed.js'
 import { ADMIN_DISABLED, authorize, login } from './sessions.js'
 import { newLoginThrottle } from './throttle.js'
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './user-admin.js'
-import { loadUsers, type UserRecord } from './user-records.js'
+import { createClusterRoot, reloadRecords, remember } from './remote-changes.js'
+import { loadUsers } from './user-records.js'
 
 const INIT_TIMEOUT_MS = 10_000
 const JWT_TTL_SECS_DEFAULT = 3600
@@ -50,10 +49,13 @@ export const iam: Actor<IamState, IamMsg> = {
       generation: state.generation,
     })
     const users = await loadUsers(ctx, deadlineMs)
-    const root = await createRootUser(ctx, users.length, deadlineMs)
-    if (root !== null) users.push(root)
-    for (const user of users) addLoadedUser(state, user)
-    if (users.length === 0) {
+    // A cluster node waits for its first catalog pull: the root may exist elsewhere already.
+    if (ctx.config['SVC_MODE'] !== 'cluster') {
+      const root = await createRootUser(ctx, users.length, deadlineMs)
+      if (root !== null) users.push(root)
+    }
+    for (const user of users) remember(state, user)
+    if (users.length === 0 && ctx.config['SVC_MODE'] !== 'cluster') {
       ctx.log.warn({}, `admin API disabled: ${ADMIN_DISABLED}`)
     }
     return state
@@ -63,15 +65,7 @@ export const iam: Actor<IamState, IamMsg> = {
   },
 }
 
-function addLoadedUser(state: IamState, user: UserRecord): void {
-  state.users.set(user.id, user)
-  state.userIdsByName.set(user.username, user.id)
-  if (user.credentials === null) return
-  const secretKey = unseal(user.credentials.sealedSecret, state.masterKey)
-  if (secretKey === undefined) throw masterKeyMismatch(`the S3 secret of user ${user.username}`)
-  indexUserKey(state, user, secretKey)
-}
-
+/** Cluster mode, after the first catalog pull: the root user if the cluster has no user yet. */
 function dispatch(
   state: IamState,
   msg: IamMsg,
@@ -98,6 +92,10 @@ function dispatch(
       return issueCredentials(state, msg, ctx)
     case 'iam.credentials.delete':
       return deleteCredentials(state, msg, ctx)
+    case 'iam.records-changed':
+      return reloadRecords(state, ctx, msg.names, msg.requestId, msg.deadlineMs)
+    case 'iam.catalog-synced':
+      return exclusively(state, () => createClusterRoot(state, ctx))
     default:
       return unreachable(msg)
   }

@@ -162,6 +162,7 @@ export async function putVersioning(
   const record = mutation.bucket(bucket)
   if (record === undefined) return fail('no_such_bucket', `bucket ${bucket} does not exist`)
   record.versioning = status
+  mutation.catalogKeys.add(bucketKey(bucket))
   await commitMutation(state, ctx, mutation)
   return ok(null)
 }

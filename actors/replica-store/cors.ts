@@ -41,6 +41,7 @@ export async function putCors(
   const mutation = new Mutation(ctx.kv)
   if (mutation.bucket(bucket) === undefined) return noSuchBucket(bucket)
   mutation.put(corsKey(bucket), record)
+  mutation.catalogKeys.add(corsKey(bucket))
   await commitMutation(state, ctx, mutation)
   return ok(null)
 }
@@ -65,6 +66,7 @@ export async function deleteCors(
   if (mutation.bucket(bucket) === undefined) return noSuchBucket(bucket)
   if (mutation.get(corsKey(bucket)) === undefined) return ok(null)
   mutation.del(corsKey(bucket))
+  mutation.catalogKeys.add(corsKey(bucket))
   await commitMutation(state, ctx, mutation)
   return ok(null)
 }

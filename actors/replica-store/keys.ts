@@ -20,6 +20,8 @@
  *   V\0<bucket>\0<key>\0<version token>  a version that is not the current object (an older
  *                       version, or a delete marker); tokens sort newest first
  *   N\0<bucket>\0<key>  the token of the key's `null` version when it is under V\0
+ *   S\0<catalog key>    cluster mode: the hybrid-clock stamp of the catalog key's last change
+ *                       (B\0, R\0, T\0 and Y\0 keys); kept when the key is deleted (a tombstone)
  *
  * Keys compare as UTF-8 bytes, which is the order S3 lists keys in. Bucket names never contain
  * `\0`, so `O\0<bucket>\0` is a prefix of exactly that bucket's objects; object keys are opaque and
@@ -35,6 +37,20 @@ export const GARBAGE_END = 'G\x01'
 export const SYSTEM_PREFIX = 'Y\0'
 /** The first key after every system record. */
 export const SYSTEM_END = 'Y\x01'
+
+export const STAMP_PREFIX = 'S\0'
+export const STAMP_END = 'S\x01'
+/** Key ranges that make up the catalog: what every node of a cluster knows. */
+export const CATALOG_PREFIXES = [BUCKET_PREFIX, 'R\0', 'T\0', SYSTEM_PREFIX] as const
+
+export function isCatalogKey(key: string): boolean {
+  return CATALOG_PREFIXES.some((prefix) => key.startsWith(prefix))
+}
+
+export function stampKey(catalogKey: string): string {
+  assert(isCatalogKey(catalogKey), 'a stamp for a key outside the catalog')
+  return STAMP_PREFIX + catalogKey
+}
 
 export const EXPIRY_PREFIX = 'X\0'
 export const EXPIRY_END = 'X\x01'

@@ -55,6 +55,10 @@ export class Mutation {
   private readonly buckets = new Map<string, BucketRecord | null>()
   /** File ids whose blob lost its last reference: removed once the batch is durable. */
   readonly garbage: string[] = []
+  /** Catalog keys this mutation changes as a client asked (a bucket created or deleted, its
+   * settings): in cluster mode they get a stamp in the same batch and go to every node. A bucket
+   * record written only for its counters is not among them. */
+  readonly catalogKeys = new Set<string>()
 
   constructor(private readonly kv: KvStore) {}
 
@@ -102,6 +106,7 @@ export class Mutation {
     const ownedBy = owner === undefined ? {} : { owner }
     this.buckets.set(name, { createdMs, ...ownedBy, objects: 0, bytes: 0 })
     this.counters().buckets++
+    this.catalogKeys.add(bucketKey(name))
   }
 
   deleteBucket(name: string): void {
@@ -112,6 +117,9 @@ export class Mutation {
     this.del(corsKey(name))
     this.del(bucketTaggingKey(name))
     this.counters().buckets--
+    for (const key of [bucketKey(name), corsKey(name), bucketTaggingKey(name)]) {
+      this.catalogKeys.add(key)
+    }
   }
 
   object(bucket: string, key: string): ObjectRecord | undefined {

@@ -14,13 +14,24 @@
 import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
 import { fail, ServiceError, unreachable, type Result } from '../../protocol/errors.js'
+import type { PeerRequestMsg } from '../../protocol/cluster.js'
 import type { StoreMsg } from '../../protocol/messages.js'
+import {
+  applyCatalog,
+  claimBucket,
+  createBucketInCluster,
+  publishCatalog,
+  releaseClaim,
+  snapshotPage,
+} from './catalog.js'
+import { CatalogState } from './catalog-state.js'
+import { startCatalogSync } from './catalog-sync.js'
 import { bucketStats, createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js'
 import { copyObject } from './copy.js'
 import { deleteCors, getCors, putCors } from './cors.js'
 import { deleteObject, deleteObjects } from './delete.js'
 import { getObject } from './get.js'
-import { COUNTERS_KEY } from './keys.js'
+import { bucketKey, bucketTaggingKey, corsKey, COUNTERS_KEY, systemKey } from './keys.js'
 import { listObjects } from './list.js'
 import { putObject } from './put.js'
 import { completeUpload } from './complete.js'
@@ -60,13 +71,22 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
     const report = await recover(state, ctx)
     ctx.log.info({ ...report }, 'replica-store recovered')
     scheduleExpiry(state, ctx)
+    if (ctx.config['SVC_MODE'] === 'cluster') {
+      state.catalog = new CatalogState(ctx.config['SVC_NODE_ID'] ?? '', () => ctx.now())
+      startCatalogSync(state, ctx)
+    }
     return state
   },
 
   async handle(state, msg, ctx): Promise<Result<unknown>> {
     assert(!state.stopping, 'replica-store handled a request after stop')
     try {
-      return await dispatch(state, msg, ctx)
+      const result = await dispatch(state, msg, ctx)
+      // In cluster mode a catalog change is in force on the other nodes before it answers.
+      const keys = state.catalog !== null && result.ok ? catalogKeysOf(msg) : []
+      if (keys.length === 0) return result
+      const published = await publishCatalog(state, ctx, keys, msg.deadlineMs)
+      return published.ok ? result : published
     } catch (error) {
       // Operating errors unwound from deep frames (corrupt records, stream aborts) become Results.
       if (error instanceof ServiceError) return fail(error.code, error.message)
@@ -77,6 +97,7 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
   async stop(state) {
     state.stopping = true
     state.cancelExpiry()
+    state.catalog?.cancelSync()
     for (const sink of state.streams.values()) sink.abort('unavailable', 'replica-store stopping')
     // Tasks may start tasks (a commit starts garbage removal): wait until none is left.
     while (state.tasks.size > 0) await Promise.allSettled([...state.tasks])
@@ -89,7 +110,10 @@ function dispatch(
   ctx: Context,
 ): Promise<Result<unknown>> | Result<unknown> {
   switch (msg.kind) {
+    case 'peer.request':
+      return servePeer(state, msg, ctx)
     case 'bucket.create':
+      if (state.catalog !== null) return createBucketInCluster(state, msg, ctx)
       return createBucket(state, msg, ctx)
     case 'bucket.delete':
       return deleteBucket(state, msg, ctx)
@@ -159,5 +183,48 @@ function dispatch(
       return storeStats(ctx)
     default:
       return unreachable(msg)
+  }
+}
+
+/** The catalog keys a successful request changed, which cluster mode publishes (a creation
+ * publishes its own bucket, after its claims). */
+function catalogKeysOf(msg: StoreMsg): string[] {
+  switch (msg.kind) {
+    case 'bucket.delete':
+      return [bucketKey(msg.bucket), corsKey(msg.bucket), bucketTaggingKey(msg.bucket)]
+    case 'bucket.versioning.put':
+      return [bucketKey(msg.bucket)]
+    case 'bucket.cors.put':
+    case 'bucket.cors.delete':
+      return [corsKey(msg.bucket)]
+    case 'bucket.tagging.put':
+      return [bucketTaggingKey(msg.bucket)]
+    case 'system.put':
+    case 'system.delete':
+      return [systemKey(msg.name)]
+    default:
+      return []
+  }
+}
+
+/** A catalog call of another node (grpc-ingress hands it over). */
+function servePeer(
+  state: StoreState,
+  msg: PeerRequestMsg,
+  ctx: Context,
+): Promise<Result<unknown>> | Result<unknown> {
+  if (state.catalog === null) return fail('invalid_request', 'this node is not in cluster mode')
+  const body = (msg.body ?? {}) as never
+  switch (msg.method) {
+    case 'Catalog.Apply':
+      return applyCatalog(state, ctx, body, msg.deadlineMs)
+    case 'Catalog.Snapshot':
+      return snapshotPage(ctx, body)
+    case 'Catalog.Claim':
+      return claimBucket(state, ctx, body)
+    case 'Catalog.Release':
+      return releaseClaim(state, body)
+    default:
+      return fail('invalid_request', `replica-store does not serve ${msg.method}`)
   }
 }

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict'
 import type { ByteSink, Context } from '../../protocol/actor.js'
 import { ServiceError } from '../../protocol/errors.js'
+import type { CatalogState } from './catalog-state.js'
 import { garbageKey } from './keys.js'
 import type { Mutation } from './mutation.js'
 
@@ -27,6 +28,8 @@ export interface StoreState {
   cancelExpiry: () => void
   /** The clock of the last version token drawn (versions.ts): tokens strictly increase. */
   lastVersionMicros: number
+  /** Cluster mode's catalog clock and claims; null on a single node. */
+  catalog: CatalogState | null
 }
 
 /** GET streams at once. Every other task is bounded by the requests in flight (the runtime's
@@ -44,6 +47,7 @@ export function createState(): StoreState {
     stopping: false,
     cancelExpiry: () => undefined,
     lastVersionMicros: 0,
+    catalog: null,
   }
 }
 
@@ -65,7 +69,9 @@ export async function commitMutation(
   ctx: Context,
   mutation: Mutation,
 ): Promise<void> {
-  await durably(state, ctx, ctx.kv.commit(mutation.ops()))
+  const ops = mutation.ops()
+  if (state.catalog !== null) ops.push(...state.catalog.stampOps(mutation.catalogKeys))
+  await durably(state, ctx, ctx.kv.commit(ops))
   if (mutation.garbage.length > 0) {
     track(state, ctx, 'garbage', removeGarbage(state, ctx, mutation.garbage))
   }

@@ -32,7 +32,9 @@ export async function putSystemRecord(
 ): Promise<Result<null>> {
   assert(value.byteLength <= SYSTEM_RECORD_BYTES_MAX, 'system record too large')
   const record = new Uint8Array(value)
-  await durably(state, ctx, ctx.kv.commit([{ type: 'put', key: systemKey(name), value: record }]))
+  const key = systemKey(name)
+  const stamps = state.catalog?.stampOps([key]) ?? []
+  await durably(state, ctx, ctx.kv.commit([{ type: 'put', key, value: record }, ...stamps]))
   return ok(null)
 }
 
@@ -42,7 +44,9 @@ export async function deleteSystemRecord(
   name: string,
   ctx: Context,
 ): Promise<Result<null>> {
-  await durably(state, ctx, ctx.kv.commit([{ type: 'del', key: systemKey(name) }]))
+  const key = systemKey(name)
+  const stamps = state.catalog?.stampOps([key]) ?? []
+  await durably(state, ctx, ctx.kv.commit([{ type: 'del', key }, ...stamps]))
   return ok(null)
 }
 

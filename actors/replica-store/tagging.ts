@@ -95,6 +95,7 @@ export async function putBucketTagging(
   if (msg.tags.length > 0) mutation.put(storedKey, encodeRecord(msg.tags))
   else if (mutation.get(storedKey) !== undefined) mutation.del(storedKey)
   else return ok(null)
+  mutation.catalogKeys.add(storedKey)
   await commitMutation(state, ctx, mutation)
   return ok(null)
 }

@@ -53,6 +53,8 @@ export interface StartOptions {
   env?: Record<string, string>
   dataDir?: string
   host?: string
+  /** The HTTP port; a free one when not given. */
+  port?: number
   protocol?: 'http' | 'https'
   /** Wait for /health; false for tests of start-up failures. */
   waitHealthy?: boolean
@@ -60,7 +62,7 @@ export interface StartOptions {
 
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const host = options.host ?? '127.0.0.1'
-  const port = await freePort(host)
+  const port = options.port ?? (await freePort(host))
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-'))
   const child = spawn(process.execPath, [MAIN_JS], {
     env: nodeEnv(`${host}:${port}`, dataDir, options.env),

@@ -1,0 +1,199 @@
+/** @module Cluster administration on the HTTP port (CLUSTER-INTERFACE.md): GET
+ * /admin/cluster/topology, /admin/cluster/health and /admin/node/health, as JSON, for a SuperUser
+ * signed in either way the node knows: SigV4 with S3 keys, or an admin bearer token. Membership
+ * comes from the gossiper (`membership.view`), the actors' state from the supervisor. With
+ * SVC_CHAOS=1, POST and DELETE /admin/chaos/partition cut and heal this node's node-to-node
+ * traffic with the peers named. Counts of "nodes" are of storage nodes: gateways hold no data and
+ * are listed apart. */
+import { Hono } from 'hono'
+import type { Mesh } from '../../protocol/actor.js'
+import type { Member, MemberStatus } from '../../protocol/cluster.js'
+import type { MembershipView } from '../../protocol/membership.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import { authenticate, type AuthCaches } from '../s3/authenticate.js'
+import { newExchange } from '../s3/router.js'
+import { readJsonObject } from './body.js'
+import {
+  exchangeMiddleware,
+  sendCode,
+  sendFailure,
+  sendJson,
+  type AdminContext,
+} from './exchange.js'
+import { ROUTE_NOT_FOUND } from './errors.js'
+import { sendAdminError, type AdminEnv } from './exchange.js'
+import { authorizeSuperUser } from './session.js'
+
+/** Above this, clocks disagree enough to warn (SPEC.md section 8). */
+export const CLOCK_SKEW_WARN_MS = 500
+/** Peers one partition names at most. */
+const PARTITION_PEERS_MAX = 64
+
+export async function membershipView(
+  mesh: Mesh,
+  deadlineMs: number,
+): Promise<Result<MembershipView>> {
+  return mesh.call<MembershipView>('gossiper', {
+    kind: 'membership.view',
+    requestId: 'admin',
+    deadlineMs,
+  })
+}
+
+/** A SuperUser by bearer token, or by SigV4 (the chaos route's way). */
+async function superUser(c: AdminContext, mesh: Mesh, caches: AuthCaches): Promise<Result<null>> {
+  const header = c.req.header('authorization') ?? ''
+  if (/^bearer /i.test(header)) {
+    const principal = await authorizeSuperUser(c, mesh)
+    return principal.ok ? ok(null) : principal
+  }
+  const auth = await authenticate(newExchange(c.env.incoming, c.env.outgoing, mesh), caches)
+  if (!auth.ok) return fail('unauthorized', auth.detail)
+  c.set('userId', auth.value.principal.userId)
+  if (auth.value.principal.role !== 'SuperUser') return fail('forbidden', 'not a SuperUser')
+  return ok(null)
+}
+
+function countByStatus(members: readonly Member[]): Record<string, number> {
+  const counts: Record<Lowercase<MemberStatus>, number> = { alive: 0, suspect: 0, dead: 0, left: 0 }
+  for (const member of members) counts[member.status.toLowerCase() as Lowercase<MemberStatus>]++
+  return counts
+}
+
+function tuning(mesh: Mesh, name: string, fallback: number): number {
+  const value = Number(mesh.config[name])
+  return Number.isFinite(value) && value > 0 ? value : fallback
+}
+
+export function topologyJson(mesh: Mesh, view: MembershipView): object {
+  const nodes = view.members.filter((member) => member.kind === 'node')
+  const pools = [...new Set(nodes.map((member) => member.pool ?? ''))].sort()
+  return {
+    cluster: mesh.config['SVC_CLUSTER_NAME'],
+    pools: pools.map((name) => ({
+      name,
+      replication_factor: tuning(mesh, 'SVC_REPLICATION_FACTOR', 3),
+      write_quorum: tuning(mesh, 'SVC_WRITE_QUORUM', 2),
+      read_quorum: tuning(mesh, 'SVC_READ_QUORUM', 2),
+      nodes: nodes
+        .filter((member) => (member.pool ?? '') === name)
+        .map((member) => ({
+          id: member.id,
+          status: member.status,
+          phase: member.phase,
+          http_addr: member.httpAddr,
+          grpc_addr: member.grpcAddr,
+          free_bytes: member.freeBytes,
+          incarnation: member.incarnation,
+        })),
+    })),
+    gateways: view.members
+      .filter((member) => member.kind === 'gateway')
+      .map((member) => ({ id: member.id, status: member.status, http_addr: member.httpAddr })),
+  }
+}
+
+/** healthy: every storage node Alive and clocks close; critical: a pool has fewer Alive nodes
+ * than a write needs; degraded otherwise. */
+export function clusterHealthJson(mesh: Mesh, view: MembershipView): object {
+  const nodes = view.members.filter((member) => member.kind === 'node')
+  const writeQuorum = tuning(mesh, 'SVC_WRITE_QUORUM', 2)
+  const pools = [...new Set(nodes.map((member) => member.pool ?? ''))]
+  const critical = pools.some(
+    (pool) =>
+      nodes.filter((member) => (member.pool ?? '') === pool && member.status === 'Alive').length <
+      writeQuorum,
+  )
+  const allAlive = nodes.every((member) => member.status === 'Alive')
+  const skewed = view.maxClockSkewMs > CLOCK_SKEW_WARN_MS
+  const status = critical ? 'critical' : allAlive && !skewed ? 'healthy' : 'degraded'
+  return {
+    status,
+    nodes: countByStatus(nodes),
+    gateways: countByStatus(view.members.filter((member) => member.kind === 'gateway')),
+    // No hint is kept before the hint queue exists: every write either reached W replicas or
+    // failed.
+    hints_pending: 0,
+    max_clock_skew_ms: Math.round(view.maxClockSkewMs),
+    clock_skew_warning: skewed,
+  }
+}
+
+export function createClusterApp(mesh: Mesh, caches: AuthCaches): Hono<AdminEnv> {
+  const app = new Hono<AdminEnv>()
+  app.use('*', exchangeMiddleware(mesh))
+  const guarded = (operation: string, handle: (c: AdminContext) => Promise<Response>) => {
+    return async (c: AdminContext): Promise<Response> => {
+      c.set('operation', operation)
+      c.set('route', c.req.routePath)
+      const allowed = await superUser(c, mesh, caches)
+      if (!allowed.ok) return sendFailure(c, allowed)
+      return handle(c)
+    }
+  }
+  const withView = (build: (view: MembershipView) => object | Promise<object>) => {
+    return async (c: AdminContext): Promise<Response> => {
+      const view = await membershipView(mesh, mesh.now() + 2_000)
+      if (!view.ok) return sendFailure(c, view)
+      return sendJson(c, 200, await build(view.value))
+    }
+  }
+  app.get(
+    '/cluster/topology',
+    guarded(
+      'ClusterTopology',
+      withView((view) => topologyJson(mesh, view)),
+    ),
+  )
+  app.get(
+    '/cluster/health',
+    guarded(
+      'ClusterHealth',
+      withView((view) => clusterHealthJson(mesh, view)),
+    ),
+  )
+  app.get(
+    '/node/health',
+    guarded(
+      'NodeHealth',
+      withView(async (view) => ({
+        id: view.self.id,
+        mode: mesh.config['SVC_MODE'],
+        status: view.self.status,
+        phase: view.self.phase,
+        pool: view.self.pool,
+        incarnation: view.self.incarnation,
+        uptime_seconds: Math.round(process.uptime()),
+        actors: await mesh.actorHealth(),
+      })),
+    ),
+  )
+  if (mesh.config['SVC_CHAOS'] === '1') {
+    app.post(
+      '/chaos/partition',
+      guarded('ChaosPartition', async (c) => {
+        const body = await readJsonObject(c.env.incoming)
+        if (!body.ok) return sendFailure(c, body)
+        const peers = body.value['peers']
+        const valid =
+          Array.isArray(peers) &&
+          peers.length <= PARTITION_PEERS_MAX &&
+          peers.every((peer) => typeof peer === 'string' && peer !== '')
+        if (!valid) {
+          return sendCode(c, 'invalid_data', `peers must be a list of node ids (at most 64)`)
+        }
+        await mesh.partition(peers as string[])
+        return sendJson(c, 200, { partitioned: peers })
+      }),
+    )
+    app.delete(
+      '/chaos/partition',
+      guarded('ChaosHeal', async (c) => {
+        await mesh.partition([])
+        return sendJson(c, 200, { partitioned: [] })
+      }),
+    )
+  }
+  app.all('*', (c) => sendAdminError(c, ROUTE_NOT_FOUND))
+  return app
+}

@@ -1,0 +1,168 @@
+/** Goal: the catalog of a cluster is one. A bucket created through one node exists on every node
+ * and through the gateway when the call answers; of two racing creations of one name on two nodes
+ * exactly one succeeds; a user created on n1 signs S3 requests on n3 at once, and once deactivated
+ * through n2 is refused on n1 right after the admin call answers; the root user exists once. A
+ * node with another cluster secret never joins, and a gRPC call without the cluster's signature
+ * gets no answer but a refusal. A cluster setting a node cannot run with exits 2 with one line.
+ * Method: three real nodes and a gateway (test/support/cluster.ts), the AWS SDK and the admin API;
+ * a raw @grpc/grpc-js client for the unsigned call. */
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import * as grpc from '@grpc/grpc-js'
+import { CreateBucketCommand, HeadBucketCommand, ListBucketsCommand } from '@aws-sdk/client-s3'
+import { admin, createUser, issueKeys, login } from '../support/admin-client.js'
+import { ROOT_PASSWORD, ROOT_USERNAME, startCluster, type TestCluster } from '../support/cluster.js'
+import { failure } from '../support/s3-failure.js'
+import { freePort, nodeEnv, runUntilExit, startServer } from '../support/server.js'
+import { signedRequest } from '../support/signed-request.js'
+import { sleep } from '../support/wait.js'
+
+let cluster: TestCluster
+
+test.before(async () => {
+  cluster = await startCluster({ nodes: 3, gateways: 1 })
+})
+
+test.after(async () => {
+  await cluster.destroy()
+})
+
+test('a bucket created through one node is on every node and the gateway', async () => {
+  await cluster
+    .server('n1')
+    .client()
+    .send(new CreateBucketCommand({ Bucket: 'shared' }))
+  for (const id of ['n1', 'n2', 'n3', 'g1']) {
+    await cluster
+      .server(id)
+      .client()
+      .send(new HeadBucketCommand({ Bucket: 'shared' }))
+  }
+  const listed = await cluster.server('g1').client().send(new ListBucketsCommand({}))
+  assert.ok(listed.Buckets?.some((bucket) => bucket.Name === 'shared'))
+})
+
+test('two racing creations of one name on two nodes: one succeeds, one gets 409', async () => {
+  for (let round = 0; round < 3; round++) {
+    const Bucket = `race-${round}`
+    const create = (id: string) =>
+      cluster
+        .server(id)
+        .client()
+        .send(new CreateBucketCommand({ Bucket }))
+        .then(
+          () => 200,
+          (error: unknown) =>
+            (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode,
+        )
+    const statuses = await Promise.all([create('n1'), create('n2')])
+    assert.equal([...statuses].sort(), [200, 409], `${Bucket}: ${statuses.join(', ')}`)
+  }
+})
+
+test('one root; a user made on n1 signs on n3, refused on n1 once n2 deactivates it', async () => {
+  const token = await login(cluster.server('n1'), ROOT_USERNAME, ROOT_PASSWORD)
+  const users = await admin(cluster.server('n3'), 'GET', '/users', token)
+  assert.is(users.status, 200, users.text)
+  const roots = (users.json as { username: string }[]).filter((u) => u.username === ROOT_USERNAME)
+  assert.is(roots.length, 1, users.text)
+  const userId = await createUser(cluster.server('n1'), token, 'alice', 'Writer')
+  const keys = await issueKeys(cluster.server('n1'), token, userId)
+  const credentials = { accessKeyId: keys.access_key, secretAccessKey: keys.secret_key }
+  // At once on n3: no wait between the admin call's answer and the signed request.
+  const listed = await cluster.server('n3').client(credentials).send(new ListBucketsCommand({}))
+  assert.ok(Array.isArray(listed.Buckets ?? []))
+  const tokenOnN2 = await login(cluster.server('n2'), ROOT_USERNAME, ROOT_PASSWORD)
+  const deactivated = await admin(cluster.server('n2'), 'PUT', `/users/${userId}`, tokenOnN2, {
+    is_active: false,
+  })
+  assert.is(deactivated.status, 200, deactivated.text)
+  const refused = await failure(() =>
+    cluster.server('n1').client(credentials).send(new ListBucketsCommand({})),
+  )
+  assert.is(refused.status, 403, JSON.stringify(refused))
+})
+
+test('a node with another secret never joins; an unsigned gRPC call is refused', async () => {
+  const n1 = cluster.nodes[0]
+  assert.ok(n1 !== undefined)
+  const grpcPort = await freePort()
+  const intruder = await startServer({
+    env: {
+      SVC_MODE: 'cluster',
+      SVC_CLUSTER_NAME: cluster.name,
+      SVC_CLUSTER_SECRET: 'another-secret-of-at-least-32-characters',
+      SVC_NODE_ID: 'n9',
+      SVC_NODE_GRPC_ADDR: `127.0.0.1:${grpcPort}`,
+      SVC_SEEDS: `127.0.0.1:${n1.grpcPort}`,
+      SVC_POOL_NAME: 'p9',
+      SVC_POOL_NODES: `n9:127.0.0.1:${grpcPort}`,
+      SVC_REPLICATION_FACTOR: '1',
+      SVC_WRITE_QUORUM: '1',
+      SVC_READ_QUORUM: '1',
+    },
+  })
+  try {
+    // Several gossip rounds: long enough for a join that the cluster would have accepted.
+    await sleep(5_000)
+    const topology = await signedRequest(cluster.server('n1').url, {
+      method: 'GET',
+      path: '/admin/cluster/topology',
+    })
+    assert.is(topology.status, 200)
+    assert.not.ok(topology.body.toString().includes('"n9"'), 'the intruder joined')
+    const seen = await signedRequest(intruder.url, {
+      method: 'GET',
+      path: '/admin/cluster/topology',
+    })
+    assert.not.ok(/"id":"n1","status":"Alive"/.test(seen.body.toString()), 'n9 sees n1 alive')
+  } finally {
+    await intruder.kill()
+    intruder.cleanup()
+  }
+  const code = await unsignedPing(`127.0.0.1:${n1.grpcPort}`)
+  assert.is(code, grpc.status.UNAUTHENTICATED)
+})
+
+/** Calls Membership.Ping with no signature, as a stranger would. */
+function unsignedPing(address: string): Promise<number> {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure())
+  return new Promise<number>((resolve) => {
+    client.makeUnaryRequest(
+      '/svc.cluster.Membership/Ping',
+      (value: Buffer) => value,
+      (bytes: Buffer) => bytes,
+      Buffer.alloc(0),
+      { deadline: Date.now() + 5_000 },
+      (error) => {
+        client.close()
+        resolve(error?.code ?? grpc.status.OK)
+      },
+    )
+  })
+}
+
+test('a cluster setting a node cannot run with exits 2 with one line naming it', async () => {
+  const cases: [Record<string, string>, string][] = [
+    [{ SVC_WRITE_QUORUM: '4' }, 'SVC_WRITE_QUORUM'],
+    [{ SVC_POOL_NODES: 'other:127.0.0.1:1' }, 'SVC_POOL_NODES'],
+    [{ SVC_GC_GRACE_DAYS: '1' }, 'SVC_GC_GRACE_DAYS'],
+  ]
+  for (const [change, variable] of cases) {
+    const env = nodeEnv(`127.0.0.1:${await freePort()}`, '/nonexistent-data-dir', {
+      SVC_MODE: 'cluster',
+      SVC_CLUSTER_NAME: 'c',
+      SVC_NODE_ID: 'n1',
+      SVC_POOL_NAME: 'p1',
+      SVC_POOL_NODES: 'n1:127.0.0.1:9101,n2:127.0.0.1:9102,n3:127.0.0.1:9103',
+      ...change,
+    })
+    const run = await runUntilExit({ env, timeoutMs: 20_000 })
+    assert.is(run.code, 2, `${variable}: ${run.stderr}`)
+    const lines = run.stderr.trim().split('\n')
+    assert.is(lines.length, 1, run.stderr)
+    assert.match(lines[0] ?? '', variable)
+  }
+})
+
+test.run()
