@@ -11,7 +11,7 @@ export interface Variable {
 }
 
 export const VARIABLES: readonly Variable[] = [
-  { name: 'SVC_MODE', fallback: 'single', meaning: 'single (cluster and gateway: not yet)' },
+  { name: 'SVC_MODE', fallback: 'single', meaning: 'single, cluster (storage node) or gateway' },
   { name: 'SVC_NODE_HTTP_ADDR', fallback: '0.0.0.0:9000', meaning: 'host:port of the S3 port' },
   { name: 'SVC_HTTP_WORKERS', fallback: 'cores - 2, 1 to 4', meaning: 'HTTP threads (1 to 64)' },
   { name: 'SVC_DATA_DIR', fallback: './data', meaning: 'data directory (made owner-only)' },
@@ -33,6 +33,25 @@ export const VARIABLES: readonly Variable[] = [
     fallback: '24',
     meaning: 'incomplete uploads aborted after',
   },
+  // Cluster and gateway modes.
+  { name: 'SVC_CLUSTER_NAME', fallback: 'unset', meaning: 'cluster name, equal on every member' },
+  { name: 'SVC_NODE_ID', fallback: 'unset', meaning: "this member's name (n1, g1...)" },
+  { name: 'SVC_NODE_GRPC_ADDR', fallback: '0.0.0.0:9100', meaning: 'host:port, node-to-node' },
+  { name: 'SVC_SEEDS', fallback: 'unset', meaning: 'gRPC addresses to join through' },
+  { name: 'SVC_POOL_NAME', fallback: 'unset', meaning: 'pool of this storage node' },
+  { name: 'SVC_POOL_NODES', fallback: 'unset', meaning: 'id:host:grpcport of each pool member' },
+  { name: 'SVC_CLUSTER_SECRET', fallback: 'derived', meaning: 'node-to-node key (32+ chars)' },
+  { name: 'SVC_GRPC_TLS_CERT', fallback: 'unset', meaning: 'PEM certificate for gRPC' },
+  { name: 'SVC_GRPC_TLS_KEY', fallback: 'unset', meaning: 'PEM key of SVC_GRPC_TLS_CERT' },
+  { name: 'SVC_GRPC_TLS_CA', fallback: 'unset', meaning: "PEM CA every member's cert chains to" },
+  { name: 'SVC_REPLICATION_FACTOR', fallback: '3', meaning: 'replicas per object' },
+  { name: 'SVC_WRITE_QUORUM', fallback: '2', meaning: 'acknowledgements a write needs' },
+  { name: 'SVC_READ_QUORUM', fallback: '2', meaning: 'answers a read needs' },
+  { name: 'SVC_GC_GRACE_DAYS', fallback: '7', meaning: 'days tombstones are kept' },
+  { name: 'SVC_MAX_REJOIN_DOWNTIME_DAYS', fallback: '3', meaning: 'days down before bootstrap' },
+  { name: 'SVC_ANTI_ENTROPY_INTERVAL_SECS', fallback: '600', meaning: 'Merkle sync interval' },
+  { name: 'SVC_SCRUBBER_FULL_SCAN_DAYS', fallback: '30', meaning: 'CRC32 full scan cycle' },
+  { name: 'SVC_HINT_TTL_HOURS', fallback: '3', meaning: 'hinted handoff lifetime' },
 ]
 
 export function version(): string {

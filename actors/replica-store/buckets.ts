@@ -58,6 +58,7 @@ export async function createBucket(
   state: StoreState,
   msg: CreateBucketMsg,
   ctx: Context,
+  pool?: string,
 ): Promise<Result<BucketInfo>> {
   const name = msg.bucket
   const mutation = new Mutation(ctx.kv)
@@ -69,7 +70,7 @@ export async function createBucket(
     return fail('bucket_exists', `bucket ${name} belongs to another user`)
   }
   const createdMs = ctx.now()
-  mutation.createBucket(name, createdMs, msg.owner)
+  mutation.createBucket(name, createdMs, msg.owner, pool)
   await commitMutation(state, ctx, mutation)
   return ok({ name, createdMs })
 }

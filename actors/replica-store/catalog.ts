@@ -9,7 +9,8 @@
  * for any write that failed late.
  *
  * Creating a bucket needs more than last-writer-wins, since two nodes may create one name at once:
- * the creating node first claims the name on the storage nodes. Each grants at most one live claim
+ * the creating node first claims the name on the storage nodes (and chooses the bucket's pool, the
+ * one with the most room, for good). Each grants at most one live claim
  * per name, and none for a bucket it holds, so of two racing creations at most one gets a
  * majority; the other answers 409 as if the bucket existed, which it will. */
 import type { Context, KvOp } from '../../protocol/actor.js'
@@ -26,6 +27,7 @@ import type { Member, PeerMethod } from '../../protocol/cluster.js'
 import type { MembershipView } from '../../protocol/membership.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { compareHlc, parseHlc } from '../../protocol/hlc.js'
+import { choosePool } from '../../protocol/placement.js'
 import type { ObjectMsg } from '../../protocol/messages.js'
 import type { BucketInfo } from '../../protocol/objects.js'
 import { createBucket } from './buckets.js'
@@ -320,7 +322,7 @@ export async function createBucketInCluster(
     if (refused?.ok === true) return refusal(msg, refused.value)
     return fail('unavailable', `bucket ${msg.bucket}: ${granted} of the storage nodes answered`)
   }
-  const created = await createBucket(state, msg, ctx)
+  const created = await createBucket(state, msg, ctx, poolFor(ctx, members.value))
   releaseClaim(state, claim)
   if (!created.ok) {
     await releaseEverywhere(state, ctx, peers, claim, msg.deadlineMs)
@@ -328,6 +330,21 @@ export async function createBucketInCluster(
   }
   const published = await publishCatalog(state, ctx, [BUCKET_PREFIX + msg.bucket], msg.deadlineMs)
   return published.ok ? created : published
+}
+
+/** The pool a new bucket goes to: the one with the most room among the pools gossip knows (the
+ * replication factor is this node's, the same in every pool of a cluster); this node's own when
+ * no pool has a live node with a known free space. */
+function poolFor(ctx: Context, members: readonly Member[]): string {
+  const rf = Number(ctx.config['SVC_REPLICATION_FACTOR'] ?? '3')
+  const nodes = members.filter((member) => member.kind === 'node' && member.pool !== null)
+  const names = [...new Set(nodes.map((member) => member.pool as string))]
+  const spaces = names.map((name) => {
+    const inPool = nodes.filter((member) => member.pool === name)
+    const alive = inPool.filter((member) => member.status === 'Alive' && member.freeBytes > 0)
+    return { name, rf, nodes: inPool.length, aliveFreeBytes: alive.map((m) => m.freeBytes) }
+  })
+  return choosePool(spaces) ?? ctx.config['SVC_POOL_NAME'] ?? ''
 }
 
 function refusal(msg: CreateBucketMsg, answer: CatalogClaimAnswer): Result<BucketInfo> {

@@ -101,10 +101,11 @@ export class Mutation {
     return this.buckets.get(name) ?? undefined
   }
 
-  createBucket(name: string, createdMs: number, owner: string | undefined): void {
+  createBucket(name: string, createdMs: number, owner: string | undefined, pool?: string): void {
     assert(this.bucket(name) === undefined)
     const ownedBy = owner === undefined ? {} : { owner }
-    this.buckets.set(name, { createdMs, ...ownedBy, objects: 0, bytes: 0 })
+    const inPool = pool === undefined ? {} : { pool }
+    this.buckets.set(name, { createdMs, ...ownedBy, ...inPool, objects: 0, bytes: 0 })
     this.counters().buckets++
     this.catalogKeys.add(bucketKey(name))
   }

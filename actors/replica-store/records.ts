@@ -22,6 +22,8 @@ export interface BucketRecord {
   owner?: string
   /** Absent until versioning is first configured; it can be suspended, never removed. */
   versioning?: VersioningStatus
+  /** Cluster mode: the pool that holds the bucket's objects, chosen at creation for good. */
+  pool?: string
   /** Objects in the bucket and the sum of their sizes, kept by every mutating batch. */
   objects: number
   bytes: number

@@ -34,12 +34,15 @@ class Cluster {
   readonly status = new Map<Id, MemberStatus>(IDS.map((id) => [id, 'Alive']))
   /** Nodes whose peer calls fail (killed or cut off), whatever gossip says of them. */
   readonly down = new Set<Id>()
+  /** Pool and free bytes of each node, as gossip tells them. */
+  readonly pool = new Map<Id, string>()
+  readonly free = new Map<Id, number>()
 
   member(id: Id): Member {
     return {
       id,
       kind: 'node',
-      pool: 'p1',
+      pool: this.pool.get(id) ?? 'p1',
       poolHash: 'h',
       httpAddr: `${id}:9000`,
       grpcAddr: `${id}:9100`,
@@ -47,7 +50,7 @@ class Cluster {
       status: this.status.get(id) ?? 'Dead',
       phase: 'serving',
       version: '0',
-      freeBytes: 1,
+      freeBytes: this.free.get(id) ?? 1,
       wallMs: 0,
     }
   }
@@ -127,6 +130,22 @@ test('a bucket and its settings made on one node are on every node when it answe
   assert.is(again.ok ? 'created' : again.code, 'bucket_owned_by_you')
   assert.ok((await cluster.send('n3', { kind: 'bucket.delete', bucket: 'photos' })).ok)
   for (const id of IDS) assert.not.ok(await cluster.has(id, 'photos'), id)
+})
+
+test('a new bucket goes to the pool with the most room, on every node', async () => {
+  const cluster = await threeNodes()
+  cluster.pool.set('n3', 'p2')
+  cluster.free.set('n1', 100).set('n2', 100).set('n3', 1_000)
+  assert.ok((await cluster.send('n1', { kind: 'bucket.create', bucket: 'big', owner: 'u' })).ok)
+  cluster.free.set('n3', 10)
+  assert.ok((await cluster.send('n1', { kind: 'bucket.create', bucket: 'small', owner: 'u' })).ok)
+  for (const node of cluster.nodes.values()) {
+    const poolOf = (bucket: string) => {
+      const stored = node.ctx.kv.get(`B\0${bucket}`)
+      return (JSON.parse(Buffer.from(stored ?? []).toString()) as { pool?: string }).pool
+    }
+    assert.equal([poolOf('big'), poolOf('small')], ['p2', 'p1'], node.id)
+  }
 })
 
 test('two racing creations of one name on two nodes: exactly one succeeds', async () => {

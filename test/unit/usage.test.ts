@@ -1,6 +1,7 @@
 /** Goal: `--help` and the README's configuration table list the same variables, and every variable
  * the configuration reads is among them. Method: the README's table rows and the sources of
- * runtime/config.ts and runtime/node-secrets.ts, read as text, against runtime/usage.ts. */
+ * runtime/config.ts, runtime/node-secrets.ts and runtime/cluster-config.ts, read as text, against
+ * runtime/usage.ts. */
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -21,7 +22,7 @@ test("the README's configuration table names the variables --help lists", () => 
 })
 
 test('every variable the configuration reads is listed, and --help prints each', () => {
-  for (const file of ['config.ts', 'node-secrets.ts']) {
+  for (const file of ['config.ts', 'node-secrets.ts', 'cluster-config.ts']) {
     const source = readFileSync(join(root, 'runtime', file), 'utf8')
     for (const [name] of source.matchAll(/SVC_[A-Z_]+/g)) {
       if (DERIVED.includes(name)) continue
