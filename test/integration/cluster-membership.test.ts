@@ -189,6 +189,24 @@ test('a partition called on one side cuts both directions and heals', async () =
   await waitStatus(['n3'], 'n1', 'Alive', ALIVE_WAIT_MS)
 })
 
+test('the cluster actors can be killed: they restart and the node is Alive again', async () => {
+  for (const actor of ['gossiper', 'grpc-ingress']) {
+    const killed = await signedRequest(cluster.server('n2').url, {
+      method: 'POST',
+      path: `/admin/chaos/kill/${actor}`,
+    })
+    assert.is(killed.status, 200, `${actor}: ${killed.body.toString()}`)
+    const restarted = async () => {
+      const text = await (await fetch(`${cluster.server('n2').url}/metrics`)).text()
+      const restarts = sample(text, 'svc_actor_restarts_total', `actor="${actor}"`) ?? 0
+      return restarts >= 1 && sample(text, 'svc_actor_up', `actor="${actor}"`) === 1
+    }
+    assert.ok(await pollUntil(restarted, ALIVE_WAIT_MS, 100), `${actor} not restarted`)
+    await waitStatus(['n1', 'n3'], 'n2', 'Alive', ALIVE_WAIT_MS)
+    await waitStatus(['n2'], 'n1', 'Alive', ALIVE_WAIT_MS)
+  }
+})
+
 test('SIGKILL: Dead at the others; restart: Alive again', async () => {
   await cluster.server('n3').kill()
   const deadMs = await waitStatus(['n1', 'n2'], 'n3', 'Dead', DEAD_WAIT_MS)
