@@ -235,7 +235,7 @@ interface ComposeService {
   depends_on?: Record<string, { condition?: string }>
 }
 
-test('the cluster compose file: one pool of 3 nodes on their own volumes, a gateway on 9000', () => {
+test('cluster compose file: one pool of 3 nodes on their own volumes, a gateway on 9000', () => {
   const [compose] = yamlDocuments(deploy('compose.cluster.yaml'))
   const services = (compose?.['services'] ?? {}) as Record<string, ComposeService>
   const envOf = (service: string): Map<string, string> =>
