@@ -48,9 +48,13 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stopAll('SIGINT: stopping every member', 0))
   process.on('SIGTERM', () => stopAll('SIGTERM: stopping every member', 0))
   for (const { id, env } of plan.members) {
-    const member = spawnMember(id, MAIN_JS, { ...process.env, ...env })
-    members.push(member)
-    void member.exited.then(({ code, signal }) => {
+    try {
+      members.push(spawnMember(id, MAIN_JS, { ...process.env, ...env }))
+    } catch (error) {
+      stopAll(`${error instanceof Error ? error.message : String(error)}: stopping all`, 1)
+      return
+    }
+    void members.at(-1)?.exited.then(({ code, signal }) => {
       const how = signal === null ? `code ${code}` : `signal ${signal}`
       stopAll(`${id} exited on its own (${how}): stopping the others`, 1)
     })

@@ -1,6 +1,8 @@
 /** @module One member of the local cluster as a child process: its output goes to ours line by
  * line, prefixed with its id, and it is stopped by its PID: SIGTERM, then SIGKILL when it has not
- * exited within a bound (a node drains in-flight requests for up to 30 s before it exits). */
+ * exited within a bound (a node drains in-flight requests for up to 30 s before it exits). When our
+ * output is slow to take lines (a paused terminal, a full pipe), the member's output waits rather
+ * than piling up here: at most one chunk of each member's stream is held. */
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import type { Readable, Writable } from 'node:stream'
@@ -26,6 +28,8 @@ export interface MemberProcess {
 
 export function spawnMember(id: string, script: string, env: NodeJS.ProcessEnv): MemberProcess {
   const child = spawn(process.execPath, [script], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  // Without a listener, a failed spawn or kill would throw here and leave the others running.
+  child.on('error', (error) => process.stderr.write(`[${id}] ${error.message}\n`))
   if (child.pid === undefined) throw new Error(`${id}: could not start ${process.execPath}`)
   prefixLines(child.stdout, process.stdout, id)
   prefixLines(child.stderr, process.stderr, id)
@@ -58,5 +62,9 @@ export function spawnMember(id: string, script: string, env: NodeJS.ProcessEnv):
 
 function prefixLines(source: Readable, target: Writable, id: string): void {
   const lines = createInterface({ input: source, crlfDelay: Infinity })
-  lines.on('line', (line) => target.write(`[${id}] ${line}\n`))
+  lines.on('line', (line) => {
+    if (target.write(`[${id}] ${line}\n`)) return
+    lines.pause()
+    target.once('drain', () => lines.resume())
+  })
 }
