@@ -4,7 +4,7 @@
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'data/'] },
+  { ignores: ['dist/', 'node_modules/', 'data/', 'data-cluster/'] },
   {
     files: ['**/*.ts'],
     languageOptions: {

@@ -2,12 +2,14 @@
  * and alert rules load, every alert fires and stays quiet where its tests say; the Grafana
  * dashboard parses and queries only metrics the node exposes; the systemd unit verifies and its
  * exposure stays at most 4; the Dockerfile passes a linter and builds a non-root, production-only
- * image on Node 24; the compose file is valid and mounts files that exist. Method: the real tools
- * (promtool, systemd-analyze, dockerlinter, docker-compose; .ci/test-deps installs them, CI
- * requires them) on the files, and a real scrape of a running node for the metric names. */
+ * image on Node 24; the compose files are valid and mount files that exist; the cluster's compose
+ * file and Kubernetes manifests give every member the variables it needs, one pool naming the
+ * nodes as the others reach them, and health checks on /health. Method: the real tools (promtool,
+ * systemd-analyze, dockerlinter, docker-compose; .ci/test-deps installs them, CI requires them) on
+ * the files, a real scrape of a running node for the metric names, and the YAML read as data. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -15,6 +17,15 @@ import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sd
 import { startServer } from '../support/server.js'
 import { metricNamesOf, ruleExpressions } from '../support/promql.js'
 import { runTool, toolFound } from '../support/tools.js'
+import {
+  containerEnv,
+  manifestOf,
+  podOf,
+  selects,
+  yamlDocuments,
+  type Container,
+  type Manifest,
+} from '../support/manifests.js'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const deploy = (...path: string[]): string => join(root, 'deploy', ...path)
@@ -189,6 +200,212 @@ test('the compose file is valid and mounts files that exist', () => {
     env: { GRAFANA_ADMIN_PASSWORD: 'checked-only' },
   })
   assert.is(checked.status, 0, checked.output)
+})
+
+/** What a gateway must be given (CLUSTER-INTERFACE.md); a storage node also needs its pool and
+ * data directory. SVC_ROOT_USERNAME has a default, the same on every member. */
+const GATEWAY_VARIABLES = [
+  'SVC_MODE',
+  'SVC_CLUSTER_NAME',
+  'SVC_CLUSTER_SECRET',
+  'SVC_NODE_ID',
+  'SVC_NODE_HTTP_ADDR',
+  'SVC_NODE_GRPC_ADDR',
+  'SVC_SEEDS',
+  'SVC_ACCESS_KEY_ID',
+  'SVC_SECRET_ACCESS_KEY',
+  'SVC_ROOT_PASSWORD',
+]
+const NODE_VARIABLES = [...GATEWAY_VARIABLES, 'SVC_POOL_NAME', 'SVC_POOL_NODES', 'SVC_DATA_DIR']
+const SHARED_VARIABLES = ['SVC_CLUSTER_NAME', 'SVC_CLUSTER_SECRET', 'SVC_ACCESS_KEY_ID']
+
+const missing = (env: Map<string, string>, names: string[]): string[] =>
+  names.filter((name) => (env.get(name) ?? '') === '')
+
+/** `id:host:port` entries of SVC_POOL_NODES, and host:port entries of SVC_SEEDS. */
+const poolEntries = (value: string): string[][] => value.split(',').map((entry) => entry.split(':'))
+const listed = (value: string): string[] => value.split(',')
+
+interface ComposeService {
+  build?: { dockerfile?: string }
+  environment?: Record<string, string>
+  healthcheck?: { test?: string[] }
+  volumes?: string[]
+  ports?: string[]
+  depends_on?: Record<string, { condition?: string }>
+}
+
+test('cluster compose file: one pool of 3 nodes on their own volumes, a gateway on 9000', () => {
+  const [compose] = yamlDocuments(deploy('compose.cluster.yaml'))
+  const services = (compose?.['services'] ?? {}) as Record<string, ComposeService>
+  const envOf = (service: string): Map<string, string> =>
+    new Map(Object.entries(services[service]?.environment ?? {}))
+  const nodes = Object.keys(services).filter((name) => envOf(name).get('SVC_MODE') === 'cluster')
+  const gateways = Object.keys(services).filter((name) => envOf(name).get('SVC_MODE') === 'gateway')
+  assert.equal([nodes.length, gateways.length], [3, 1])
+  const volumes = Object.keys((compose?.['volumes'] ?? {}) as object)
+  const grpcOf = new Map(nodes.map((name) => [envOf(name).get('SVC_NODE_ID'), name]))
+  for (const name of nodes) {
+    const env = envOf(name)
+    assert.equal(missing(env, NODE_VARIABLES), [], name)
+    // The addresses the others reach it at: its service name on the compose network.
+    assert.is(env.get('SVC_NODE_HTTP_ADDR')?.split(':')[0], name)
+    assert.is(env.get('SVC_NODE_GRPC_ADDR')?.split(':')[0], name)
+    const mounted = (services[name]?.volumes ?? []).map((volume) => volume.split(':'))
+    assert.ok(
+      mounted.some(([volume, path]) => volumes.includes(volume ?? '') && path === '/data'),
+      `${name} has a named volume at /data`,
+    )
+    assert.is(env.get('SVC_DATA_DIR'), '/data')
+    const pool = poolEntries(env.get('SVC_POOL_NODES') ?? '')
+    assert.equal(pool.map(([id]) => grpcOf.get(id)).sort(), [...nodes].sort(), 'pool: every node')
+    for (const [id, host, port] of pool) {
+      const node = grpcOf.get(id) ?? ''
+      assert.is(`${host}:${port}`, envOf(node).get('SVC_NODE_GRPC_ADDR'), `${id} in the pool`)
+    }
+    assert.equal(
+      listed(env.get('SVC_SEEDS') ?? '').sort(),
+      nodes.map((node) => envOf(node).get('SVC_NODE_GRPC_ADDR')).sort(),
+    )
+  }
+  const mountedVolumes = nodes.map((name) => services[name]?.volumes?.[0]?.split(':')[0])
+  assert.is(new Set(mountedVolumes).size, 3, 'a volume of its own for each node')
+  const [gateway] = gateways
+  const gatewayEnv = envOf(gateway ?? '')
+  assert.equal(missing(gatewayEnv, GATEWAY_VARIABLES), [])
+  assert.is(gatewayEnv.get('SVC_SEEDS'), envOf(nodes[0] ?? '').get('SVC_SEEDS'))
+  assert.ok(services[gateway ?? '']?.ports?.includes('9000:9000'), 'the gateway publishes 9000')
+  for (const name of [...nodes, ...gateways]) {
+    assert.equal(services[name]?.healthcheck?.test, ['CMD', 'node', 'dist/runtime/healthcheck.js'])
+    assert.is(services[name]?.build?.dockerfile, 'deploy/Dockerfile')
+    for (const shared of SHARED_VARIABLES) {
+      assert.is(envOf(name).get(shared), gatewayEnv.get(shared), `${shared} of ${name}`)
+    }
+  }
+})
+
+test('docker-compose takes the cluster file with the example secrets, not without them', () => {
+  const compose = read('compose.cluster.yaml')
+  const required = [...compose.matchAll(/\$\{(\w+):\?/g)].map((match) => match[1] ?? '')
+  assert.ok(required.includes('SVC_CLUSTER_SECRET'), 'the cluster secret has no default')
+  const example = read('cluster.env.example')
+  for (const name of required) assert.match(example, new RegExp(`^${name}=\\S+$`, 'm'), name)
+  if (!toolFound('docker-compose', ['version'])) return
+  const file = deploy('compose.cluster.yaml')
+  const unset = Object.fromEntries(required.map((name) => [name, '']))
+  // Variables of the environment would win over the file's: these checks set none of them.
+  const checked = runTool('docker-compose', [
+    '-f',
+    file,
+    '--env-file',
+    deploy('cluster.env.example'),
+    'config',
+    '-q',
+  ])
+  assert.is(checked.status, 0, checked.output)
+  const refused = runTool('docker-compose', ['-f', file, 'config', '-q'], { env: unset })
+  assert.is.not(refused.status, 0)
+  assert.match(refused.output, 'SVC_')
+})
+
+const kubernetesDir = deploy('kubernetes')
+const kubernetesFiles = readdirSync(kubernetesDir).filter((name) => name.endsWith('.yaml'))
+const manifests = kubernetesFiles
+  .filter((name) => name !== 'kustomization.yaml')
+  .flatMap((name) => yamlDocuments(join(kubernetesDir, name)))
+
+function httpPortOf(container: Container, port: number | string | undefined): number | undefined {
+  return typeof port === 'number'
+    ? port
+    : container.ports?.find((candidate) => candidate.name === port)?.containerPort
+}
+
+/** Probes on /health at the port the member serves HTTP on, requests of CPU and memory, every
+ * variable set; returns its variables. */
+function checkMember(container: Container, variables: string[]): Map<string, string> {
+  const env = containerEnv(container, manifests)
+  assert.equal(missing(env, variables), [], container.name)
+  assert.is(env.get('SVC_NODE_ID'), '<from metadata.name>')
+  const httpPort = Number(env.get('SVC_NODE_HTTP_ADDR')?.split(':').at(-1))
+  for (const probe of [container.readinessProbe, container.livenessProbe]) {
+    assert.is(probe?.httpGet?.path, '/health', container.name)
+    assert.is(httpPortOf(container, probe?.httpGet?.port), httpPort, container.name)
+  }
+  assert.ok(container.resources?.requests?.['cpu'], `${container.name} requests CPU`)
+  assert.ok(container.resources?.requests?.['memory'], `${container.name} requests memory`)
+  return env
+}
+
+test('the Kubernetes manifests parse, are all applied, and hold the kinds a cluster needs', () => {
+  const [kustomization] = yamlDocuments(join(kubernetesDir, 'kustomization.yaml'))
+  const resources = (kustomization?.['resources'] ?? []) as string[]
+  assert.equal(
+    [...resources].sort(),
+    kubernetesFiles.filter((name) => name !== 'kustomization.yaml').sort(),
+  )
+  const kinds = manifests.map((manifest) => manifest.kind).sort()
+  for (const kind of ['Deployment', 'Secret', 'Service', 'StatefulSet']) {
+    assert.ok(kinds.includes(kind), kind)
+  }
+  assert.is(kinds.filter((kind) => kind === 'Service').length, 2)
+})
+
+test('Kubernetes: the StatefulSet behind its headless Service, the gateways behind theirs', () => {
+  const nodes = manifestOf(manifests, 'StatefulSet')
+  const headless = manifestOf(manifests, 'Service', nodes.spec?.['serviceName'] as string)
+  assert.is(headless.spec?.['clusterIP'], 'None')
+  assert.is(headless.spec?.['publishNotReadyAddresses'], true, 'names resolve while nodes join')
+  assert.ok(selects(headless.spec?.['selector'] as Record<string, string>, podOf(nodes).labels))
+  const gateways = manifestOf(manifests, 'Deployment')
+  const front = manifests.find(
+    (manifest) =>
+      manifest.kind === 'Service' &&
+      manifest !== headless &&
+      selects(manifest.spec?.['selector'] as Record<string, string>, podOf(gateways).labels),
+  )
+  assert.ok(front !== undefined, 'a Service selects the gateways')
+  assert.is.not(front.spec?.['clusterIP'], 'None')
+  assert.not.ok(
+    selects(front.spec?.['selector'] as Record<string, string>, podOf(nodes).labels),
+    'the gateways Service does not select storage nodes',
+  )
+  const claims = (nodes.spec?.['volumeClaimTemplates'] ?? []) as Manifest[]
+  const [node] = podOf(nodes).containers
+  assert.ok(node !== undefined)
+  const env = checkMember(node, NODE_VARIABLES)
+  assert.is(env.get('SVC_MODE'), 'cluster')
+  const mount = node.volumeMounts?.find((volume) => volume.name === claims[0]?.metadata?.name)
+  assert.ok(mount !== undefined, 'the volumeClaimTemplate is mounted')
+  assert.ok(env.get('SVC_DATA_DIR')?.startsWith(mount.mountPath), 'the data is on the volume')
+  const [gateway] = podOf(gateways).containers
+  assert.ok(gateway !== undefined)
+  const gatewayEnv = checkMember(gateway, GATEWAY_VARIABLES)
+  assert.is(gatewayEnv.get('SVC_MODE'), 'gateway')
+  for (const shared of [...SHARED_VARIABLES, 'SVC_SEEDS']) {
+    assert.is(gatewayEnv.get(shared), env.get(shared), shared)
+  }
+})
+
+test("Kubernetes: the pool and the seeds are the StatefulSet's pods by their DNS names", () => {
+  const nodes = manifestOf(manifests, 'StatefulSet')
+  const name = nodes.metadata?.name ?? ''
+  const service = nodes.spec?.['serviceName'] as string
+  const replicas = nodes.spec?.['replicas'] as number
+  const [node] = podOf(nodes).containers
+  assert.ok(node !== undefined)
+  const env = containerEnv(node, manifests)
+  const grpcPort = Number(env.get('SVC_NODE_GRPC_ADDR')?.split(':').at(-1))
+  assert.ok(node.ports?.some((port) => port.containerPort === grpcPort))
+  const pods = Array.from({ length: replicas }, (_, ordinal) => `${name}-${ordinal}`)
+  assert.equal(
+    poolEntries(env.get('SVC_POOL_NODES') ?? ''),
+    pods.map((pod) => [pod, `${pod}.${service}`, String(grpcPort)]),
+  )
+  assert.equal(
+    listed(env.get('SVC_SEEDS') ?? ''),
+    pods.map((pod) => `${pod}.${service}:${grpcPort}`),
+  )
+  assert.ok(replicas >= 3, 'three replicas of every object need three nodes')
 })
 
 test.run()
