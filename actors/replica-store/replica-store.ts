@@ -80,18 +80,17 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
 
   async handle(state, msg, ctx): Promise<Result<unknown>> {
     assert(!state.stopping, 'replica-store handled a request after stop')
-    try {
-      const result = await dispatch(state, msg, ctx)
-      // In cluster mode a catalog change is in force on the other nodes before it answers.
-      const keys = state.catalog !== null && result.ok ? catalogKeysOf(msg) : []
-      if (keys.length === 0) return result
-      const published = await publishCatalog(state, ctx, keys, msg.deadlineMs)
-      return published.ok ? result : published
-    } catch (error) {
-      // Operating errors unwound from deep frames (corrupt records, stream aborts) become Results.
-      if (error instanceof ServiceError) return fail(error.code, error.message)
-      throw error
+    let result = await handleOnce(state, msg, ctx)
+    // A request that frees space must work on a full volume: when even its batch found no room,
+    // a fresh look at the volume lets the reserve go and the database resumes once it sees room.
+    for (let retry = 1; retry <= FREEING_RETRIES_MAX && FREEING_KINDS.has(msg.kind); retry++) {
+      if (result.ok || result.code !== 'insufficient_storage') break
+      if (ctx.now() + FREEING_RETRY_MS >= msg.deadlineMs) break
+      await ctx.blobs.admits(0)
+      await new Promise<void>((resolve) => ctx.after(FREEING_RETRY_MS, resolve))
+      result = await handleOnce(state, msg, ctx)
     }
+    return result
   },
 
   async stop(state) {
@@ -102,6 +101,35 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
     // Tasks may start tasks (a commit starts garbage removal): wait until none is left.
     while (state.tasks.size > 0) await Promise.allSettled([...state.tasks])
   },
+}
+
+/** Requests that free space, retried on a full volume (see `handle`), at most this often. */
+const FREEING_KINDS: ReadonlySet<StoreMsg['kind']> = new Set([
+  'object.delete',
+  'object.delete-many',
+  'bucket.delete',
+  'upload.abort',
+])
+const FREEING_RETRIES_MAX = 25
+const FREEING_RETRY_MS = 200
+
+async function handleOnce(
+  state: StoreState,
+  msg: StoreMsg,
+  ctx: Context,
+): Promise<Result<unknown>> {
+  try {
+    const result = await dispatch(state, msg, ctx)
+    // In cluster mode a catalog change is in force on the other nodes before it answers.
+    const keys = state.catalog !== null && result.ok ? catalogKeysOf(msg) : []
+    if (keys.length === 0) return result
+    const published = await publishCatalog(state, ctx, keys, msg.deadlineMs)
+    return published.ok ? result : published
+  } catch (error) {
+    // Operating errors unwound from deep frames (corrupt records, stream aborts) become Results.
+    if (error instanceof ServiceError) return fail(error.code, error.message)
+    throw error
+  }
 }
 
 function dispatch(

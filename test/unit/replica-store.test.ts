@@ -20,7 +20,7 @@ import { Mutation } from '../../actors/replica-store/mutation.js'
 import type { KvOp, KvStore } from '../../protocol/actor.js'
 import { checksumBase64 } from '../../protocol/checksums.js'
 import { evaluateConditions } from '../../protocol/conditions.js'
-import type { Result } from '../../protocol/errors.js'
+import { fail, ServiceError, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type {
   BucketStats,
@@ -1759,6 +1759,32 @@ test('a mutation prefetches in one kv call and reads through its own writes', as
   assert.is(view.get('a'), undefined, 'a later write wins over what was prefetched')
   assert.is(text(view.get('c') ?? Buffer.from('none')), 'none')
   assert.is(calls, 2, 'a key not prefetched is read from the kv')
+})
+
+test('a delete on a volume too full for its batch is tried again and frees the space', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'full', owner: 'u' }))
+  value(await store.send(putBody('full', 'k', pattern(100))))
+  // The next two batches find no room, as RocksDB's would on a full volume before the reserve
+  // went; the third lands.
+  const commit = store.ctx.kv.commit.bind(store.ctx.kv)
+  let refusals = 2
+  store.ctx.kv.commit = (ops) => {
+    if (refusals === 0) return commit(ops)
+    refusals--
+    return Promise.reject(new ServiceError('insufficient_storage', 'no space left on device'))
+  }
+  const deleted = store.send({ kind: 'object.delete', bucket: 'full', key: 'k' })
+  let answer: Result<unknown> | null = null
+  void deleted.then((result) => (answer = result))
+  for (let turn = 0; turn < 100 && answer === null; turn++) {
+    await new Promise((resolve) => setImmediate(resolve))
+    store.ctx.advance(100)
+  }
+  assert.is(code(answer ?? fail('timeout', 'no answer')), 'ok')
+  assert.is(refusals, 0)
+  const got = await store.send({ kind: 'object.get', bucket: 'full', key: 'k' })
+  assert.is(code(got), 'no_such_key')
 })
 
 test.run()
