@@ -110,7 +110,7 @@ const FREEING_KINDS: ReadonlySet<StoreMsg['kind']> = new Set([
   'bucket.delete',
   'upload.abort',
 ])
-const FREEING_RETRIES_MAX = 25
+const FREEING_RETRIES_MAX = 100
 const FREEING_RETRY_MS = 200
 
 async function handleOnce(

@@ -112,6 +112,12 @@ async function health(server: TestServer): Promise<{ status: number; body: strin
   return { status: response.status, body: await response.text() }
 }
 
+/** A delete, which must work on a full volume; a failure names the key it was at. */
+async function deleteObject(s3: S3Client, key: string): Promise<void> {
+  const failed = await failure(() => s3.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: key })))
+  assert.is(failed.name, 'no error', `DELETE ${key}: ${JSON.stringify(failed)}`)
+}
+
 /** Reads and listings on the full volume, and no restart of the store. */
 async function assertServesWhileFull(server: TestServer, stored: string[]): Promise<void> {
   const s3 = server.client()
@@ -154,7 +160,7 @@ test('1 MiB objects fill blob files: 507, reads and deletes go on, room comes ba
     assert.ok(stored.length >= 10, `only ${stored.length} objects fit`)
     await assertServesWhileFull(server, stored)
     const deleted = stored.splice(0, Math.ceil(stored.length / 2))
-    for (const key of deleted) await s3.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: key }))
+    for (const key of deleted) await deleteObject(s3, key)
     assert.ok(await pollUntil(async () => (await volumeGauges(server)).full === 0, ROOM_BACK_MS))
     assert.is((await health(server)).body, 'ok')
     await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'again', Body: randomBytes(1024) }))
@@ -174,9 +180,7 @@ test('60 KB objects fill the metadata database: 507, never a crash, and a restar
     assert.ok(stored.length >= 100, `only ${stored.length} objects fit`)
     await assertServesWhileFull(server, stored)
     // Deletes go on, though inline bytes leave the database only when it compacts.
-    for (const key of stored.splice(0, 50)) {
-      await s3.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: key }))
-    }
+    for (const key of stored.splice(0, 50)) await deleteObject(s3, key)
     await restartOnFullVolume(servers, dataDir, stored[0] ?? '')
   }))
 
