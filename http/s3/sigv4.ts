@@ -203,7 +203,8 @@ export function parseAuth(req: SignedRequest, nowMs: number): Result<ParsedAuth>
   if (authorization !== undefined) return parseHeaderAuth(req, authorization, nowMs)
   if (presigned) return parsePresigned(query, nowMs)
   if (query.some(([key]) => key === 'AWSAccessKeyId' || key === 'Signature')) {
-    return fail('authorization_malformed', 'Signature Version 2 is not supported; use SigV4')
+    // SigV2's own parser takes these; here they come with a SigV4 Authorization header too.
+    return fail('authorization_malformed', 'Signature Version 2 query credentials are malformed')
   }
   return fail('access_denied', 'Request carries no credentials')
 }
@@ -260,7 +261,7 @@ function parseAuthorizationHeader(value: string): Result<AuthorizationFields> {
   if (algorithm !== ALGORITHM) {
     const detail =
       algorithm === 'AWS'
-        ? 'Signature Version 2 is not supported; use SigV4'
+        ? 'a Signature Version 2 Authorization header is `AWS <access key>:<signature>`'
         : `Unsupported authorization algorithm ${JSON.stringify(algorithm.slice(0, 40))}`
     return fail('authorization_malformed', detail)
   }
