@@ -14,14 +14,9 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { crc32 } from 'node:zlib'
-import {
-  GetObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  type S3Client,
-} from '@aws-sdk/client-s3'
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3'
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
-import { ACCESS_KEY, startServer, type TestServer } from '../support/server.js'
+import { ACCESS_KEY, startServer } from '../support/server.js'
 import { sleep } from '../support/wait.js'
 import {
   errorCode,
@@ -32,25 +27,13 @@ import {
   type RawRequest,
   type RawResponse,
 } from '../support/signed-request.js'
+import { s3, server, useS3Suite } from '../support/s3-suite.js'
 
 const BUCKET = 'edge'
 const KIB = 1024
 const SETTLE_MS = 5_000
 
-let server: TestServer
-let s3: S3Client
-
-test.before(async () => {
-  server = await startServer()
-  s3 = server.client()
-  expectOk(await request({ method: 'PUT', path: `/${BUCKET}` }), 200)
-})
-
-test.after(async () => {
-  s3.destroy()
-  await server.stop()
-  server.cleanup()
-})
+useS3Suite(BUCKET)
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

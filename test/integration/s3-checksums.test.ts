@@ -26,28 +26,15 @@ import {
   UploadPartCopyCommand,
   type ChecksumAlgorithm,
   type ChecksumType,
-  type S3Client,
 } from '@aws-sdk/client-s3'
 import { checksumBase64 } from '../../protocol/checksums.js'
 import { failure } from '../support/s3-failure.js'
 import { errorCode, signedRequest } from '../support/signed-request.js'
-import { startServer, type TestServer } from '../support/server.js'
+import { s3, server, useS3Suite } from '../support/s3-suite.js'
 
-let server: TestServer
-let s3: S3Client
 const BUCKET = 'sums'
 
-test.before(async () => {
-  server = await startServer()
-  s3 = server.client()
-  await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
-})
-
-test.after(async () => {
-  s3.destroy()
-  await server.stop()
-  server.cleanup()
-})
+useS3Suite(BUCKET)
 
 async function bytesOf(response: { Body?: unknown }): Promise<Buffer> {
   const body = response.Body as { transformToByteArray(): Promise<Uint8Array> }

@@ -17,29 +17,15 @@ import {
   PutBucketVersioningCommand,
   PutObjectCommand,
   UploadPartCommand,
-  type S3Client,
 } from '@aws-sdk/client-s3'
 import { failure } from '../support/s3-failure.js'
-import { startServer, type TestServer } from '../support/server.js'
 import { errorCode, halfSentRequest, type RawResponse } from '../support/signed-request.js'
 import { sleep } from '../support/wait.js'
+import { s3, server, useS3Suite } from '../support/s3-suite.js'
 
 const BUCKET = 'conditional'
 
-let server: TestServer
-let s3: S3Client
-
-test.before(async () => {
-  server = await startServer()
-  s3 = server.client()
-  await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
-})
-
-test.after(async () => {
-  s3.destroy()
-  await server.stop()
-  server.cleanup()
-})
+useS3Suite(BUCKET)
 
 async function read(key: string, bucket = BUCKET): Promise<string> {
   const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }))

@@ -21,29 +21,15 @@ import {
   PutObjectCommand,
   UploadPartCommand,
   type CompletedPart,
-  type S3Client,
 } from '@aws-sdk/client-s3'
 import type { StatsRecord } from '../../http/stats.js'
 import { failure } from '../support/s3-failure.js'
-import { startServer, type TestServer } from '../support/server.js'
 import { halfSentRequest } from '../support/signed-request.js'
+import { s3, server, useS3Suite } from '../support/s3-suite.js'
 
 const BUCKET = 'fidelity'
 
-let server: TestServer
-let s3: S3Client
-
-test.before(async () => {
-  server = await startServer()
-  s3 = server.client()
-  await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
-})
-
-test.after(async () => {
-  s3.destroy()
-  await server.stop()
-  server.cleanup()
-})
+useS3Suite(BUCKET)
 
 async function create(key: string, bucket = BUCKET): Promise<string> {
   const created = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }))

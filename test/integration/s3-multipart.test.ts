@@ -21,30 +21,17 @@ import {
   UploadPartCommand,
   UploadPartCopyCommand,
   type CompletedPart,
-  type S3Client,
 } from '@aws-sdk/client-s3'
 import { failure } from '../support/s3-failure.js'
-import { startServer, type TestServer } from '../support/server.js'
+import { startServer } from '../support/server.js'
 import { pollUntil } from '../support/wait.js'
+import { s3, server, useS3Suite } from '../support/s3-suite.js'
 import type { StatsRecord } from '../../http/stats.js'
 
 const MiB = 1024 * 1024
 const BUCKET = 'multi'
 
-let server: TestServer
-let s3: S3Client
-
-test.before(async () => {
-  server = await startServer()
-  s3 = server.client()
-  await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
-})
-
-test.after(async () => {
-  s3.destroy()
-  await server.stop()
-  server.cleanup()
-})
+useS3Suite(BUCKET)
 
 async function stats(): Promise<StatsRecord> {
   return (await (await fetch(`${server.url}/api/stats`)).json()) as StatsRecord

@@ -16,13 +16,11 @@ import {
   ListBucketsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
-  type S3Client,
 } from '@aws-sdk/client-s3'
 import { createHash, randomBytes } from 'node:crypto'
-import { startServer, type TestServer } from '../support/server.js'
+import { s3, server, useS3Suite } from '../support/s3-suite.js'
 
-let server: TestServer
-let s3: S3Client
+useS3Suite()
 
 async function errorOf(
   promise: Promise<unknown>,
@@ -40,17 +38,6 @@ async function bytesOf(response: { Body?: unknown }): Promise<Buffer> {
   const body = response.Body as { transformToByteArray(): Promise<Uint8Array> }
   return Buffer.from(await body.transformToByteArray())
 }
-
-test.before(async () => {
-  server = await startServer()
-  s3 = server.client()
-})
-
-test.after(async () => {
-  s3.destroy()
-  await server.stop()
-  server.cleanup()
-})
 
 test('bucket lifecycle: create, list with creation date, head, location, delete', async () => {
   const before = Date.now() - 1000

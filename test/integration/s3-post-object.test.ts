@@ -8,32 +8,14 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { createHash } from 'node:crypto'
-import {
-  CreateBucketCommand,
-  GetObjectCommand,
-  GetObjectTaggingCommand,
-  HeadObjectCommand,
-  type S3Client,
-} from '@aws-sdk/client-s3'
+import { GetObjectCommand, GetObjectTaggingCommand, HeadObjectCommand } from '@aws-sdk/client-s3'
 import { createPresignedPost, type PresignedPostOptions } from '@aws-sdk/s3-presigned-post'
 import { failure } from '../support/s3-failure.js'
-import { startServer, type TestServer } from '../support/server.js'
+import { s3, server, useS3Suite } from '../support/s3-suite.js'
 
-let server: TestServer
-let s3: S3Client
 const BUCKET = 'forms'
 
-test.before(async () => {
-  server = await startServer()
-  s3 = server.client()
-  await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
-})
-
-test.after(async () => {
-  s3.destroy()
-  await server.stop()
-  server.cleanup()
-})
+useS3Suite(BUCKET)
 
 interface FilePart {
   filename: string

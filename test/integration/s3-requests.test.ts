@@ -17,10 +17,9 @@ import {
   HeadObjectCommand,
   PutObjectCommand,
   UploadPartCommand,
-  type S3Client,
 } from '@aws-sdk/client-s3'
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
-import { ACCESS_KEY, SECRET_KEY, startServer, type TestServer } from '../support/server.js'
+import { ACCESS_KEY, SECRET_KEY } from '../support/server.js'
 import { sleep } from '../support/wait.js'
 import {
   errorCode,
@@ -30,23 +29,11 @@ import {
   type RawRequest,
   type RawResponse,
 } from '../support/signed-request.js'
+import { s3, server, useS3Suite } from '../support/s3-suite.js'
 
 const BUCKET = 'requests'
 
-let server: TestServer
-let s3: S3Client
-
-test.before(async () => {
-  server = await startServer()
-  s3 = server.client()
-  expectStatus(await request({ method: 'PUT', path: `/${BUCKET}` }), 200)
-})
-
-test.after(async () => {
-  s3.destroy()
-  await server.stop()
-  server.cleanup()
-})
+useS3Suite(BUCKET)
 
 function request(req: RawRequest): Promise<RawResponse> {
   return signedRequest(server.url, req)

@@ -22,27 +22,13 @@ import {
   PutObjectCommand,
   PutObjectTaggingCommand,
   UploadPartCommand,
-  type S3Client,
   type Tag,
 } from '@aws-sdk/client-s3'
 import { errorCode, signedRequest } from '../support/signed-request.js'
 import { failure } from '../support/s3-failure.js'
-import { startServer, type TestServer } from '../support/server.js'
+import { s3, server, useS3Suite } from '../support/s3-suite.js'
 
-let server: TestServer
-let s3: S3Client
-
-test.before(async () => {
-  server = await startServer()
-  s3 = server.client()
-  await s3.send(new CreateBucketCommand({ Bucket: 'tags' }))
-})
-
-test.after(async () => {
-  s3.destroy()
-  await server.stop()
-  server.cleanup()
-})
+useS3Suite('tags')
 
 async function tagsOf(key: string, versionId?: string): Promise<Record<string, string>> {
   const answer = await s3.send(

@@ -23,26 +23,13 @@ import {
   PutBucketVersioningCommand,
   PutObjectCommand,
   UploadPartCommand,
-  type S3Client,
 } from '@aws-sdk/client-s3'
 import { signedRequest } from '../support/signed-request.js'
 import { failure } from '../support/s3-failure.js'
-import { startServer, type TestServer } from '../support/server.js'
+import { s3, server, useS3Suite } from '../support/s3-suite.js'
 import type { StatsRecord } from '../../http/stats.js'
 
-let server: TestServer
-let s3: S3Client
-
-test.before(async () => {
-  server = await startServer()
-  s3 = server.client()
-})
-
-test.after(async () => {
-  s3.destroy()
-  await server.stop()
-  server.cleanup()
-})
+useS3Suite()
 
 async function stats(): Promise<StatsRecord> {
   return (await (await fetch(`${server.url}/api/stats`)).json()) as StatsRecord
