@@ -24,7 +24,8 @@ test.before(async () => {
 })
 
 test.after(async () => {
-  await cluster.destroy()
+  // Undefined when the cluster did not start: the before hook's error says why.
+  await (cluster as TestCluster | undefined)?.destroy()
 })
 
 test('a bucket created through one node is on every node and the gateway', async () => {

@@ -74,7 +74,8 @@ test.before(async () => {
 })
 
 test.after(async () => {
-  await cluster.destroy()
+  // Undefined when the cluster did not start: the before hook's error says why.
+  await (cluster as TestCluster | undefined)?.destroy()
 })
 
 test('every node and the gateway show the same topology, all Alive', async () => {

@@ -10,6 +10,7 @@ import { freePort, startServer, type TestServer } from './server.js'
 
 export const ROOT_USERNAME = 'root'
 export const ROOT_PASSWORD = 'root-password-of-the-test-cluster'
+const MEMBER_HEALTH_WAIT_MS = 90_000
 
 export interface ClusterNode {
   id: string
@@ -79,6 +80,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       dataDir: node.dataDir,
       port: node.httpPort,
       waitHealthy,
+      // Several nodes start at once on few cores, and each serves after its first catalog pull.
+      healthWaitMs: MEMBER_HEALTH_WAIT_MS,
     })
     return node.server
   }

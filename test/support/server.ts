@@ -58,6 +58,8 @@ export interface StartOptions {
   protocol?: 'http' | 'https'
   /** Wait for /health; false for tests of start-up failures. */
   waitHealthy?: boolean
+  /** How long to wait for /health (a cluster node waits for its peers too). */
+  healthWaitMs?: number
 }
 
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
@@ -116,7 +118,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
   }
   if (options.waitHealthy !== false) {
     try {
-      await waitHealthy(url, exited)
+      await waitHealthy(url, exited, options.healthWaitMs)
     } catch (error) {
       await server.kill()
       throw new Error(`${String(error)}\n--- server output ---\n${output}`)
@@ -197,10 +199,14 @@ async function waitExit(
   return code
 }
 
-export async function waitHealthy(url: string, exited?: Promise<unknown>): Promise<void> {
+export async function waitHealthy(
+  url: string,
+  exited?: Promise<unknown>,
+  waitMs = HEALTH_WAIT_MS,
+): Promise<void> {
   let gone = false
   void exited?.then(() => (gone = true))
-  const deadline = Date.now() + HEALTH_WAIT_MS
+  const deadline = Date.now() + waitMs
   while (Date.now() < deadline) {
     if (gone) throw new Error('server exited before it became healthy')
     try {
@@ -211,7 +217,7 @@ export async function waitHealthy(url: string, exited?: Promise<unknown>): Promi
     }
     await sleep(50)
   }
-  throw new Error(`server at ${url} not healthy within ${HEALTH_WAIT_MS} ms`)
+  throw new Error(`server at ${url} not healthy within ${waitMs} ms`)
 }
 
 /** What one /health probe saw: a status, or 'no answer' when the port refused the connection or
