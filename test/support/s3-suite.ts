@@ -1,18 +1,47 @@
 /** @module The set-up most S3 suites share: one server started before the suite and stopped
  * after it, an SDK client with the test keys, and the suite's bucket. `server` and `s3` are live
  * bindings: a suite imports them and reads them in its tests (each suite runs in its own
- * process, so they are that suite's). */
+ * process, so they are that suite's). With TEST_TARGET=cluster the suite runs against the first
+ * node of a 3-node cluster (test/support/cluster.ts), and with TEST_TARGET=gateway against a
+ * gateway in front of one: the same tests, another deployment. */
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3'
 import { test } from 'uvu'
+import { startCluster } from './cluster.js'
 import { startServer, type TestServer } from './server.js'
 
 export let server: TestServer
 export let s3: S3Client
 
+type Target = 'single' | 'cluster' | 'gateway'
+
+function target(): Target {
+  const named = process.env['TEST_TARGET'] ?? 'single'
+  if (named === 'single' || named === 'cluster' || named === 'gateway') return named
+  throw new Error(`TEST_TARGET must be single, cluster or gateway, got ${named}`)
+}
+
+/** The server a suite talks to; stopping it stops everything the target started. */
+async function startTarget(): Promise<TestServer> {
+  const chosen = target()
+  if (chosen === 'single') return startServer()
+  const cluster = await startCluster({ nodes: 3, gateways: chosen === 'gateway' ? 1 : 0 })
+  const facing = cluster.server(chosen === 'gateway' ? 'g1' : 'n1')
+  return {
+    ...facing,
+    stop: async () => {
+      const code = await facing.stop()
+      await cluster.destroy()
+      return code
+    },
+    kill: () => cluster.destroy(),
+    cleanup: () => undefined,
+  }
+}
+
 /** Registers the suite's before and after hooks; `bucket`, when given, exists before any test. */
 export function useS3Suite(bucket?: string): void {
   test.before(async () => {
-    server = await startServer()
+    server = await startTarget()
     s3 = server.client()
     if (bucket !== undefined) await s3.send(new CreateBucketCommand({ Bucket: bucket }))
   })
