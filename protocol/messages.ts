@@ -346,6 +346,9 @@ export type SystemMsg =
   /** Every record whose name starts with `prefix`, ascending by name. */
   | (Request & { kind: 'system.list'; prefix: string })
   | (Request & { kind: 'system.stats' })
+  /** The node's phase as the store knows it: `joining` until a cluster node's first catalog pull,
+   * `serving` after (and always on a single node). Gossip asks it when it (re)starts. */
+  | (Request & { kind: 'system.phase' })
 
 export interface SystemRecord {
   name: string

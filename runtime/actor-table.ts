@@ -66,6 +66,8 @@ export const CLUSTER_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = 
   ['replica-store', 'iam'],
   ['grpc-ingress', 'gossiper'],
   ['grpc-ingress', 'replica-store'],
+  // A restarted gossiper asks the store whether the node serves yet.
+  ['gossiper', 'replica-store'],
   // The cluster administration endpoints read membership.
   ['http-ingress', 'gossiper'],
 ]

@@ -8,7 +8,7 @@
  * held about it. */
 import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
-import type { PeerRequestMsg, PeerTarget } from '../../protocol/cluster.js'
+import type { NodePhase, PeerRequestMsg, PeerTarget } from '../../protocol/cluster.js'
 import { fail, ok, unreachable, type Result } from '../../protocol/errors.js'
 import {
   MEMBERS_MAX,
@@ -37,13 +37,19 @@ export const PUSH_PULL_INTERVAL_MS = 30_000
 export const PUSH_PULL_TIMEOUT_MS = 2_000
 /** A graceful stop waits this long at most for members to take our Leave. */
 export const LEAVE_WAIT_MS = 2_000
+/** How long a starting gossiper waits for the store to say the node's phase. */
+const PHASE_ASK_MS = 2_000
+const PHASE_ASK_RETRY_MS = 50
+const PHASE_ASK_ATTEMPTS_MAX = PHASE_ASK_MS / PHASE_ASK_RETRY_MS
 
 export const gossiper: Actor<GossiperState, GossiperMsg> = {
   name: 'gossiper',
-  init(ctx) {
+  async init(ctx) {
     const { gossip, placeholders } = readGossipConfig(ctx.config, ctx.now())
     const table = new SwimTable(gossip.self)
     for (const member of placeholders) table.merge(member, ctx.now())
+    // A gossiper restarted on a serving node must not announce it as joining again.
+    if (gossip.self.kind === 'node') await askPhase(table, ctx)
     const state: GossiperState = {
       config: gossip,
       table,
@@ -93,6 +99,22 @@ export const gossiper: Actor<GossiperState, GossiperMsg> = {
       }),
     )
   },
+}
+
+/** The node's phase as the store knows it. The link to the store may be wired a moment after
+ * this thread starts: an `unavailable` answer is asked again, within PHASE_ASK_MS. */
+async function askPhase(table: SwimTable, ctx: Context): Promise<void> {
+  const deadlineMs = ctx.now() + PHASE_ASK_MS
+  for (let attempt = 0; attempt < PHASE_ASK_ATTEMPTS_MAX; attempt++) {
+    const phase = await ctx.call<NodePhase>('replica-store', {
+      kind: 'system.phase',
+      requestId: 'gossiper-init',
+      deadlineMs,
+    })
+    if (phase.ok) return table.updateSelf({ phase: phase.value }, ctx.now())
+    if (phase.code !== 'unavailable' || ctx.now() + PHASE_ASK_RETRY_MS >= deadlineMs) return
+    await new Promise<void>((resolve) => ctx.after(PHASE_ASK_RETRY_MS, resolve))
+  }
 }
 
 function scheduleProbes(state: GossiperState, ctx: Context): void {

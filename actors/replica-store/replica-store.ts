@@ -13,7 +13,7 @@
  * without scanning objects (see recovery.ts); `stop` waits for commits and background work. */
 import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
-import { fail, ServiceError, unreachable, type Result } from '../../protocol/errors.js'
+import { fail, ok, ServiceError, unreachable, type Result } from '../../protocol/errors.js'
 import type { PeerRequestMsg } from '../../protocol/cluster.js'
 import type { StoreMsg } from '../../protocol/messages.js'
 import {
@@ -209,6 +209,8 @@ function dispatch(
       return listSystemRecords(msg.prefix, ctx)
     case 'system.stats':
       return storeStats(ctx)
+    case 'system.phase':
+      return ok(state.catalog === null || state.catalog.synced ? 'serving' : 'joining')
     default:
       return unreachable(msg)
   }

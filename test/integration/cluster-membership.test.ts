@@ -205,6 +205,9 @@ test('the cluster actors can be killed: they restart and the node is Alive again
     assert.ok(await pollUntil(restarted, ALIVE_WAIT_MS, 100), `${actor} not restarted`)
     await waitStatus(['n1', 'n3'], 'n2', 'Alive', ALIVE_WAIT_MS)
     await waitStatus(['n2'], 'n1', 'Alive', ALIVE_WAIT_MS)
+    // The node still serves: a restarted gossiper does not announce it as joining again.
+    const serving = async () => (await fetch(`${cluster.server('n2').url}/health`)).status === 200
+    assert.ok(await pollUntil(serving, ALIVE_WAIT_MS, 100), `${actor}: n2 no longer serves`)
   }
 })
 

@@ -12,7 +12,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { gossiper } from '../../actors/gossiper/gossiper.js'
 import type { GossiperState } from '../../actors/gossiper/exchange.js'
-import type { MemberStatus, PeerRequestMsg } from '../../protocol/cluster.js'
+import type { Member, MemberStatus, PeerRequestMsg } from '../../protocol/cluster.js'
 import type { Result } from '../../protocol/errors.js'
 import type { MembershipView } from '../../protocol/membership.js'
 import { fakeContext, ManualClock, type FakeContext } from '../support/fake-context.js'
@@ -56,7 +56,10 @@ class Network {
   /** Nodes whose traffic, both ways, is dropped. */
   readonly cut = new Set<string>()
 
-  start(id: string, options: { offsetMs?: number; cluster?: string } = {}): Instance {
+  async start(
+    id: string,
+    options: { offsetMs?: number; cluster?: string } = {},
+  ): Promise<Instance> {
     const base = fakeContext({
       self: 'gossiper',
       config: configOf(id, options.cluster ?? 'test'),
@@ -69,8 +72,14 @@ class Network {
     }
     const instance = { id, grpcAddr: grpcAddrOf(id), ctx, up: true } as Instance
     ctx.onPeerCall((to, method, body) => this.deliver(instance, to.grpcAddr, method, body))
+    // The store of a node that has pulled the catalog: the gossiper starts out serving.
+    ctx.onCall((to, msg) =>
+      to === 'replica-store' && msg.kind === 'system.phase'
+        ? { ok: true, value: 'serving' }
+        : { ok: false, code: 'unavailable', detail: `${to} is not part of this test` },
+    )
     this.byAddr.set(instance.grpcAddr, instance)
-    instance.state = gossiper.init(ctx) as GossiperState
+    instance.state = await gossiper.init(ctx)
     return instance
   }
 
@@ -160,7 +169,7 @@ const ALL = [...POOL, 'g1']
 
 async function joined(): Promise<Network> {
   const net = new Network()
-  for (const id of ALL) net.start(id)
+  for (const id of ALL) await net.start(id)
   const tookMs = await net.run(20_000, () =>
     ALL.every((observer) => ALL.every((member) => net.statusOf(observer, member) === 'Alive')),
   )
@@ -186,14 +195,17 @@ test('after join every member, gateway included, is Alive at every member', asyn
   for (const member of ALL) assert.ok(net.allSee(ALL, member, 'Alive'), `${member} Alive`)
 })
 
-test('pool members are known from the start, Dead until heard from', () => {
+test('pool members are known from the start, Dead until heard from', async () => {
   const net = new Network()
-  net.start('n1')
+  await net.start('n1')
   const view = net.view('n1')
+  // Its own incarnation is its start time, or one more once it said it serves.
+  const incarnation = (member: Member): number | boolean =>
+    member.id === 'n1' ? member.incarnation >= net.clock.nowMs : member.incarnation
   assert.equal(
-    view.members.map((member) => [member.id, member.status, member.incarnation]),
+    view.members.map((member) => [member.id, member.status, incarnation(member)]),
     [
-      ['n1', 'Alive', net.clock.nowMs],
+      ['n1', 'Alive', true],
       ['n2', 'Dead', 0],
       ['n3', 'Dead', 0],
       ['n4', 'Dead', 0],
@@ -217,7 +229,7 @@ test('a killed node is Dead at all others within 15 s; restarted, Alive within 1
         'Alive',
       ),
     )
-  net.start('n4')
+  await net.start('n4')
   const aliveMs = await net.run(15_000, () => net.allSee(ALL, 'n4', 'Alive'))
   assert.ok(net.allSee(ALL, 'n4', 'Alive'), `n4 Alive again everywhere (${aliveMs} ms)`)
   const after = net.view('n1').members.find((member) => member.id === 'n4')?.incarnation ?? 0
@@ -277,8 +289,8 @@ test('a node cut off long enough is Dead, and Alive again once the partition hea
 
 test("a malformed body or one carrying another node's record is refused", async () => {
   const net = new Network()
-  const n1 = net.start('n1')
-  const n2 = net.start('n2')
+  const n1 = await net.start('n1')
+  const n2 = await net.start('n2')
   const call = (from: string, body: unknown): Promise<Result<unknown>> =>
     Promise.resolve(
       gossiper.handle(
@@ -306,9 +318,9 @@ test("a malformed body or one carrying another node's record is refused", async 
 
 test('a clock 2 s ahead is reported as skew and warned about once per crossing', async () => {
   const net = new Network()
-  net.start('n1')
-  net.start('n2')
-  net.start('n3', { offsetMs: 2_000 })
+  await net.start('n1')
+  await net.start('n2')
+  await net.start('n3', { offsetMs: 2_000 })
   await net.run(20_000)
   const view = net.view('n1')
   const skewOf = (id: string): number | null =>
@@ -327,8 +339,8 @@ test('a clock 2 s ahead is reported as skew and warned about once per crossing',
 
 test('a node of another cluster is refused and never joins', async () => {
   const net = new Network()
-  net.start('n1')
-  net.start('n2', { cluster: 'other' })
+  await net.start('n1')
+  await net.start('n2', { cluster: 'other' })
   await net.run(10_000)
   assert.is(net.statusOf('n1', 'n2'), 'Dead', 'still the placeholder')
   assert.is(net.statusOf('n2', 'n1'), 'Dead')
