@@ -23,6 +23,10 @@ import { openStream, PortSink, PortSource } from '../stream-port.js'
 import { BodyReceiver, sendBody, type Frame } from './body-frames.js'
 import { PEER_MESSAGE_BYTES_MAX, type JsonMessage } from './grpc-service.js'
 
+/** How long a Write may go without its head: until then no check has run, so the call must not
+ * hold a stream for its whole deadline. */
+const HEAD_WAIT_MS = 10_000
+
 /** Why a call is refused before dispatch, as a gRPC status. */
 export interface Refusal {
   code: status
@@ -81,7 +85,9 @@ export function bodyWriteHandler(method: PeerMethod, serving: BodyServing) {
     let receiver: BodyReceiver | null = null
     let answered = false
     let deadlineMs = Number.POSITIVE_INFINITY
-    let timer: NodeJS.Timeout | undefined
+    let timer = setTimeout(() => {
+      refuse({ code: status.DEADLINE_EXCEEDED, details: 'no head in time' })
+    }, HEAD_WAIT_MS)
     const finish = (): boolean => {
       if (answered) return false
       answered = true
@@ -102,6 +108,7 @@ export function bodyWriteHandler(method: PeerMethod, serving: BodyServing) {
       callback(null, { body: bytes })
     }
     const start = (head: Buffer): void => {
+      clearTimeout(timer)
       const outcome = serving.admit(method, call.metadata, head)
       if (!('node' in outcome)) return refuse(outcome)
       admitted = outcome
