@@ -230,7 +230,7 @@ test.after.each(async () => {
   }
 })
 
-test("a 20 MiB body crosses whole, with its MD5 and trailers, and the handler's Result returns", async () => {
+test('a 20 MiB body crosses with its MD5 and trailers, and the Result returns', async () => {
   const server = await startNode('n2', async (method, from, body, stream) => {
     assert.ok(stream !== undefined)
     const read = await readBody(new PortSource(stream))
