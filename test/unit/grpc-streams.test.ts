@@ -447,8 +447,9 @@ test('past the deadline both sides fail with timeout', async () => {
   // A read whose handler never writes: the reader's source fails when the deadline passes.
   const readServer = await startNode('n3', readHandler(MIB, { written: 0 }, new Promise(() => {})))
   const body = { key: 'k', range: { start: 0, end: 10 } }
-  const { head, source } = await readCall(caller, readServer.target, body, Date.now() + 500)
-  assert.is(head.ok, true)
+  const { head, source } = await readCall(caller, readServer.target, body, Date.now() + 1_000)
+  // On a machine slow enough that even the head is late, it fails with timeout as well.
+  if (!head.ok) assert.is(head.code, 'timeout')
   assert.is(await nextFailure(source), 'timeout')
 })
 
