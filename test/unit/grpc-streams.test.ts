@@ -10,15 +10,13 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { createHash, randomBytes } from 'node:crypto'
 import type { StreamHandle } from '../../protocol/actor.js'
-import type { PeerMethod, PeerRequestMsg, PeerTarget } from '../../protocol/cluster.js'
+import type { PeerMethod, PeerTarget } from '../../protocol/cluster.js'
 import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import { GrpcPeers } from '../../runtime/cluster/grpc-peers.js'
 import { startGrpcServer, type GrpcServer } from '../../runtime/cluster/grpc-server.js'
-import { grpcIngress } from '../../runtime/grpc-ingress-host.js'
 import { openStream, PortSink, PortSource } from '../../runtime/stream-port.js'
-import type { HostContext } from '../../runtime/thread-host.js'
-import { fakeContext } from '../support/fake-context.js'
+import { startIngress } from '../support/grpc-ingress.js'
 
 const CLUSTER = 'test-cluster'
 const KEY = Buffer.from('a cluster secret of at least 32 characters', 'utf8')
@@ -490,34 +488,26 @@ test('a caller without the key is refused before any handler runs', async () => 
 })
 
 test('grpc-ingress hands Replica calls and their stream to replica-store', async () => {
-  const ctx = fakeContext({
-    self: 'grpc-ingress',
-    config: {
-      SVC_MODE: 'gateway',
-      SVC_CLUSTER_NAME: CLUSTER,
-      SVC_NODE_ID: 'n2',
-      SVC_NODE_GRPC_ADDR: '127.0.0.1:0',
-      SVC_CLUSTER_SECRET: KEY.toString('utf8'),
-    },
+  const secret = KEY.toString('utf8')
+  const answer = fail('invalid_request', 'replica-store does not serve it yet')
+  const ingress = await startIngress({
+    clusterName: CLUSTER,
+    nodeId: 'n2',
+    secret,
+    mode: 'gateway',
+    answer,
   })
-  const reached: { to: string; msg: PeerRequestMsg }[] = []
-  ctx.onCall((to, msg) => {
-    reached.push({ to, msg: msg as PeerRequestMsg })
-    return fail('invalid_request', 'replica-store does not serve it yet')
-  })
-  const host = Object.assign(Object.create(ctx) as HostContext, { isPartitioned: () => false })
-  const state = await grpcIngress.init(host)
   try {
     const caller = await startNode('n1', noHandler)
-    const target = { id: 'n2', grpcAddr: `127.0.0.1:${state.server.port}` }
+    const target = { id: 'n2', grpcAddr: `127.0.0.1:${ingress.port}` }
     const call = writeCall(caller, target, 64 * MIB)
     assertFailed(await call.answer, 'invalid_request')
     assert.is(codeOf(await call.writing), 'invalid_request')
-    assert.is(reached[0]?.to, 'replica-store')
-    assert.is(reached[0]?.msg.method, 'Replica.Write')
-    assert.ok(reached[0]?.msg.stream !== undefined, 'the handler got a stream')
+    assert.is(ingress.reached[0]?.to, 'replica-store')
+    assert.is(ingress.reached[0]?.msg.method, 'Replica.Write')
+    assert.ok(ingress.reached[0]?.msg.stream !== undefined, 'the handler got a stream')
   } finally {
-    await grpcIngress.stop?.(state, host)
+    await ingress.stop()
   }
 })
 
