@@ -3,7 +3,7 @@
  * (authenticated, with deadlines and bounded messages); a simulation implements it with a network
  * of its own. Requests and answers of peer methods are plain JSON-shaped data: the types in this
  * folder are their schema on both sides. */
-import type { Request } from './actor.js'
+import type { Request, StreamHandle } from './actor.js'
 import type { Result } from './errors.js'
 
 export type MemberStatus = 'Alive' | 'Suspect' | 'Dead' | 'Left'
@@ -42,8 +42,24 @@ export const PEER_METHODS = [
   'Catalog.Snapshot',
   'Catalog.Claim',
   'Catalog.Release',
+  'Replica.Write',
+  'Replica.Read',
 ] as const
 export type PeerMethod = (typeof PEER_METHODS)[number]
+
+/** Methods whose request carries a byte stream (`Peers.callWithBody`), and methods whose answer is
+ * followed by one (`Peers.callForBody`). The transport checks them against the .proto's shapes. */
+export const BODY_SENDING_METHODS = ['Replica.Write'] as const
+export const BODY_READING_METHODS = ['Replica.Read'] as const
+export type BodySendingMethod = (typeof BODY_SENDING_METHODS)[number]
+export type BodyReadingMethod = (typeof BODY_READING_METHODS)[number]
+
+/** The bytes a `callForBody` asks for, inclusive, in its request body's `range`: the serving
+ * side's transport requests them from the handler's stream once the handler answered ok. */
+export interface BodyRange {
+  start: number
+  end: number
+}
 
 /** Where a call goes: the peer's gRPC address, and its node id when known (a seed's is not until
  * it answers). */
@@ -66,6 +82,30 @@ export interface Peers {
     body: object,
     deadlineMs: number,
   ): Promise<PeerResult<T>>
+  /** Calls `method` with a byte stream: the caller opened a local stream (ctx.openStream), keeps
+   * its sink end, writes the bytes there (ending with trailers and MD5 as for a local PUT) and
+   * gives the other end here. The serving actor reads them from `msg.stream` with ctx.source.
+   * Resolves with the handler's Result once it answered; an abort of the caller's sink fails the
+   * peer's source with its code, and any failure of the call fails the caller's sink. */
+  callWithBody<T>(
+    to: PeerTarget,
+    method: BodySendingMethod,
+    body: object,
+    source: StreamHandle,
+    deadlineMs: number,
+  ): Promise<PeerResult<T>>
+  /** Calls `method`, whose handler writes a byte stream to `msg.stream` with ctx.sink (as for a
+   * local GET; it may wait for `demand()`); the caller reads the bytes from the other end of
+   * `sink`. `body.range` (a BodyRange) says which bytes are requested once the handler answered
+   * ok. Resolves with the handler's Result (the head) before the bytes; a failure carries none,
+   * and the caller's source then fails with its code. Cancelling that source cancels the call. */
+  callForBody<T>(
+    to: PeerTarget,
+    method: BodyReadingMethod,
+    body: object & { range?: BodyRange },
+    sink: StreamHandle,
+    deadlineMs: number,
+  ): Promise<PeerResult<T>>
 }
 
 /** A call from a peer, authenticated by grpc-ingress and handed to the local actor that serves
@@ -75,4 +115,7 @@ export type PeerRequestMsg = Request & {
   method: PeerMethod
   from: string
   body: unknown
+  /** Replica.Write: the stream to read the caller's bytes from; Replica.Read: the stream to write
+   * the bytes asked for to. */
+  stream?: StreamHandle
 }

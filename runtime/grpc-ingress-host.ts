@@ -2,7 +2,8 @@
  * gRPC server (cluster/grpc-server.ts) on SVC_NODE_GRPC_ADDR, which authenticates each call, drops
  * those of partitioned peers and bounds how many run at once; an authenticated call becomes a
  * `peer.request` to the local actor that serves its service (Membership.* the gossiper, Catalog.*
- * replica-store), whose Result is the answer. It handles no messages of its own. `stop` lets the
+ * and Replica.* replica-store), whose Result is the answer; a call that carries a body hands the
+ * actor its local stream in `stream`. It handles no messages of its own. `stop` lets the
  * calls in progress finish for up to GRPC_SHUTDOWN_GRACE_MS, then cuts them. On a storage node it
  * also tells gossip the data volume's free space, every SPACE_REPORT_MS. */
 import assert from 'node:assert/strict'
@@ -36,6 +37,7 @@ export function servingActor(method: PeerMethod): ActorName {
     case 'Membership':
       return 'gossiper'
     case 'Catalog':
+    case 'Replica':
       return 'replica-store'
   }
   throw new Error(`no actor serves ${method}`)
@@ -60,7 +62,7 @@ export const grpcIngress: Actor<GrpcIngressState, never> = {
       nodeId,
       key,
       isPartitioned: (from) => host.isPartitioned(from),
-      dispatch: (method, from, body, deadlineMs) => {
+      dispatch: (method, from, body, deadlineMs, stream) => {
         const requestId = `peer-${Buffer.from(ctx.randomBytes(8)).toString('hex')}`
         const msg: PeerRequestMsg = {
           kind: 'peer.request',
@@ -69,6 +71,7 @@ export const grpcIngress: Actor<GrpcIngressState, never> = {
           method,
           from,
           body,
+          ...(stream === undefined ? {} : { stream }),
         }
         return ctx.call(servingActor(method), msg)
       },

@@ -166,6 +166,8 @@ export class PortSink implements ByteSink {
   private demanded: { start: number; end: number } | null = null
   private readonly creditWaiter = new Waiter<void>()
   private readonly demandWaiter = new Waiter<{ start: number; end: number } | null>()
+  /** Told once when the receiver cancels or goes away (or this end aborts). */
+  private cancelListeners: ((error: ServiceError) => void)[] = []
 
   constructor(handle: StreamHandle) {
     this.port = asPort(handle)
@@ -194,6 +196,14 @@ export class PortSink implements ByteSink {
     this.cancelled = error
     this.creditWaiter.fail(error)
     this.demandWaiter.wake(null)
+    for (const listener of this.cancelListeners.splice(0)) listener(error)
+  }
+
+  /** Resolves when the receiver cancels or goes away, even while nothing is being written (a
+   * bridge to another transport ends its side at once then); never once the stream ended. */
+  whenCancelled(): Promise<ServiceError> {
+    if (this.cancelled !== null) return Promise.resolve(this.cancelled)
+    return new Promise((resolve) => this.cancelListeners.push(resolve))
   }
 
   async write(chunk: Uint8Array): Promise<void> {

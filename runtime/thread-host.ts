@@ -21,7 +21,7 @@ import type {
   KvStore,
   PasswordHasher,
 } from '../protocol/actor.js'
-import type { Peers } from '../protocol/cluster.js'
+import type { Peers, PeerTarget } from '../protocol/cluster.js'
 import { fail, ServiceError, type Result } from '../protocol/errors.js'
 import { EnvironmentError } from '../protocol/environment-error.js'
 import { Mailbox } from './mailbox.js'
@@ -165,7 +165,19 @@ function threadPeers(): Peers {
 
 /** A single node has no peers: every call fails at once. */
 const singleNodePeers: Peers = {
-  call: (to) => Promise.resolve(fail('unavailable', `single mode: no peer at ${to.grpcAddr}`)),
+  call: (to) => noPeer(to),
+  callWithBody(to, _method, _body, source) {
+    new PortSource(source).cancel('unavailable', 'single mode: no peers')
+    return noPeer(to)
+  },
+  callForBody(to, _method, _body, sink) {
+    new PortSink(sink).abort('unavailable', 'single mode: no peers')
+    return noPeer(to)
+  },
+}
+
+function noPeer(to: PeerTarget): Promise<Result<never>> {
+  return Promise.resolve(fail('unavailable', `single mode: no peer at ${to.grpcAddr}`))
 }
 
 /** argon2 runs on the supervisor's pool, not here: a kill of this thread mid-hash would otherwise

@@ -6,11 +6,30 @@
  * answer whose signature does not verify, or that another node than the one called gave, is
  * `unavailable`, and the handler's own Result comes back as it is, with the id of the node that
  * answered. The partition filter cuts peers by id, as a cut network would: a call to one fails at
- * once, and an answer from one (a seed called by address) is dropped. */
+ * once, and an answer from one (a seed called by address) is dropped. Calls that carry a body
+ * (callWithBody, callForBody) are checked and signed the same way, the head standing for the
+ * request (body-calls.ts moves the bytes); any failure of theirs fails the local stream too. */
 import assert from 'node:assert/strict'
 import { Client, Metadata, type ServiceError as GrpcError } from '@grpc/grpc-js'
-import type { PeerMethod, PeerResult, Peers, PeerTarget } from '../../protocol/cluster.js'
+import type { StreamHandle } from '../../protocol/actor.js'
+import type {
+  BodyRange,
+  BodyReadingMethod,
+  BodySendingMethod,
+  PeerMethod,
+  PeerResult,
+  Peers,
+  PeerTarget,
+} from '../../protocol/cluster.js'
 import { fail, type ErrorCode } from '../../protocol/errors.js'
+import { PortSink, PortSource } from '../stream-port.js'
+import {
+  DEADLINE_BACKSTOP_MS,
+  readingCall,
+  sendingCall,
+  type Answer,
+  type SignedCall,
+} from './body-calls.js'
 import { CALL_METADATA, signCall, verifyAnswer, type Signer } from './call-auth.js'
 import { clusterKey } from './cluster-key.js'
 import {
@@ -26,19 +45,14 @@ import { channelCredentials, readGrpcTls, type GrpcTls } from './grpc-tls.js'
 
 /** Peer addresses with an open client at once: a cluster's members and seeds, with room. */
 export const PEER_CLIENTS_MAX = 64
-/** How long after its deadline a call is abandoned if gRPC has not ended it: the backstop. */
-const DEADLINE_BACKSTOP_MS = 1_000
 
 export interface GrpcPeersOptions extends Signer {
   tls: GrpcTls | null
   clientsMax?: number
 }
 
-/** What came back from the server, before it is checked. */
-interface Answer {
-  bytes: Buffer
-  metadata: Metadata | null
-}
+/** A call checked and signed, with the nonce its answer must be bound to. */
+type Prepared = SignedCall & { nonce: string }
 
 export class GrpcPeers implements Peers {
   private readonly clients = new Map<string, Client>()
@@ -70,6 +84,63 @@ export class GrpcPeers implements Peers {
     body: object,
     deadlineMs: number,
   ): Promise<PeerResult<T>> {
+    const shape = rpcOf(method).shape
+    assert(shape === 'unary' || shape === 'chunked-answer', `${method} carries a body`)
+    const prepared = this.prepare(to, method, body, deadlineMs)
+    if (!('nonce' in prepared)) return prepared
+    const answer = await this.exchange(prepared)
+    if (!('bytes' in answer)) return answer
+    return this.accept<T>(to, method, prepared.nonce, answer)
+  }
+
+  async callWithBody<T>(
+    to: PeerTarget,
+    method: BodySendingMethod,
+    body: object,
+    source: StreamHandle,
+    deadlineMs: number,
+  ): Promise<PeerResult<T>> {
+    const bytes = new PortSource(source)
+    const prepared = this.prepare(to, method, body, deadlineMs)
+    if (!('nonce' in prepared)) {
+      if (!prepared.ok) bytes.cancel(prepared.code, prepared.detail)
+      return prepared
+    }
+    const client = this.clientFor(to.grpcAddr)
+    const answer = await sendingCall(client, rpcOf(method).definition, prepared, bytes)
+    const result = 'bytes' in answer ? this.accept<T>(to, method, prepared.nonce, answer) : answer
+    // The peer takes no more bytes: the writer learns why (after the body's end, a no-op).
+    if (result.ok) bytes.cancel('unavailable', `${method}: the peer answered before the body's end`)
+    else bytes.cancel(result.code, result.detail)
+    return result
+  }
+
+  async callForBody<T>(
+    to: PeerTarget,
+    method: BodyReadingMethod,
+    body: object & { range?: BodyRange },
+    sink: StreamHandle,
+    deadlineMs: number,
+  ): Promise<PeerResult<T>> {
+    const bytes = new PortSink(sink)
+    const prepared = this.prepare(to, method, body, deadlineMs)
+    if (!('nonce' in prepared)) {
+      if (!prepared.ok) bytes.abort(prepared.code, prepared.detail)
+      return prepared
+    }
+    const client = this.clientFor(to.grpcAddr)
+    const accept = (head: Answer): PeerResult<T> => this.accept<T>(to, method, prepared.nonce, head)
+    return readingCall(client, rpcOf(method).definition, prepared, bytes, accept)
+  }
+
+  /** The checks every call starts with (closed, partitioned, the request's size, the deadline),
+   * then its signature; a failure is the call's answer. */
+  private prepare(
+    to: PeerTarget,
+    method: PeerMethod,
+    body: object,
+    deadlineMs: number,
+  ): Prepared | PeerResult<never> {
     if (this.closed) return fail('unavailable', 'the transport is closed')
     if (to.id !== null && this.partitioned.has(to.id)) {
       return fail('unavailable', `partitioned from ${to.id}`)
@@ -80,13 +151,17 @@ export class GrpcPeers implements Peers {
     }
     const nowMs = Date.now()
     if (deadlineMs <= nowMs) return fail('timeout', `${method}: deadline already past`)
-    const boundedMs = Math.min(deadlineMs, nowMs + PEER_CALL_MS_MAX)
     const headers = signCall(this.options, method, request, nowMs)
     const metadata = new Metadata()
     for (const [name, value] of Object.entries(headers)) metadata.set(name, value)
-    const answer = await this.exchange(to.grpcAddr, method, request, metadata, boundedMs)
-    if (!('bytes' in answer)) return answer
-    return this.accept<T>(to, method, headers[CALL_METADATA.nonce], answer)
+    return {
+      address: to.grpcAddr,
+      method,
+      request,
+      metadata,
+      deadlineMs: Math.min(deadlineMs, nowMs + PEER_CALL_MS_MAX),
+      nonce: headers[CALL_METADATA.nonce],
+    }
   }
 
   /** Closes every client; later calls answer `unavailable`. */
@@ -116,13 +191,8 @@ export class GrpcPeers implements Peers {
   }
 
   /** One gRPC call, unary or streamed, settled exactly once: by gRPC or by the backstop. */
-  private exchange(
-    address: string,
-    method: PeerMethod,
-    request: Buffer,
-    metadata: Metadata,
-    deadlineMs: number,
-  ): Promise<Answer | PeerResult<never>> {
+  private exchange(prepared: Prepared): Promise<Answer | PeerResult<never>> {
+    const { address, method, request, metadata, deadlineMs } = prepared
     const rpc = rpcOf(method).definition
     const client = this.clientFor(address)
     const options = { deadline: new Date(deadlineMs) }

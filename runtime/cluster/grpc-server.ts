@@ -5,22 +5,35 @@
  * RESOURCE_EXHAUSTED, and refuses a body that is not JSON with INVALID_ARGUMENT. Then `dispatch`
  * runs with the call's deadline (less a margin for the way back) and its Result is the answer's
  * body, signed with this node's id. A Result too long for one message is a fault of the handler
- * and answers `internal`, except on streamed rpcs, whose answer goes in chunks. The address in use
+ * and answers `internal`, except on streamed rpcs, whose answer goes in chunks. Rpcs that carry a
+ * body go through the same checks on their head (body-server.ts) and hand the handler a local
+ * stream. The address in use
  * (or any other bind failure of the environment) is an EnvironmentError naming
  * SVC_NODE_GRPC_ADDR. */
 import {
   Metadata,
   Server,
   status,
+  type Deadline,
   type sendUnaryData,
   type ServerUnaryCall,
   type ServerWritableStream,
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js'
+import type { StreamHandle } from '../../protocol/actor.js'
 import type { PeerMethod } from '../../protocol/cluster.js'
 import { fail, type Result } from '../../protocol/errors.js'
 import { grpcBindFailure } from '../listen-failure.js'
 import { withTimeout } from '../timeout.js'
+import {
+  bodyReadHandler,
+  bodyWriteHandler,
+  type Admitted,
+  type AnswerBytes,
+  type BodyServing,
+  type Refusal,
+  type Sign,
+} from './body-server.js'
 import { answerMac, CALL_METADATA, NonceWindow, verifyCall, type Signer } from './call-auth.js'
 import {
   ANSWER_CHUNK_BYTES,
@@ -28,6 +41,7 @@ import {
   GRPC_OPTIONS,
   PEER_CALL_MS_MAX,
   PEER_MESSAGE_BYTES_MAX,
+  rpcOf,
   STREAMED_ANSWER_BYTES_MAX,
   type JsonMessage,
 } from './grpc-service.js'
@@ -45,11 +59,13 @@ export interface GrpcServerOptions extends Signer {
   address: string
   tls: GrpcTls | null
   isPartitioned(from: string): boolean
+  /** Runs the call's handler; `stream` is the local stream of a call that carries a body. */
   dispatch(
     method: PeerMethod,
     from: string,
     body: unknown,
     deadlineMs: number,
+    stream?: StreamHandle,
   ): Promise<Result<unknown>>
   callsMax?: number
 }
@@ -62,24 +78,18 @@ export interface GrpcServer {
 
 type AnyCall = ServerUnaryCall<JsonMessage, JsonMessage> | ServerWritableStream<JsonMessage, never>
 
-/** Why a call is refused before dispatch, as a gRPC status. */
-interface Refusal {
-  code: status
-  details: string
-}
-
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   const server = new Server(GRPC_OPTIONS)
   const nonces = new NonceWindow()
   const callsMax = options.callsMax ?? GRPC_CALLS_MAX
   let inProgress = 0
 
-  /** Authenticates, filters and bounds one call, then runs it; answers the refusal otherwise. */
-  async function serve(method: PeerMethod, call: AnyCall): Promise<Refusal | AnswerBytes> {
-    const body = call.request.body
+  /** Authenticates, filters and bounds one call before it runs; an admitted call holds one of
+   * the places in progress until `release`. */
+  function admit(method: PeerMethod, metadata: Metadata, body: Buffer): Refusal | Admitted {
     const headers: Record<string, string | undefined> = {}
     for (const name of Object.values(CALL_METADATA)) {
-      const value = call.metadata.get(name)[0]
+      const value = metadata.get(name)[0]
       headers[name] = typeof value === 'string' ? value : undefined
     }
     const verdict = verifyCall(options, headers, method, body, Date.now(), nonces)
@@ -98,11 +108,23 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       return { code: status.INVALID_ARGUMENT, details: 'the body is not JSON' }
     }
     inProgress++
+    let released = false
+    const release = (): void => {
+      if (!released) inProgress--
+      released = true
+    }
+    return { node: verdict.node, nonce: verdict.nonce, body: parsed, release }
+  }
+
+  /** Admits one call, runs it, and answers its Result; or answers the refusal. */
+  async function serve(method: PeerMethod, call: AnyCall): Promise<Refusal | AnswerBytes> {
+    const admitted = admit(method, call.metadata, call.request.body)
+    if (!('node' in admitted)) return admitted
     try {
-      const result = await dispatchSafely(method, verdict.node, parsed, deadlineOf(call))
-      return { bytes: Buffer.from(JSON.stringify(result), 'utf8'), nonce: verdict.nonce }
+      const result = await dispatchSafely(method, admitted.node, admitted.body, deadlineOf(call))
+      return { bytes: Buffer.from(JSON.stringify(result), 'utf8'), nonce: admitted.nonce }
     } finally {
-      inProgress--
+      admitted.release()
     }
   }
 
@@ -111,9 +133,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     from: string,
     body: unknown,
     deadlineMs: number,
+    stream?: StreamHandle,
   ): Promise<Result<unknown>> {
     try {
-      return await options.dispatch(method, from, body, deadlineMs)
+      return await options.dispatch(method, from, body, deadlineMs, stream)
     } catch (error) {
       // dispatch answers with Results; a throw is our bug, told to the caller as `internal`.
       return fail('internal', `${method} failed: ${String(error)}`)
@@ -128,13 +151,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     return metadata
   }
 
+  const bodies: BodyServing = { admit, dispatch: dispatchSafely, sign: signed, deadlineOf }
   for (const [service, definition] of CLUSTER_SERVICES.services) {
     const implementation: UntypedServiceImplementation = {}
     for (const rpc of Object.keys(definition)) {
       const method = `${service}.${rpc}` as PeerMethod
-      implementation[rpc] = definition[rpc]?.responseStream
-        ? streamed(method, serve, signed)
-        : unary(method, serve, signed)
+      implementation[rpc] = handlerOf(method, serve, signed, bodies)
     }
     server.addService(definition, implementation)
   }
@@ -148,14 +170,20 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   return { port, shutdown: (graceMs) => shutdown(server, graceMs) }
 }
 
-interface AnswerBytes {
-  bytes: Buffer
-  /** The call's nonce, which the answer's signature binds it to. */
-  nonce: string
-}
-
 type Serve = (method: PeerMethod, call: AnyCall) => Promise<Refusal | AnswerBytes>
-type Sign = (method: PeerMethod, answer: AnswerBytes) => Metadata
+
+function handlerOf(method: PeerMethod, serve: Serve, sign: Sign, bodies: BodyServing) {
+  switch (rpcOf(method).shape) {
+    case 'unary':
+      return unary(method, serve, sign)
+    case 'chunked-answer':
+      return streamed(method, serve, sign)
+    case 'sends-body':
+      return bodyWriteHandler(method, bodies)
+    case 'reads-body':
+      return bodyReadHandler(method, bodies)
+  }
+}
 
 function unary(method: PeerMethod, serve: Serve, sign: Sign) {
   return (
@@ -216,7 +244,7 @@ async function writeChunks(
 }
 
 /** The handler's deadline: the caller's, less the margin, on this machine's clock. */
-function deadlineOf(call: AnyCall): number {
+function deadlineOf(call: { getDeadline(): Deadline }): number {
   const deadline = call.getDeadline()
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number(deadline)
   if (!Number.isFinite(deadlineMs)) return Date.now() + DEFAULT_CALL_MS

@@ -9,7 +9,12 @@ import { fileURLToPath } from 'node:url'
 import { format } from 'node:util'
 import { setLogger, status, type ChannelOptions, type ServiceDefinition } from '@grpc/grpc-js'
 import { loadSync, type MethodDefinition } from '@grpc/proto-loader'
-import { PEER_METHODS, type PeerMethod } from '../../protocol/cluster.js'
+import {
+  BODY_READING_METHODS,
+  BODY_SENDING_METHODS,
+  PEER_METHODS,
+  type PeerMethod,
+} from '../../protocol/cluster.js'
 import type { Logger } from '../../protocol/actor.js'
 import type { ErrorCode } from '../../protocol/errors.js'
 
@@ -44,10 +49,17 @@ export interface JsonMessage {
   body: Buffer
 }
 
+/** How an rpc moves its bytes: one message each way; an answer in chunks assembled by the caller
+ * (Catalog.Snapshot); a request body streamed in frames (Replica.Write); an answer's head followed
+ * by a body in frames (Replica.Read). */
+export type RpcShape = 'unary' | 'chunked-answer' | 'sends-body' | 'reads-body'
+
 export interface PeerRpc {
   method: PeerMethod
-  /** Its service's name in cluster.proto (`Membership`, `Catalog`). */
+  /** Its service's name in cluster.proto (`Membership`, `Catalog`, `Replica`). */
   service: string
+  shape: RpcShape
+  /** Typed for JSON messages; a body rpc's messages are frames (body-frames.ts). */
   definition: MethodDefinition<JsonMessage, JsonMessage>
 }
 
@@ -61,7 +73,8 @@ export const CLUSTER_SERVICES: {
 } = loadServices()
 
 function loadServices(): typeof CLUSTER_SERVICES {
-  const loaded = loadSync(PROTO_FILE, { keepCase: true, defaults: true })
+  // `oneofs` names the field a Frame carries (`kind`); a oneof's members get no defaults.
+  const loaded = loadSync(PROTO_FILE, { keepCase: true, defaults: true, oneofs: true })
   const services = new Map<string, ServiceDefinition>()
   const rpcs = new Map<PeerMethod, PeerRpc>()
   for (const [name, definition] of Object.entries(loaded)) {
@@ -72,13 +85,34 @@ function loadServices(): typeof CLUSTER_SERVICES {
     for (const [rpc, method] of Object.entries(definition)) {
       const peerMethod = `${service}.${rpc}`
       assert(isPeerMethod(peerMethod), `${peerMethod} of cluster.proto is not a PeerMethod`)
-      assert(!method.requestStream, `${peerMethod}: requests are single messages`)
       const rpcDefinition = method as PeerRpc['definition']
-      rpcs.set(peerMethod, { method: peerMethod, service, definition: rpcDefinition })
+      const shape = shapeOf(rpcDefinition)
+      assert.equal(
+        shape === 'sends-body',
+        (BODY_SENDING_METHODS as readonly string[]).includes(peerMethod),
+        `${peerMethod}: its shape in cluster.proto is ${shape}`,
+      )
+      assert.equal(
+        shape === 'reads-body',
+        (BODY_READING_METHODS as readonly string[]).includes(peerMethod),
+        `${peerMethod}: its shape in cluster.proto is ${shape}`,
+      )
+      rpcs.set(peerMethod, { method: peerMethod, service, shape, definition: rpcDefinition })
     }
   }
   for (const method of PEER_METHODS) assert(rpcs.has(method), `cluster.proto lacks ${method}`)
   return { services, rpcs }
+}
+
+function shapeOf(definition: PeerRpc['definition']): RpcShape {
+  const frames = (type: PeerRpc['definition']['requestType']): boolean =>
+    (type as { type?: { name?: string } }).type?.name === 'Frame'
+  if (definition.requestStream) {
+    assert(frames(definition.requestType) && !definition.responseStream)
+    return 'sends-body'
+  }
+  if (!definition.responseStream) return 'unary'
+  return frames(definition.responseType) ? 'reads-body' : 'chunked-answer'
 }
 
 function isPeerMethod(name: string): name is PeerMethod {

@@ -469,11 +469,13 @@ export type CallHandler = (
   instance: number,
 ) => Promise<Result<unknown>> | Result<unknown>
 
-/** Answers a call to another node (ctx.peers). */
+/** Answers a call to another node (ctx.peers); `stream` is the handle given to callWithBody or
+ * callForBody. */
 export type PeerCallHandler = (
   to: PeerTarget,
   method: PeerMethod,
   body: object,
+  stream?: StreamHandle,
 ) => Promise<Result<unknown>> | Result<unknown>
 
 export interface FakeContext extends Context {
@@ -567,6 +569,18 @@ export function fakeContext(options: FakeContextOptions = {}): FakeContext {
   const logs: LogEntry[] = []
   let handler: CallHandler | null = null
   let peerHandler: PeerCallHandler | null = null
+  const askPeer = <T>(
+    to: PeerTarget,
+    method: PeerMethod,
+    body: object,
+    stream?: StreamHandle,
+  ): Promise<Result<T>> => {
+    if (peerHandler === null) {
+      return Promise.resolve(fail<T>('unavailable', `no peer at ${to.grpcAddr}`))
+    }
+    const answer = peerHandler(to, method, body, stream)
+    return Promise.resolve(answer).then((result) => result as Result<T>)
+  }
   return {
     self: options.self ?? 'replica-store',
     now: () => clock.nowMs,
@@ -587,12 +601,9 @@ export function fakeContext(options: FakeContextOptions = {}): FakeContext {
     blobs: options.blobs ?? new MemoryBlobs(),
     // The real argon2id of the password pool's task, run in this thread.
     peers: {
-      call<T>(to: PeerTarget, method: PeerMethod, body: object): Promise<Result<T>> {
-        if (peerHandler === null) {
-          return Promise.resolve(fail<T>('unavailable', `no peer at ${to.grpcAddr}`))
-        }
-        return Promise.resolve(peerHandler(to, method, body)).then((result) => result as Result<T>)
-      },
+      call: (to, method, body) => askPeer(to, method, body),
+      callWithBody: (to, method, body, source) => askPeer(to, method, body, source),
+      callForBody: (to, method, body, sink) => askPeer(to, method, body, sink),
     },
     passwords: {
       hash: async (password, salt) =>

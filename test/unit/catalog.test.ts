@@ -243,4 +243,12 @@ async function idle(cluster: Cluster): Promise<void> {
   }
 }
 
+test('object replica calls answer invalid_request until objects replicate', async () => {
+  const cluster = await threeNodes()
+  for (const method of ['Replica.Write', 'Replica.Read'] as const) {
+    const answer = await cluster.send('n1', { kind: 'peer.request', method, from: 'n2', body: {} })
+    assert.is(answer.ok ? 'ok' : answer.code, 'invalid_request', method)
+  }
+})
+
 test.run()

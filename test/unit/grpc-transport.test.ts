@@ -20,7 +20,7 @@ import {
   type ChannelCredentials,
   type ChannelOptions,
 } from '@grpc/grpc-js'
-import type { PeerMethod, PeerRequestMsg } from '../../protocol/cluster.js'
+import type { PeerMethod } from '../../protocol/cluster.js'
 import { EnvironmentError } from '../../protocol/environment-error.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { signCall } from '../../runtime/cluster/call-auth.js'
@@ -28,9 +28,7 @@ import { GrpcPeers } from '../../runtime/cluster/grpc-peers.js'
 import { startGrpcServer, type GrpcServer } from '../../runtime/cluster/grpc-server.js'
 import { PEER_MESSAGE_BYTES_MAX, rpcOf } from '../../runtime/cluster/grpc-service.js'
 import { readGrpcTls, type GrpcTls } from '../../runtime/cluster/grpc-tls.js'
-import { grpcIngress } from '../../runtime/grpc-ingress-host.js'
-import type { HostContext } from '../../runtime/thread-host.js'
-import { fakeContext } from '../support/fake-context.js'
+import { startIngress } from '../support/grpc-ingress.js'
 
 const CLUSTER = 'test-cluster'
 const KEY = Buffer.from('a cluster secret of at least 32 characters', 'utf8')
@@ -389,26 +387,19 @@ test('a port in use is an environment error naming SVC_NODE_GRPC_ADDR', async ()
 })
 
 test('grpc-ingress hands Membership calls to the gossiper and answers its Result', async () => {
-  const ctx = fakeContext({
-    self: 'grpc-ingress',
-    config: {
-      SVC_MODE: 'cluster',
-      SVC_CLUSTER_NAME: CLUSTER,
-      SVC_NODE_ID: 'n2',
-      SVC_NODE_GRPC_ADDR: '127.0.0.1:0',
-      SVC_CLUSTER_SECRET: KEY.toString('utf8'),
-    },
+  const secret = KEY.toString('utf8')
+  const pong = ok({ pong: true })
+  const ingress = await startIngress({
+    clusterName: CLUSTER,
+    nodeId: 'n2',
+    secret,
+    mode: 'cluster',
+    answer: pong,
   })
-  const reached: { to: string; msg: PeerRequestMsg }[] = []
-  ctx.onCall((to, msg) => {
-    reached.push({ to, msg: msg as PeerRequestMsg })
-    return ok({ pong: true })
-  })
-  const host = Object.assign(Object.create(ctx) as HostContext, { isPartitioned: () => false })
-  const state = await grpcIngress.init(host)
+  const reached = ingress.reached
   try {
     const caller = await startNode('n1', {})
-    const target = { id: 'n2', grpcAddr: `127.0.0.1:${state.server.port}` }
+    const target = { id: 'n2', grpcAddr: `127.0.0.1:${ingress.port}` }
     const answer = await caller.peers.call(target, 'Membership.Ping', { seq: 7 }, deadline())
     assert.equal(answer, { ok: true, value: { pong: true }, answeredBy: 'n2' })
     assert.is(reached.length, 1)
@@ -420,7 +411,7 @@ test('grpc-ingress hands Membership calls to the gossiper and answers its Result
     await caller.peers.call(target, 'Catalog.Apply', {}, deadline())
     assert.is(reached[1]?.to, 'replica-store')
   } finally {
-    await grpcIngress.stop?.(state, host)
+    await ingress.stop()
   }
 })
 
