@@ -22,7 +22,7 @@ import { readVolumeStatus, SAMPLE_INTERVAL_MS as VOLUME_LOOK_MS } from './data-v
 import { clusterMetricsText } from './cluster-metrics.js'
 import { HttpMetrics } from './http-metrics.js'
 import { METRICS_GATHER_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
-import type { SupervisorApi } from './supervisor.js'
+import type { GatheredMetrics, SupervisorApi } from './supervisor.js'
 import type { HostContext } from './thread-host.js'
 import { storeMetricsText } from './store-metrics.js'
 import { listenFailure } from './listen-failure.js'
@@ -194,12 +194,15 @@ async function listen(ctx: Context, hostname: string, listener: Listener): Promi
   return server
 }
 
+/** Every actor's metrics and liveness from the supervisor, bounded: a scrape never hangs on the
+ * main thread. */
+function gather(supervisor: Comlink.Remote<SupervisorApi>): Promise<GatheredMetrics> {
+  return withTimeout(supervisor.gatherMetrics(), METRICS_SCRAPE_TIMEOUT_MS, 'gathering metrics')
+}
+
 /** The supervisor's gathering and the store's figures run at once, each under its own bound. */
 async function metricsText(supervisor: Comlink.Remote<SupervisorApi>, mesh: Mesh): Promise<string> {
-  const [gathered, store] = await Promise.all([
-    withTimeout(supervisor.gatherMetrics(), METRICS_SCRAPE_TIMEOUT_MS, 'gathering metrics'),
-    storeMetricsText(mesh),
-  ])
+  const [gathered, store] = await Promise.all([gather(supervisor), storeMetricsText(mesh)])
   const liveness = new Registry()
   const up = new Gauge({
     name: 'svc_actor_up',
@@ -224,11 +227,7 @@ async function metricsText(supervisor: Comlink.Remote<SupervisorApi>, mesh: Mesh
 async function actorHealth(
   supervisor: Comlink.Remote<SupervisorApi>,
 ): Promise<Record<string, ActorHealth>> {
-  const gathered = await withTimeout(
-    supervisor.gatherMetrics(),
-    METRICS_SCRAPE_TIMEOUT_MS,
-    'gathering metrics',
-  )
+  const gathered = await gather(supervisor)
   const depths = new Map<string, number>()
   for (const metrics of gathered.actors) {
     const depth = metrics.find((metric) => metric.name === 'svc_actor_mailbox_depth')

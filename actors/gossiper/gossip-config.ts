@@ -1,8 +1,8 @@
 /** @module The gossiper's settings, read from its ctx.config (the runtime validated them before
  * the node started): who this node is, its cluster, its seeds and its pool. Builds the node's own
- * first record and the placeholders of its pool's other members, known from the start as Dead at
+ * first record and the records of its pool's other members, known from the start as Dead at
  * incarnation 0 so that topology shows them before they are heard from (any record of theirs
- * outranks a placeholder). */
+ * outranks such a record). */
 import assert from 'node:assert/strict'
 import type { Member, MemberKind, PeerTarget } from '../../protocol/cluster.js'
 import { parsePoolNodes, poolHash, type PoolNode } from '../../protocol/placement.js'
@@ -20,7 +20,7 @@ export interface GossipConfig {
 export function readGossipConfig(
   config: Readonly<Record<string, string>>,
   nowMs: number,
-): { gossip: GossipConfig; placeholders: Member[] } {
+): { gossip: GossipConfig; unheard: Member[] } {
   const setting = (name: string): string => {
     const value = config[name]
     assert(value !== undefined && value !== '', `${name} is not set`)
@@ -55,14 +55,14 @@ export function readGossipConfig(
     .filter((seed) => seed !== '' && !known.has(seed))
     .map((seed): PeerTarget => ({ id: null, grpcAddr: seed }))
   const gossip: GossipConfig = { cluster: setting('SVC_CLUSTER_NAME'), selfId, seeds, pool, self }
-  return { gossip, placeholders: pool.map((target) => placeholder(self, target)) }
+  return { gossip, unheard: pool.map((target) => unheardMember(self, target)) }
 }
 
 function poolTarget(node: PoolNode): PeerTarget {
   return { id: node.id, grpcAddr: `${node.host}:${node.port}` }
 }
 
-function placeholder(self: Member, target: PeerTarget): Member {
+function unheardMember(self: Member, target: PeerTarget): Member {
   assert(target.id !== null)
   return {
     id: target.id,

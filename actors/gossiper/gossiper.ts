@@ -45,9 +45,9 @@ const PHASE_ASK_ATTEMPTS_MAX = PHASE_ASK_MS / PHASE_ASK_RETRY_MS
 export const gossiper: Actor<GossiperState, GossiperMsg> = {
   name: 'gossiper',
   async init(ctx) {
-    const { gossip, placeholders } = readGossipConfig(ctx.config, ctx.now())
+    const { gossip, unheard } = readGossipConfig(ctx.config, ctx.now())
     const table = new SwimTable(gossip.self)
-    for (const member of placeholders) table.merge(member, ctx.now())
+    for (const member of unheard) table.merge(member, ctx.now())
     // A gossiper restarted on a serving node must not announce it as joining again.
     if (gossip.self.kind === 'node') await askPhase(table, ctx)
     const state: GossiperState = {
@@ -188,7 +188,7 @@ async function answerPeer(
       return ok({ ...envelope(state, ctx, msg.from), members: fullState(state) })
     }
     default:
-      return fail('not_implemented', `the gossiper does not serve ${msg.method}`)
+      return fail('invalid_request', `the gossiper does not serve ${msg.method}`)
   }
 }
 

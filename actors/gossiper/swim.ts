@@ -94,7 +94,7 @@ export class SwimTable {
     if (incoming.status !== 'Suspect') entry.suspectedAtMs = null
     else if (!(wasSuspect && sameIncarnation)) entry.suspectedAtMs = nowMs
     this.entries.set(incoming.id, entry)
-    // A placeholder (incarnation 0, a pool member not heard from) is nothing new to anyone.
+    // A pool member not heard from (incarnation 0) is nothing new to anyone.
     if (incoming.incarnation > 0) this.queue(incoming.id)
     return 'changed'
   }
@@ -175,7 +175,7 @@ export class SwimTable {
     this.pending.set(id, transmitLimit(this.size))
   }
 
-  /** At MEMBERS_MAX a new member takes the place of one that Left, else of a placeholder never
+  /** At MEMBERS_MAX a new member takes the place of one that Left, else of a pool member never
    * heard from; with neither, it is not kept. */
   private makeRoom(): boolean {
     if (this.entries.size + 1 < MEMBERS_MAX) return true

@@ -20,7 +20,7 @@ import {
 import { sample } from '../support/metrics-text.js'
 import { failure } from '../support/s3-failure.js'
 import { startServer, type TestServer } from '../support/server.js'
-import { mountTmpfs, type Tmpfs } from '../support/tmpfs.js'
+import { mountTmpfs } from '../support/tmpfs.js'
 import { pollUntil } from '../support/wait.js'
 
 const VOLUME_MIB = 64
@@ -33,10 +33,18 @@ const FILL_ROUNDS_MAX = 5
 /** Well past the ingress's second between two looks at the volume. */
 const SAYS_FULL_MS = 5_000
 
-/** Runs `body` with a server on a fresh tmpfs, then stops everything and unmounts. */
-async function onSmallVolume(
-  body: (volume: Tmpfs, servers: TestServer[]) => Promise<void>,
-): Promise<void> {
+/** What a test on the small volume works with: the node, its client, its data directory, and
+ * every server started on the volume (stopped at the end). */
+interface OnVolume {
+  server: TestServer
+  s3: S3Client
+  dataDir: string
+  servers: TestServer[]
+}
+
+/** Runs `body` with a server (and the bucket) on a fresh tmpfs, then stops everything and
+ * unmounts. */
+async function onSmallVolume(body: (on: OnVolume) => Promise<void>): Promise<void> {
   const volume = await mountTmpfs(VOLUME_MIB)
   if ('refused' in volume) {
     console.log(`full-disk test not run: cannot mount a tmpfs here (${volume.refused})`)
@@ -44,7 +52,12 @@ async function onSmallVolume(
   }
   const servers: TestServer[] = []
   try {
-    await body(volume, servers)
+    const dataDir = `${volume.dir}/data`
+    const server = await startServer({ dataDir })
+    servers.push(server)
+    const s3 = server.client()
+    await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
+    await body({ server, s3, dataDir, servers })
   } finally {
     for (const server of servers) await server.kill()
     await volume.unmount()
@@ -150,12 +163,7 @@ async function restartOnFullVolume(
 }
 
 test('1 MiB objects fill blob files: 507, reads and deletes go on, room comes back', () =>
-  onSmallVolume(async (volume, servers) => {
-    const dataDir = `${volume.dir}/data`
-    const server = await startServer({ dataDir })
-    servers.push(server)
-    const s3 = server.client()
-    await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
+  onSmallVolume(async ({ server, s3, dataDir, servers }) => {
     const stored = await fillUntilFull(server, 1024 * 1024, 'blob')
     assert.ok(stored.length >= 10, `only ${stored.length} objects fit`)
     await assertServesWhileFull(server, stored)
@@ -170,12 +178,7 @@ test('1 MiB objects fill blob files: 507, reads and deletes go on, room comes ba
   }))
 
 test('60 KB objects fill the metadata database: 507, never a crash, and a restart serves', () =>
-  onSmallVolume(async (volume, servers) => {
-    const dataDir = `${volume.dir}/data`
-    const server = await startServer({ dataDir })
-    servers.push(server)
-    const s3 = server.client()
-    await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
+  onSmallVolume(async ({ server, s3, dataDir, servers }) => {
     const stored = await fillUntilFull(server, 60_000, 'inline')
     assert.ok(stored.length >= 100, `only ${stored.length} objects fit`)
     await assertServesWhileFull(server, stored)

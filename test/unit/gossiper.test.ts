@@ -342,7 +342,7 @@ test('a node of another cluster is refused and never joins', async () => {
   await net.start('n1')
   await net.start('n2', { cluster: 'other' })
   await net.run(10_000)
-  assert.is(net.statusOf('n1', 'n2'), 'Dead', 'still the placeholder')
+  assert.is(net.statusOf('n1', 'n2'), 'Dead', 'still not heard from')
   assert.is(net.statusOf('n2', 'n1'), 'Dead')
   const instance = net.instance('n1')
   const foreign = net.instance('n2')

@@ -80,6 +80,21 @@ async function idle(state: StoreState): Promise<void> {
   }
 }
 
+/** Once background work is done: no bucket, object, blob or reference counted, no blob file,
+ * and no record in the key range [from, to). */
+async function assertNothingStored(store: Store, from: string, to: string): Promise<void> {
+  await idle(store.state)
+  assert.equal(await stats(store), {
+    bucketsCount: 0,
+    objectsCount: 0,
+    storageUsedBytes: 0,
+    uniqueBlobs: 0,
+    totalReferences: 0,
+  })
+  assert.is(store.ctx.blobs.permanent.size, 0)
+  assert.equal(store.ctx.kv.scan({ gte: from, lt: to, limit: 10 }), [])
+}
+
 function pattern(size: number, seed = 0): Uint8Array {
   const bytes = new Uint8Array(size)
   for (let index = 0; index < size; index++)
@@ -1623,16 +1638,7 @@ test('multipart: a bucket delete aborts uploads; an object refuses a plain one',
       value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'o' }))
     }
     value(await store.send({ kind: 'bucket.delete', bucket: 'b', ...(force ? { force } : {}) }))
-    await idle(store.state)
-    assert.equal(await stats(store), {
-      bucketsCount: 0,
-      objectsCount: 0,
-      storageUsedBytes: 0,
-      uniqueBlobs: 0,
-      totalReferences: 0,
-    })
-    assert.is(store.ctx.blobs.permanent.size, 0)
-    assert.equal(store.ctx.kv.scan({ gte: 'P\0', lt: 'Y', limit: 10 }), [])
+    await assertNothingStored(store, 'P\0', 'Y')
   }
 })
 
@@ -1694,16 +1700,7 @@ test('versioning: forced bucket delete removes versions and markers; plain refus
   value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'other' }))
   assert.is(code(await store.send({ kind: 'bucket.delete', bucket: 'b' })), 'bucket_not_empty')
   value(await store.send({ kind: 'bucket.delete', bucket: 'b', force: true }))
-  await idle(store.state)
-  assert.equal(await stats(store), {
-    bucketsCount: 0,
-    objectsCount: 0,
-    storageUsedBytes: 0,
-    uniqueBlobs: 0,
-    totalReferences: 0,
-  })
-  assert.is(store.ctx.blobs.permanent.size, 0)
-  assert.equal(store.ctx.kv.scan({ gte: 'N\0', lt: 'W', limit: 10 }), [])
+  await assertNothingStored(store, 'N\0', 'W')
 })
 
 test('versioning: a delete-many of the newest versions makes the next one current', async () => {
