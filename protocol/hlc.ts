@@ -61,11 +61,15 @@ export class HlcClock {
   private wallMs = 0
   private logical = 0
 
+  /** `logicalMax`: the counter's top, LOGICAL_MAX unless the stamps must fit a narrower field
+   * (the coordinator's stamps become version tokens of wall-clock microseconds: at most 999). */
   constructor(
     private readonly node: number,
     private readonly now: () => number,
+    private readonly logicalMax = LOGICAL_MAX,
   ) {
     assert(Number.isInteger(node) && node >= 0 && node <= NODE_MAX)
+    assert(Number.isInteger(logicalMax) && logicalMax >= 1 && logicalMax <= LOGICAL_MAX)
   }
 
   /** The stamp of a local or send event: greater than every stamp issued or observed so far. */
@@ -96,10 +100,10 @@ export class HlcClock {
     return { wallMs: this.wallMs, logical: this.logical, node: this.node }
   }
 
-  /** More than 65,536 events in one ms overflow the counter: the stamp then moves to the next ms,
-   * which keeps stamps increasing and runs at most that many events per ms ahead of real time. */
+  /** More events in one ms than the counter holds overflow it: the stamp then moves to the next
+   * ms, which keeps stamps increasing and runs at most that many events per ms ahead of real time. */
   private set(wallMs: number, logical: number): void {
-    if (logical > LOGICAL_MAX) {
+    if (logical > this.logicalMax) {
       wallMs += 1
       logical = 0
     }

@@ -1,5 +1,12 @@
 /** @module Messages between actors. Ingress speaks the object protocol to the coordinator, which in
- * single mode forwards it unchanged to replica-store (in cluster mode it fans out to replicas). */
+ * single mode forwards it unchanged to replica-store (in cluster mode it fans out to replicas).
+ *
+ * Stamps. In cluster mode a change of an object key carries `stamp`, an hlcString the coordinator
+ * chose above every stamp a read quorum of the key's replicas held, so that acknowledged changes of
+ * a key are ordered whatever the clocks' skew. Every replica derives the same Last-Modified (the
+ * stamp's wall clock) and version id (stampToken) from it, applies a change only if it is newer
+ * than the newest change of the key it holds (an older one becomes an older version, or nothing),
+ * and keeps the stamp of the newest change of each key, deletions included, as a tombstone. */
 import type { Request, StreamHandle } from './actor.js'
 import type { PeerRequestMsg } from './cluster.js'
 import type { WriteConditions } from './conditions.js'
@@ -30,6 +37,9 @@ export interface PutResult {
   versionId?: string
   /** CopyObject from a bucket with versioning: the version that was copied. */
   sourceVersionId?: string
+  /** Cluster mode: the replica already held a newer change of the key, so this write did not
+   * become current (it was kept as an older version, or dropped where no versions are kept). */
+  stale?: true
 }
 export interface GetResult {
   info: ObjectInfo
@@ -40,6 +50,14 @@ export interface GetResult {
   body?: Uint8Array
   /** A multipart object's parts, when the request asked (withParts). */
   parts?: { size: number; checksums: Checksums }[]
+  /** Cluster mode (`stamped` requests): the stamp of the newest change of the key this replica
+   * holds, deletions included; null when it holds none. */
+  keyStamp?: string | null
+}
+/** A `stamped` GET of a key or version this replica does not hold (never held, or deleted). */
+export interface AbsentResult {
+  absent: true
+  keyStamp: string | null
 }
 /** A part as UploadPart and UploadPartCopy answer it, and as ListParts lists it. */
 export interface PartInfo {
@@ -49,6 +67,8 @@ export interface PartInfo {
   etag: string
   lastModifiedMs: number
   checksums: ObjectInfo['checksums']
+  /** Cluster mode: the stamp of the upload of this part (a part uploaded again replaces it). */
+  stamp?: string
 }
 export interface UploadCreated {
   uploadId: string
@@ -97,6 +117,8 @@ export interface MarkerResult {
     /** The request named this version by id (S3 answers 405), or wanted the current one (404). */
     byId: boolean
   }
+  /** As GetResult.keyStamp. */
+  keyStamp?: string | null
 }
 
 /** What a delete did: the version it removed (by id), or the delete marker it added. */
@@ -177,6 +199,8 @@ export type ObjectMsg =
       streamMd5?: boolean
       /** If-Match / If-None-Match: checked in the commit that writes the object. */
       conditions?: WriteConditions
+      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
+      stamp?: string
     })
   | (Request & {
       kind: 'object.get'
@@ -193,12 +217,33 @@ export type ObjectMsg =
       versionId?: string
       /** Answer with each part's size and checksums (GetObjectAttributes' ObjectParts). */
       withParts?: true
+      /** Cluster mode: every answer carries the key's stamp, and a key or version this replica
+       * does not hold answers AbsentResult rather than no_such_key or no_such_version. */
+      stamped?: true
     })
-  | (Request & { kind: 'object.delete'; bucket: string; key: string; versionId?: string })
+  | (Request & {
+      kind: 'object.delete'
+      bucket: string
+      key: string
+      versionId?: string
+      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
+      stamp?: string
+    })
   | (Request & {
       kind: 'object.delete-many'
       bucket: string
       objects: { key: string; versionId?: string }[]
+      /** Cluster mode: one stamp for every key of the batch (each key is changed once). */
+      stamp?: string
+    })
+  /** Cluster mode: the stamp of the newest change of each key this replica holds (null: none),
+   * deletions included, so that a listing can tell a key deleted here from one never received. */
+  | (Request & { kind: 'object.stamps'; bucket: string; keys: string[] })
+  /** Cluster mode: whether each version was deleted by id here (its tombstone is kept). */
+  | (Request & {
+      kind: 'object.versions-deleted'
+      bucket: string
+      versions: { key: string; versionId: string }[]
     })
   | (Request & { kind: 'bucket.versioning.put'; bucket: string; status: 'Enabled' | 'Suspended' })
   | (Request & { kind: 'bucket.versioning.get'; bucket: string })
@@ -228,6 +273,8 @@ export type ObjectMsg =
       key: string
       versionId?: string
       tags: Tag[]
+      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
+      stamp?: string
     })
   | (Request & { kind: 'object.tagging.get'; bucket: string; key: string; versionId?: string })
   /** A bucket's tags, validated by the ingress; an empty set deletes them. */
@@ -248,6 +295,9 @@ export type UploadMsg =
       checksum?: UploadChecksum
       /** The object's tags once completed (x-amz-tagging). */
       tags?: Tag[]
+      /** Cluster mode: the stamp, and the upload id the coordinator chose (equal everywhere). */
+      stamp?: string
+      uploadId?: string
     })
   | (Request & {
       kind: 'upload.part'
@@ -261,6 +311,8 @@ export type UploadMsg =
       stream?: StreamHandle
       /** As in object.put. */
       streamMd5?: boolean
+      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
+      stamp?: string
     })
   | (Request & {
       kind: 'upload.part-copy'
@@ -283,8 +335,20 @@ export type UploadMsg =
       conditions?: WriteConditions
       /** The whole object's checksum the client expects (x-amz-checksum-* on Complete). */
       expect?: Checksums
+      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
+      stamp?: string
     })
-  | (Request & { kind: 'upload.abort'; bucket: string; key: string; uploadId: string })
+  | (Request & {
+      kind: 'upload.abort'
+      bucket: string
+      key: string
+      uploadId: string
+      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
+      stamp?: string
+    })
+  /** Cluster mode: the state of each upload here: in progress, ended (completed or aborted, its
+   * record kept), or unknown to this replica. */
+  | (Request & { kind: 'upload.states'; bucket: string; uploadIds: string[] })
   | (Request & {
       kind: 'upload.list-parts'
       bucket: string
@@ -303,6 +367,9 @@ export type UploadMsg =
       maxUploads: number
     })
 
+/** An upload as one replica knows it (`upload.states`). */
+export type UploadState = 'open' | 'ended' | 'unknown'
+
 /** A message without the fields every request carries, which the sender's helper adds (distributes
  * over a union). */
 export type Unaddressed<M> = M extends unknown ? Omit<M, 'requestId' | 'deadlineMs'> : never
@@ -317,9 +384,12 @@ export type ObjectReply = {
   'bucket.cors.get': CorsConfiguration
   'bucket.cors.delete': null
   'object.put': PutResult
-  'object.get': GetResult | MarkerResult
+  'object.get': GetResult | MarkerResult | AbsentResult
   'object.delete': DeleteResult
   'object.delete-many': DeleteManyResult
+  'object.stamps': (string | null)[]
+  'object.versions-deleted': boolean[]
+  'upload.states': UploadState[]
   'object.copy': PutResult
   'object.list': ListPage
   'object.tagging.put': TaggingResult

@@ -12,6 +12,9 @@ export interface ObjectColumns {
   lastModifiedMs: number[]
   /** Present only when the listing asked for it (ListRequest.withContentType). */
   contentTypes?: string[]
+  /** Cluster mode, when the listing asked for them (ListRequest.withStamps): each object's write
+   * stamp, so that the coordinator can merge the pages of several replicas. */
+  stamps?: string[]
 }
 
 export function objectColumns(

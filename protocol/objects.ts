@@ -87,6 +87,8 @@ export interface ListRequest {
   maxKeys: number
   /** Each summary carries the object's Content-Type (the admin listing; S3's does not ask). */
   withContentType?: true
+  /** Cluster mode: the page carries each object's write stamp (ObjectColumns.stamps). */
+  withStamps?: true
 }
 export interface ListPage {
   objects: ObjectColumns

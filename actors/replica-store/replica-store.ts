@@ -199,6 +199,10 @@ function dispatch(
       return listParts(msg, ctx)
     case 'upload.list':
       return listUploads(msg, ctx)
+    case 'object.stamps':
+    case 'object.versions-deleted':
+    case 'upload.states':
+      return fail('invalid_request', `${msg.kind} is served by a cluster node's store only`)
     case 'system.get':
       return getSystemRecord(msg.name, ctx)
     case 'system.put':
