@@ -100,8 +100,9 @@ export class HlcClock {
     return { wallMs: this.wallMs, logical: this.logical, node: this.node }
   }
 
-  /** More events in one ms than the counter holds overflow it: the stamp then moves to the next
-   * ms, which keeps stamps increasing and runs at most that many events per ms ahead of real time. */
+  /** More events in one ms than the counter holds overflow it: the stamp then moves to the
+   * next ms, which keeps stamps increasing and runs at most that many events per ms ahead of
+   * real time. */
   private set(wallMs: number, logical: number): void {
     if (logical > this.logicalMax) {
       wallMs += 1

@@ -444,9 +444,21 @@ export interface StoreStats {
 /** What the store takes: also, in cluster mode, the catalog calls of other nodes. */
 export type StoreMsg = ObjectMsg | SystemMsg | PeerRequestMsg
 
+/** What a cluster node's coordinator counted since it started. */
+export interface CoordinatorCounters {
+  quorumWrites: number
+  quorumReads: number
+  readRepairs: number
+}
+
 /** What the coordinator takes: object requests, and the node's storage counters for /api/stats
  * (in a cluster, the coordinator is where counters of several replicas would be combined). */
-export type CoordinatorMsg = ObjectMsg | Extract<SystemMsg, { kind: 'system.stats' }>
+export type CoordinatorMsg =
+  | ObjectMsg
+  | Extract<SystemMsg, { kind: 'system.stats' }>
+  /** Cluster mode: what the coordinator counted (quorum reads and writes, read repairs), for
+   * /metrics. */
+  | (Request & { kind: 'coordinator.counters' })
 
 /** Requests to iam: the key lookup behind SigV4, and the admin API's identity operations. Ingress
  * checks a bearer token with iam.authorize before it sends any other admin request. */

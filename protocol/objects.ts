@@ -36,6 +36,8 @@ export interface ObjectInfo {
   versionId?: string
   /** How many tags the version has (x-amz-tagging-count); absent when none. */
   tagCount?: number
+  /** Cluster mode: the stamp of the write that made this version. */
+  stamp?: string
 }
 
 export interface ObjectSummary {
@@ -50,6 +52,8 @@ export interface ObjectSummary {
 export interface BucketInfo {
   name: string
   createdMs: number
+  /** Cluster mode: the pool that holds the bucket's objects. */
+  pool?: string
 }
 
 /** A page of ListBuckets: `truncated` when more buckets follow the last one. */

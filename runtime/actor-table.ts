@@ -70,6 +70,8 @@ export const CLUSTER_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = 
   ['gossiper', 'replica-store'],
   // The cluster administration endpoints read membership.
   ['http-ingress', 'gossiper'],
+  // The quorum path asks gossip which replicas are reachable.
+  ['coordinator', 'gossiper'],
 ]
 
 /** A gateway: no storage and no identities of its own. Its ingress forwards every request to a

@@ -1,18 +1,37 @@
 /** @module The seven `svc_cluster_*` series of SPEC.md, as this node sees them, for /metrics of a
- * cluster node or gateway. Nodes alive come from gossip at each scrape (storage nodes in Alive
- * state, this one included). The other six count work of the quorum coordinator, the hint queue
- * and the scrubber; until those run on this node nothing was counted, and they read 0 rather
- * than being absent, so dashboards and alerts have their series from the start. */
+ * cluster node or gateway, and the read repairs the coordinator made. Nodes alive come from gossip
+ * at each scrape (storage nodes in Alive state, this one included); quorum reads and writes and
+ * read repairs from the coordinator's counters (a gateway coordinates nothing: 0). The others
+ * count work of the hint queue and the scrubber; until those run on this node nothing was
+ * counted, and they read 0 rather than being absent, so dashboards and alerts have their series
+ * from the start. */
 import { Counter, Gauge, Registry } from 'prom-client'
 import { membershipView } from '../http/admin/cluster-app.js'
 import type { Mesh } from '../protocol/actor.js'
+import type { CoordinatorCounters } from '../protocol/messages.js'
 
 /** A scrape waits this long for gossip; without an answer the gauge is left out. */
 const VIEW_TIMEOUT_MS = 1_000
 
+const COORDINATOR_COUNTERS: readonly [string, string, keyof CoordinatorCounters][] = [
+  [
+    'svc_cluster_quorum_writes_total',
+    'Writes coordinated here that reached the write quorum',
+    'quorumWrites',
+  ],
+  [
+    'svc_cluster_quorum_reads_total',
+    'Reads coordinated here that reached the read quorum',
+    'quorumReads',
+  ],
+  [
+    'svc_cluster_read_repairs_total',
+    'Stale replicas a read coordinated here brought up to date',
+    'readRepairs',
+  ],
+]
+
 const COUNTERS: readonly [string, string][] = [
-  ['svc_cluster_quorum_writes_total', 'Writes coordinated here that reached the write quorum'],
-  ['svc_cluster_quorum_reads_total', 'Reads coordinated here that reached the read quorum'],
   ['svc_cluster_blobs_scanned_total', 'Blobs whose CRC32 the scrubber checked'],
   ['svc_cluster_corruptions_found_total', 'Blob copies the scrubber found corrupt'],
   ['svc_cluster_corruptions_healed_total', 'Corrupt blob copies replaced from a replica'],
@@ -38,5 +57,13 @@ export async function clusterMetricsText(mesh: Mesh): Promise<string> {
     registers,
   }).set(0)
   for (const [name, help] of COUNTERS) new Counter({ name, help, registers })
+  const counted = await mesh.call<CoordinatorCounters>('coordinator', {
+    kind: 'coordinator.counters',
+    requestId: 'metrics',
+    deadlineMs: mesh.now() + VIEW_TIMEOUT_MS,
+  })
+  for (const [name, help, field] of COORDINATOR_COUNTERS) {
+    new Counter({ name, help, registers }).inc(counted.ok ? counted.value[field] : 0)
+  }
   return registry.metrics()
 }

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict'
 import type { Context, KvStore } from '../../protocol/actor.js'
 import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
+import { compareUtf8 } from '../../protocol/key-order.js'
 import { LIST_KEYS_MAX } from '../../protocol/limits.js'
 import type { ObjectMsg } from '../../protocol/messages.js'
 import type { ListPage, ObjectSummary } from '../../protocol/objects.js'
@@ -23,11 +24,6 @@ export type ListMsg = Extract<ObjectMsg, { kind: 'object.list' }>
 const FOLDING_ROWS_MIN = 4
 
 type Cursor = { gte: string } | { gt: string }
-
-/** Orders strings as their UTF-8 bytes, the order of keys in the store and in S3 listings. */
-export function compareUtf8(left: string, right: string): number {
-  return Buffer.compare(Buffer.from(left, 'utf8'), Buffer.from(right, 'utf8'))
-}
 
 export function listObjects(msg: ListMsg, ctx: Context): Result<ListPage> {
   assert(Number.isInteger(msg.maxKeys) && msg.maxKeys >= 0, 'maxKeys must be a count')

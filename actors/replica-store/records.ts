@@ -294,5 +294,7 @@ export function objectInfo(key: string, record: ObjectRecord, versioned = false)
 }
 
 export function bucketInfo(name: string, record: BucketRecord): BucketInfo {
-  return { name, createdMs: record.createdMs }
+  const info: BucketInfo = { name, createdMs: record.createdMs }
+  if (record.pool !== undefined) info.pool = record.pool
+  return info
 }

@@ -31,7 +31,7 @@ import {
   uploadPrefix,
 } from './keys.js'
 import { forgetCompletion } from './completed-uploads.js'
-import { compareUtf8 } from './list.js'
+import { compareUtf8 } from '../../protocol/key-order.js'
 import { Mutation } from './mutation.js'
 import {
   decodePart,

@@ -20,7 +20,7 @@ import {
   versionKey,
   versionPrefix,
 } from './keys.js'
-import { compareUtf8 } from './list.js'
+import { compareUtf8 } from '../../protocol/key-order.js'
 import { Mutation } from './mutation.js'
 import { decodeObject, decodeText, type ObjectRecord } from './records.js'
 

@@ -1,0 +1,207 @@
+/** @module CopyObject and UploadPartCopy across replicas: the source version is found by a quorum
+ * read (its conditions checked there), then its bytes are read once from the replica that holds
+ * it and written as a new body to the target key's replicas, which may be in another pool. The
+ * target's write is stamped like any other. A copy thus always moves bytes in a cluster; each
+ * replica still stores them once (content-addressed). */
+import type { ByteSource, Context } from '../../protocol/actor.js'
+import { evaluateConditions } from '../../protocol/conditions.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type {
+  GetResult,
+  ObjectMsg,
+  PartInfo,
+  PutResult,
+  TaggingResult,
+} from '../../protocol/messages.js'
+import type { ClusterState } from './cluster-state.js'
+import { clientAnswer, readQuorum, type ReplicaAnswer } from './reads.js'
+import { askReplica, readFromReplica } from './replica-calls.js'
+import { replicasOf } from './replicas.js'
+import { writeBody } from './writes.js'
+
+type CopyMsg = Extract<ObjectMsg, { kind: 'object.copy' }>
+type PartCopyMsg = Extract<ObjectMsg, { kind: 'upload.part-copy' }>
+type Source = CopyMsg['source']
+
+interface FoundSource {
+  winner: ReplicaAnswer
+  found: GetResult
+}
+
+/** The source version of a copy, by quorum; a delete marker is no source. */
+async function findSource(
+  cluster: ClusterState,
+  ctx: Context,
+  source: Source,
+  request: { requestId: string; deadlineMs: number },
+): Promise<Result<FoundSource>> {
+  const set = await replicasOf(cluster, ctx, source, request.deadlineMs)
+  if (!set.ok) return set
+  const msg = {
+    kind: 'object.get' as const,
+    bucket: source.bucket,
+    key: source.key,
+    ...(source.versionId === undefined ? {} : { versionId: source.versionId }),
+    ...request,
+  }
+  const read = await readQuorum(cluster, ctx, msg, set.value.reachable)
+  if (!read.ok) return read
+  const answer = clientAnswer(msg, read.value.winner.answer)
+  if (!answer.ok) return answer
+  if ('marker' in answer.value) {
+    if (answer.value.marker.byId) {
+      return fail(
+        'invalid_request',
+        'The source of a copy request may not specifically refer to a delete marker by version id.',
+      )
+    }
+    return fail('no_such_key', `no key ${source.key} in ${source.bucket}`)
+  }
+  return ok({ winner: read.value.winner, found: answer.value })
+}
+
+/** A stream of the source's bytes `start..end`, read from the replica that holds the version. */
+async function sourceBytes(
+  ctx: Context,
+  source: Source,
+  found: FoundSource,
+  range: { start: number; end: number },
+  request: { requestId: string; deadlineMs: number },
+) {
+  const versionId = found.found.info.versionId
+  const read = readFromReplica<GetResult>(
+    ctx,
+    found.winner.replica,
+    {
+      kind: 'object.get',
+      bucket: source.bucket,
+      key: source.key,
+      ...(versionId === undefined ? {} : { versionId }),
+      ...request,
+    },
+    range,
+  )
+  const head = await read.answer
+  if (!head.ok || head.value.info.etag !== found.found.info.etag) {
+    read.source.cancel('unavailable', 'the copy source changed')
+    return head.ok ? fail('unavailable', 'the copy source changed while it was read') : head
+  }
+  return ok(read)
+}
+
+/** The source's tags, when the copy keeps them. */
+async function sourceTags(
+  ctx: Context,
+  source: Source,
+  found: FoundSource,
+  request: { requestId: string; deadlineMs: number },
+): Promise<Result<TaggingResult['tags']>> {
+  if (found.found.info.tagCount === undefined) return ok([])
+  const versionId = found.found.info.versionId
+  const tags = await askReplica<TaggingResult>(ctx, found.winner.replica, {
+    kind: 'object.tagging.get',
+    bucket: source.bucket,
+    key: source.key,
+    ...(versionId === undefined ? {} : { versionId }),
+    ...request,
+  })
+  return tags.ok ? ok(tags.value.tags) : tags
+}
+
+export async function copyObject(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: CopyMsg,
+): Promise<Result<PutResult>> {
+  const request = { requestId: msg.requestId, deadlineMs: msg.deadlineMs }
+  const { source, target } = msg
+  const samePlace = source.bucket === target.bucket && source.key === target.key
+  if (samePlace && msg.replace === undefined && source.versionId === undefined) {
+    return fail('invalid_request', 'copying an object to itself requires replacing its metadata')
+  }
+  const found = await findSource(cluster, ctx, source, request)
+  if (!found.ok) return found
+  const { info } = found.value.found
+  const refused = evaluateConditions(info, msg.conditions, 'copy')
+  if (refused !== null) return fail(refused, 'copy source precondition failed')
+  const tags =
+    msg.tags === undefined ? await sourceTags(ctx, source, found.value, request) : ok(msg.tags)
+  if (!tags.ok) return tags
+  const body = await bodyOf(ctx, source, found.value, { start: 0, end: info.size - 1 }, request)
+  if (!body.ok) return body
+  const written = await writeBody(
+    cluster,
+    ctx,
+    {
+      kind: 'object.put',
+      bucket: target.bucket,
+      key: target.key,
+      http: msg.replace?.http ?? info.http,
+      userMeta: msg.replace?.userMeta ?? info.userMeta,
+      ...(tags.value.length === 0 ? {} : { tags: tags.value }),
+      expect: { size: info.size, ...wholeChecksums(found.value.found) },
+      ...(body.value === null ? { body: new Uint8Array(0) } : {}),
+      ...request,
+    },
+    body.value ?? undefined,
+  )
+  if (!written.ok) return written
+  const result = { ...(written.value as PutResult) }
+  if (info.versionId !== undefined) result.sourceVersionId = info.versionId
+  return ok(result)
+}
+
+export async function copyPart(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: PartCopyMsg,
+): Promise<Result<PartInfo>> {
+  const request = { requestId: msg.requestId, deadlineMs: msg.deadlineMs }
+  const found = await findSource(cluster, ctx, msg.source, request)
+  if (!found.ok) return found
+  const { info } = found.value.found
+  const refused = evaluateConditions(info, msg.conditions, 'copy')
+  if (refused !== null) return fail(refused, 'copy source precondition failed')
+  const range = msg.range ?? { start: 0, end: info.size - 1 }
+  if (range.end >= info.size || range.start > range.end) {
+    return fail('invalid_range', 'the copy source range is not within the object')
+  }
+  const body = await bodyOf(ctx, msg.source, found.value, range, request)
+  if (!body.ok) return body
+  const written = await writeBody(
+    cluster,
+    ctx,
+    {
+      kind: 'upload.part',
+      bucket: msg.bucket,
+      key: msg.key,
+      uploadId: msg.uploadId,
+      partNumber: msg.partNumber,
+      expect: { size: range.end - range.start + 1 },
+      ...(body.value === null ? { body: new Uint8Array(0) } : {}),
+      ...request,
+    },
+    body.value ?? undefined,
+  )
+  return written as Result<PartInfo>
+}
+
+/** The bytes to write: a stream from the source's holder, or none for an empty range. */
+async function bodyOf(
+  ctx: Context,
+  source: Source,
+  found: FoundSource,
+  range: { start: number; end: number },
+  request: { requestId: string; deadlineMs: number },
+): Promise<Result<ByteSource | null>> {
+  if (range.end < range.start) return ok(null)
+  const read = await sourceBytes(ctx, source, found, range, request)
+  return read.ok ? ok(read.value.source) : read
+}
+
+/** The source's checksums that describe its whole bytes, kept and verified by the copy. */
+function wholeChecksums(found: GetResult): { checksums?: GetResult['info']['checksums'] } {
+  const { checksums, checksumType } = found.info
+  if (checksumType === 'COMPOSITE' || Object.keys(checksums).length === 0) return {}
+  return { checksums }
+}

@@ -1,0 +1,131 @@
+/** @module One body, several replicas: the client's bytes are read once and each chunk goes to
+ * every replica's sink (copied for all but the last, whose write takes the buffer). Each sink has
+ * its own queue, so the pace is set by the `need`-th fastest replica (the write quorum), not the
+ * slowest: a replica that falls more than LAG_BYTES_MAX behind is cut off (its write fails, and
+ * the quorum goes on without it). The queues are bounded by that same lag. */
+import type { ByteSink, ByteSource } from '../../protocol/actor.js'
+import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
+
+/** How far a replica may fall behind the quorum's pace before it is cut off (CLUSTER.md 5). */
+export const LAG_BYTES_MAX = 4 * 2 ** 20
+/** Queued bytes at or below which a replica counts as keeping pace. */
+const PACE_BYTES = 256 * 2 ** 10
+
+class Lane {
+  private readonly queue: Uint8Array[] = []
+  queuedBytes = 0
+  failed: { code: ErrorCode; detail: string } | null = null
+  private pumping: Promise<void> | null = null
+  private wake: (() => void) | null = null
+  private ending: { trailers: Record<string, string>; md5: string | undefined } | null = null
+
+  constructor(readonly sink: ByteSink) {}
+
+  push(chunk: Uint8Array): void {
+    if (this.failed !== null) return
+    this.queue.push(chunk)
+    this.queuedBytes += chunk.byteLength
+    this.pumping ??= this.pump()
+  }
+
+  end(trailers: Record<string, string>, md5: string | undefined): void {
+    this.ending = { trailers, md5 }
+    this.pumping ??= this.pump()
+  }
+
+  cut(code: ErrorCode, detail: string): void {
+    if (this.failed !== null) return
+    this.failed = { code, detail }
+    this.queue.length = 0
+    this.queuedBytes = 0
+    this.sink.abort(code, detail)
+    this.notify()
+  }
+
+  /** Resolves at the next change of this lane's queue. */
+  changed(): Promise<void> {
+    return new Promise((resolve) => (this.wake = resolve))
+  }
+
+  private notify(): void {
+    const wake = this.wake
+    this.wake = null
+    wake?.()
+  }
+
+  private async pump(): Promise<void> {
+    for (;;) {
+      const chunk = this.queue.shift()
+      if (chunk === undefined) {
+        if (this.ending !== null && this.failed === null) {
+          this.sink.end(this.ending.trailers, this.ending.md5)
+        }
+        this.pumping = null
+        return
+      }
+      try {
+        const size = chunk.byteLength
+        await this.sink.write(chunk)
+        this.queuedBytes -= size
+        this.notify()
+      } catch (error) {
+        const code = error instanceof ServiceError ? error.code : 'unavailable'
+        this.cut(code, `replica stopped reading: ${String(error)}`)
+        this.pumping = null
+        return
+      }
+    }
+  }
+}
+
+/** Copies `source` to every sink until its end, then ends each with the source's trailers and
+ * MD5. Fails (aborting every sink) when fewer than `need` sinks are left, or the source fails. */
+export async function fanOut(
+  source: ByteSource,
+  sinks: readonly ByteSink[],
+  need: number,
+): Promise<Result<null>> {
+  const lanes = sinks.map((sink) => new Lane(sink))
+  const live = (): Lane[] => lanes.filter((lane) => lane.failed === null)
+  try {
+    for (;;) {
+      const chunk = await source.next()
+      if (chunk === null) break
+      const current = live()
+      current.forEach((lane, i) => lane.push(i === current.length - 1 ? chunk : chunk.slice()))
+      for (;;) {
+        const paced = live().filter((lane) => lane.queuedBytes <= PACE_BYTES)
+        if (live().length < need) return abortAll(lanes, source, 'too few replicas took the body')
+        if (paced.length >= need) break
+        await Promise.race(live().map((lane) => lane.changed()))
+      }
+      for (const lane of live()) {
+        if (lane.queuedBytes > LAG_BYTES_MAX) lane.cut('timeout', 'replica fell too far behind')
+      }
+    }
+  } catch (error) {
+    const code = error instanceof ServiceError ? error.code : 'incomplete_body'
+    for (const lane of lanes) lane.cut(code, `the body failed: ${String(error)}`)
+    return fail(code, `the body failed: ${String(error)}`)
+  }
+  const trailers = source.trailers()
+  const md5 = source.md5()
+  for (const lane of live()) lane.end(trailers, md5)
+  return live().length >= need ? ok(null) : fail('unavailable', 'too few replicas took the body')
+}
+
+function abortAll(lanes: readonly Lane[], source: ByteSource, detail: string): Result<null> {
+  for (const lane of lanes) lane.cut('unavailable', detail)
+  source.cancel('unavailable', detail)
+  return fail('unavailable', detail)
+}
+
+/** Sends an inline body to every sink as one chunk, then ends each. */
+export async function sendInline(body: Uint8Array, sinks: readonly ByteSink[]): Promise<void> {
+  await Promise.allSettled(
+    sinks.map(async (sink) => {
+      if (body.byteLength > 0) await sink.write(body.slice())
+      sink.end({})
+    }),
+  )
+}

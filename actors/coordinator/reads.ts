@@ -1,0 +1,148 @@
+/** @module Quorum reads (CLUSTER.md section 5): a stamped head goes to R of the key's replicas (the
+ * local store first); the answer with the newest key stamp wins, whether an object, a delete
+ * marker or nothing (a tombstone), so a deleted key reads as deleted even from a replica that
+ * missed the delete. The bytes come from the winner: this node's store when it holds the winning
+ * change, else another node streamed through here. Replicas that answered an older key stamp are
+ * repaired in the background (repair.ts). */
+import type { Context } from '../../protocol/actor.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type { AbsentResult, GetResult, MarkerResult, ObjectMsg } from '../../protocol/messages.js'
+import type { ClusterState } from './cluster-state.js'
+import { gather, quorumFailure, unreachable } from './quorum.js'
+import { askReplica, readFromReplica } from './replica-calls.js'
+import { repairStale } from './repair.js'
+import { replicasOf, type Replica } from './replicas.js'
+
+export type GetMsg = Extract<ObjectMsg, { kind: 'object.get' }>
+export type StampedAnswer = GetResult | MarkerResult | AbsentResult
+
+export interface ReplicaAnswer {
+  replica: Replica
+  answer: StampedAnswer
+}
+
+export interface QuorumRead {
+  winner: ReplicaAnswer
+  answers: ReplicaAnswer[]
+}
+
+function keyStampOf(answer: StampedAnswer): string {
+  return answer.keyStamp ?? ''
+}
+
+/** Asks R replicas for the key's state; the newest wins (ties go to the local store). */
+export async function readQuorum(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: GetMsg,
+  replicas: readonly Replica[],
+): Promise<Result<QuorumRead>> {
+  const need = cluster.settings.readQuorum
+  if (replicas.length < need) return unreachable('read', replicas.length, need)
+  const { stream: _stream, ...head } = msg
+  const asked = replicas.map((replica) => {
+    const inline = replica.local && msg.inline === true ? { inline: true as const } : {}
+    const { inline: _inline, ...rest } = head
+    return askReplica<StampedAnswer>(ctx, replica, { ...rest, ...inline, stamped: true })
+  })
+  const gathered = await gather(asked, need)
+  if (gathered.oks.length < need) return quorumFailure('read', gathered, need)
+  const answers = gathered.oks.map(({ index, value }) => ({
+    replica: replicas[index] as Replica,
+    answer: value,
+  }))
+  let winner = answers[0] as ReplicaAnswer
+  for (const candidate of answers) {
+    const newer = keyStampOf(candidate.answer) > keyStampOf(winner.answer)
+    const tieLocal =
+      keyStampOf(candidate.answer) === keyStampOf(winner.answer) && candidate.replica.local
+    if (newer || tieLocal) winner = candidate
+  }
+  cluster.counters.quorumReads++
+  return ok({ winner, answers })
+}
+
+/** The client's answer for a winner: an object, a marker, or no such key or version. */
+export function clientAnswer(msg: GetMsg, answer: StampedAnswer): Result<GetResult | MarkerResult> {
+  if ('absent' in answer) {
+    if (msg.versionId !== undefined) {
+      return fail('no_such_version', `no version ${msg.versionId} of ${msg.key}`)
+    }
+    return fail('no_such_key', `no key ${msg.key} in ${msg.bucket}`)
+  }
+  const { keyStamp: _keyStamp, ...rest } = answer
+  return ok(rest)
+}
+
+/** object.get in cluster mode. */
+export async function getObject(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: GetMsg,
+): Promise<Result<GetResult | MarkerResult>> {
+  const set = await replicasOf(cluster, ctx, msg, msg.deadlineMs)
+  if (!set.ok) return cancelStream(ctx, msg, set)
+  const read = await readQuorum(cluster, ctx, msg, set.value.reachable)
+  if (!read.ok) return cancelStream(ctx, msg, read)
+  const { winner, answers } = read.value
+  repairStale(cluster, ctx, msg, winner, answers)
+  const answer = clientAnswer(msg, winner.answer)
+  if (!answer.ok || 'marker' in answer.value || msg.stream === undefined) {
+    return cancelStream(ctx, msg, answer)
+  }
+  if (winner.replica.local) {
+    // This node's store holds the newest change: it answers and streams as on a single node.
+    return ctx.call<GetResult | MarkerResult>('replica-store', msg)
+  }
+  const { body: _body, ...head } = answer.value
+  const pinned = pinnedRead(msg, winner)
+  void relayBody(ctx, msg, winner, pinned)
+  return ok(head)
+}
+
+/** The read of the winner's bytes names what the head answered: its version when it has one, and
+ * its key stamp, checked when the bytes come (a change in between fails the stream). */
+function pinnedRead(msg: GetMsg, winner: ReplicaAnswer): GetMsg {
+  const { stream: _stream, inline: _inline, ...rest } = msg
+  const answer = winner.answer as GetResult
+  const versionId = answer.info.versionId
+  return { ...rest, ...(versionId === undefined ? {} : { versionId }), stamped: true }
+}
+
+/** Streams the bytes the ingress asks for from the winning replica to the ingress's stream. */
+async function relayBody(
+  ctx: Context,
+  msg: GetMsg,
+  winner: ReplicaAnswer,
+  pinned: GetMsg,
+): Promise<void> {
+  const sink = ctx.sink(msg.stream as object, msg.deadlineMs)
+  const range = await sink.demand().catch(() => null)
+  if (range === null) return
+  const { answer, source } = readFromReplica<StampedAnswer>(ctx, winner.replica, pinned, range)
+  const head = await answer
+  if (!head.ok || 'absent' in head.value || head.value.keyStamp !== winner.answer.keyStamp) {
+    const detail = head.ok ? 'the object changed while it was read' : head.detail
+    source.cancel('unavailable', detail)
+    sink.abort('unavailable', detail)
+    return
+  }
+  try {
+    for (;;) {
+      const chunk = await source.next()
+      if (chunk === null) break
+      await sink.write(chunk)
+    }
+    sink.end()
+  } catch (error) {
+    const detail = `relaying a replica's bytes failed: ${String(error)}`
+    source.cancel('unavailable', detail)
+    sink.abort('unavailable', detail)
+  }
+}
+
+/** A GET answered without this node's bytes: the ingress's stream gets none. */
+function cancelStream<T>(ctx: Context, msg: GetMsg, result: Result<T>): Result<T> {
+  if (msg.stream !== undefined) ctx.sink(msg.stream, msg.deadlineMs).abort('unavailable', 'no body')
+  return result
+}

@@ -1,0 +1,76 @@
+/** @module One request to one replica: to this node's store as a message, to another node's store
+ * over `ctx.peers` (Replica.Op without a body, Replica.Write with one, Replica.Read for one). The
+ * message is the store's own (ObjectMsg), so a remote replica runs exactly what the local one
+ * does. Every call is bounded by the request's deadline. */
+import type { ByteSink, ByteSource, Context } from '../../protocol/actor.js'
+import type { BodyRange } from '../../protocol/cluster.js'
+import type { Result } from '../../protocol/errors.js'
+import type { ObjectMsg, SystemMsg } from '../../protocol/messages.js'
+import type { Replica } from './replicas.js'
+
+/** A message for a replica: an object request without its inline body or stream, or the store's
+ * figures. */
+export type ReplicaMsg = ObjectMsg | Extract<SystemMsg, { kind: 'system.stats' }>
+
+/** Sends `msg` (no body, no stream) and waits for the replica's answer. */
+export function askReplica<T>(ctx: Context, replica: Replica, msg: ReplicaMsg): Promise<Result<T>> {
+  if (replica.local) return ctx.call<T>('replica-store', msg)
+  return ctx.peers.call<T>(replica.target, 'Replica.Op', { msg }, msg.deadlineMs)
+}
+
+/** A write whose body the caller sends on `sink`: the replica's answer comes once it committed
+ * (or refused) what the sink carried. */
+export interface ReplicaWrite<T> {
+  replica: Replica
+  sink: ByteSink
+  answer: Promise<Result<T>>
+}
+
+/** Starts a write of a body (object.put, upload.part): the message goes now, the bytes follow on
+ * the returned sink. */
+export function writeToReplica<T>(
+  ctx: Context,
+  replica: Replica,
+  msg: Extract<ObjectMsg, { kind: 'object.put' | 'upload.part' }>,
+): ReplicaWrite<T> {
+  const [mine, theirs] = ctx.openStream()
+  const { body: _inline, stream: _stream, ...head } = msg
+  const answer = replica.local
+    ? ctx.call<T>('replica-store', { ...head, stream: theirs })
+    : ctx.peers.callWithBody<T>(
+        replica.target,
+        'Replica.Write',
+        { msg: head },
+        theirs,
+        msg.deadlineMs,
+      )
+  return { replica, sink: ctx.sink(mine, msg.deadlineMs), answer }
+}
+
+/** Reads a version's bytes `range` from a replica: its answer (the head) first, then the bytes on
+ * the returned source. */
+export function readFromReplica<T>(
+  ctx: Context,
+  replica: Replica,
+  msg: Extract<ObjectMsg, { kind: 'object.get' }>,
+  range: BodyRange,
+): { answer: Promise<Result<T>>; source: ByteSource } {
+  const [mine, theirs] = ctx.openStream()
+  const { stream: _stream, inline: _inline, ...head } = msg
+  let answer: Promise<Result<T>>
+  if (replica.local) {
+    answer = ctx.call<T>('replica-store', { ...head, stream: theirs })
+  } else {
+    answer = ctx.peers.callForBody<T>(
+      replica.target,
+      'Replica.Read',
+      { msg: head, range } as object & { range: BodyRange },
+      theirs,
+      msg.deadlineMs,
+    )
+  }
+  const source = ctx.source(mine, msg.deadlineMs)
+  // A local store streams once asked; a remote one was asked with the call.
+  if (replica.local) source.request(range.start, range.end)
+  return { answer, source }
+}

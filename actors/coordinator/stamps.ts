@@ -1,0 +1,49 @@
+/** @module Stamping a change of a key (CLUSTER.md section 5, with the read before the write): the
+ * stamp is above every stamp a read quorum of the key's replicas holds. A write acknowledged by W
+ * replicas is held by at least one of any R replicas (W + R > RF), so every change that starts
+ * after an acknowledgement is stamped above it, whatever the skew between coordinators' clocks:
+ * acknowledged changes of a key keep their order on every replica. */
+import type { Context } from '../../protocol/actor.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import { compareHlc, hlcString, parseHlc } from '../../protocol/hlc.js'
+import type { ClusterState } from './cluster-state.js'
+import { gather, quorumFailure } from './quorum.js'
+import { askReplica } from './replica-calls.js'
+import type { Replica } from './replicas.js'
+
+/** A stamp above every stamp R of `replicas` hold for `keys` of `bucket`. */
+export async function stampAbove(
+  cluster: ClusterState,
+  ctx: Context,
+  replicas: readonly Replica[],
+  at: { bucket: string; keys: string[] },
+  deadlineMs: number,
+): Promise<Result<string>> {
+  const need = Math.min(cluster.settings.readQuorum, replicas.length)
+  const answers = replicas.map((replica) =>
+    askReplica<(string | null)[]>(ctx, replica, {
+      kind: 'object.stamps',
+      bucket: at.bucket,
+      keys: at.keys,
+      requestId: 'stamp',
+      deadlineMs,
+    }),
+  )
+  const gathered = await gather(answers, need)
+  if (gathered.oks.length < need) return quorumFailure('write', gathered, need)
+  for (const { value } of gathered.oks) {
+    for (const held of value) {
+      const stamp = held === null ? null : parseHlc(held)
+      if (stamp === null) continue
+      if (compareHlc(stamp, cluster.clock.current()) > 0 && !cluster.clock.observe(stamp)) {
+        return fail('unavailable', 'a replica holds a stamp more than 60 s ahead of this clock')
+      }
+    }
+  }
+  return ok(hlcString(cluster.clock.tick()))
+}
+
+/** A fresh stamp, for changes that no earlier change of the key can race (a new upload). */
+export function freshStamp(cluster: ClusterState): string {
+  return hlcString(cluster.clock.tick())
+}

@@ -1,0 +1,257 @@
+/** @module Quorum writes (CLUSTER.md section 5): every change of an object key goes to all of its
+ * reachable replicas at once, stamped (stamps.ts), and is answered once W of them acknowledged it
+ * durably. Fewer reachable replicas than W: 503 at once, before the body is read. A body is read
+ * once and fanned out (fan-out.ts). A replica that misses the write (down, cut off, too slow)
+ * keeps the older state until repair brings it the change. */
+import type { ByteSource, Context } from '../../protocol/actor.js'
+import { evaluateWriteConditions, type WriteConditions } from '../../protocol/conditions.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type {
+  DeleteManyResult,
+  DeletedEntry,
+  ObjectMsg,
+  PartInfo,
+  PutResult,
+} from '../../protocol/messages.js'
+import { partitionOf } from '../../protocol/placement.js'
+import type { ClusterState } from './cluster-state.js'
+import { fanOut, sendInline } from './fan-out.js'
+import { gather, quorumFailure, unreachable } from './quorum.js'
+import { readQuorum } from './reads.js'
+import { askReplica, writeToReplica, type ReplicaMsg } from './replica-calls.js'
+import { poolLayout, replicasOf, type Replica } from './replicas.js'
+import { freshStamp, stampAbove } from './stamps.js'
+
+type BodyMsg = Extract<ObjectMsg, { kind: 'object.put' | 'upload.part' }>
+
+/** Drops the replica's own remark that it held a newer change: the client's answer is the
+ * write's, whichever replica answered first. */
+function firstAnswer<T>(oks: { value: T }[]): T {
+  const applied = oks.find(({ value }) => !(value as { stale?: true }).stale) ?? oks[0]
+  const { stale: _stale, ...answer } = (applied as { value: T & { stale?: true } }).value
+  return answer as T
+}
+
+async function writeQuorumOf<T>(
+  cluster: ClusterState,
+  answers: Promise<Result<T>>[],
+): Promise<Result<T>> {
+  const need = cluster.settings.writeQuorum
+  const gathered = await gather(answers, need)
+  if (gathered.oks.length < need) return quorumFailure('write', gathered, need)
+  cluster.counters.quorumWrites++
+  return ok(firstAnswer(gathered.oks))
+}
+
+/** The write's If-Match / If-None-Match, checked against what a read quorum holds. */
+async function checkConditions(
+  cluster: ClusterState,
+  ctx: Context,
+  at: { bucket: string; key: string; deadlineMs: number; requestId: string },
+  replicas: readonly Replica[],
+  conditions: WriteConditions,
+): Promise<Result<null>> {
+  const read = await readQuorum(
+    cluster,
+    ctx,
+    { kind: 'object.get', bucket: at.bucket, key: at.key, ...ids(at) },
+    replicas,
+  )
+  if (!read.ok) return read
+  const winner = read.value.winner.answer
+  const current = 'info' in winner ? winner.info : undefined
+  const refused = evaluateWriteConditions(current, conditions)
+  return refused === null ? ok(null) : fail(refused, 'the write condition failed')
+}
+
+function ids(msg: { requestId: string; deadlineMs: number }) {
+  return { requestId: msg.requestId, deadlineMs: msg.deadlineMs }
+}
+
+/** object.put and upload.part: the body to every reachable replica of the key. The body is the
+ * message's own (inline or its stream), or `bodySource` (a copy's source bytes). */
+export async function writeBody(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: BodyMsg,
+  bodySource?: ByteSource,
+): Promise<Result<PutResult | PartInfo>> {
+  const source =
+    bodySource ?? (msg.stream === undefined ? null : ctx.source(msg.stream, msg.deadlineMs))
+  const refuse = <T>(result: Result<T>): Result<T> => {
+    if (!result.ok) source?.cancel(result.code, result.detail)
+    return result
+  }
+  const set = await replicasOf(cluster, ctx, msg, msg.deadlineMs)
+  if (!set.ok) return refuse(set)
+  const { reachable } = set.value
+  const need = cluster.settings.writeQuorum
+  if (reachable.length < need) return refuse(unreachable('write', reachable.length, need))
+  const conditions = msg.kind === 'object.put' ? msg.conditions : undefined
+  if (conditions !== undefined) {
+    const checked = await checkConditions(cluster, ctx, msg, reachable, conditions)
+    if (!checked.ok) return refuse(checked)
+  }
+  // A part is named by its upload: no earlier change of the key orders it.
+  const stamp =
+    msg.kind === 'upload.part'
+      ? ok(freshStamp(cluster))
+      : await stampAbove(
+          cluster,
+          ctx,
+          reachable,
+          { bucket: msg.bucket, keys: [msg.key] },
+          msg.deadlineMs,
+        )
+  if (!stamp.ok) return refuse(stamp)
+  const { conditions: _conditions, ...unconditional } = msg as BodyMsg & {
+    conditions?: WriteConditions
+  }
+  const stamped = { ...unconditional, stamp: stamp.value } as BodyMsg
+  const writes = reachable.map((replica) =>
+    writeToReplica<PutResult | PartInfo>(ctx, replica, stamped),
+  )
+  const sinks = writes.map((write) => write.sink)
+  if (source !== null) {
+    const sent = await fanOut(source, sinks, need)
+    if (!sent.ok) {
+      const gathered = await gather(
+        writes.map((write) => write.answer),
+        need,
+      )
+      return gathered.oks.length >= need ? ok(firstAnswer(gathered.oks)) : sent
+    }
+  } else {
+    await sendInline(msg.body ?? new Uint8Array(0), sinks)
+  }
+  return writeQuorumOf(
+    cluster,
+    writes.map((write) => write.answer),
+  )
+}
+
+type KeyChangeMsg = Extract<
+  ObjectMsg,
+  {
+    kind:
+      'object.delete' | 'object.tagging.put' | 'upload.complete' | 'upload.abort' | 'upload.create'
+  }
+>
+
+/** A change without a body to every reachable replica of the key. Deletions and completions are
+ * stamped above the key's newest change; a new upload or an abort needs no order. */
+export async function changeKey<T>(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: KeyChangeMsg,
+): Promise<Result<T>> {
+  const set = await replicasOf(cluster, ctx, msg, msg.deadlineMs)
+  if (!set.ok) return set
+  const { reachable } = set.value
+  const need = cluster.settings.writeQuorum
+  if (reachable.length < need) return unreachable('write', reachable.length, need)
+  if (msg.kind === 'upload.complete' && msg.conditions !== undefined) {
+    const checked = await checkConditions(cluster, ctx, msg, reachable, msg.conditions)
+    if (!checked.ok) return checked
+  }
+  const ordered = msg.kind !== 'upload.create' && msg.kind !== 'upload.abort'
+  const stamp = ordered
+    ? await stampAbove(
+        cluster,
+        ctx,
+        reachable,
+        { bucket: msg.bucket, keys: [msg.key] },
+        msg.deadlineMs,
+      )
+    : ok(freshStamp(cluster))
+  if (!stamp.ok) return stamp
+  let stamped: ReplicaMsg = { ...msg, stamp: stamp.value }
+  if (msg.kind === 'upload.create') {
+    stamped = { ...msg, stamp: stamp.value, uploadId: uploadIdOf(ctx, stamp.value) }
+  }
+  if (msg.kind === 'upload.complete') {
+    const { conditions: _conditions, ...rest } = msg
+    stamped = { ...rest, stamp: stamp.value }
+  }
+  return writeQuorumOf<T>(
+    cluster,
+    reachable.map((replica) => askReplica<T>(ctx, replica, stamped)),
+  )
+}
+
+/** An upload id equal on every replica: the stamp (its time first, so one key's uploads list in
+ * the order they began) and random bits. */
+function uploadIdOf(ctx: Context, stamp: string): string {
+  return stamp + Buffer.from(ctx.randomBytes(4)).toString('hex')
+}
+
+/** DeleteObjects: the keys grouped by partition, each group stamped and sent to its replicas. */
+export async function deleteMany(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: Extract<ObjectMsg, { kind: 'object.delete-many' }>,
+): Promise<Result<DeleteManyResult>> {
+  const layout = await poolLayout(cluster, ctx, msg.bucket, msg.deadlineMs)
+  if (!layout.ok) return layout
+  const groups = new Map<number, typeof msg.objects>()
+  for (const object of msg.objects) {
+    const p = partitionOf(msg.bucket, object.key)
+    const group = groups.get(p) ?? []
+    group.push(object)
+    groups.set(p, group)
+  }
+  const results = await Promise.all(
+    [...groups].map(async ([p, objects]) => {
+      const all = layout.value.table[p] as string[]
+      const reachable = layout.value.reachable.filter((replica) => all.includes(replica.id))
+      return deleteGroup(cluster, ctx, msg, objects, reachable)
+    }),
+  )
+  const merged: DeleteManyResult = { deleted: [], errors: [] }
+  for (const result of results) {
+    merged.deleted.push(...result.deleted)
+    merged.errors.push(...result.errors)
+  }
+  // The answer lists keys in the request's order, as a single store does.
+  const order = new Map(msg.objects.map((object, index) => [object.key, index]))
+  const rank = (entry: { key: string }): number => order.get(entry.key) ?? 0
+  merged.deleted.sort((a: DeletedEntry, b: DeletedEntry) => rank(a) - rank(b))
+  merged.errors.sort((a, b) => rank(a) - rank(b))
+  return ok(merged)
+}
+
+async function deleteGroup(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: Extract<ObjectMsg, { kind: 'object.delete-many' }>,
+  objects: typeof msg.objects,
+  reachable: readonly Replica[],
+): Promise<DeleteManyResult> {
+  const failed = (code: string, message: string): DeleteManyResult => ({
+    deleted: [],
+    errors: objects.map((object) => ({ key: object.key, code, message })),
+  })
+  const need = cluster.settings.writeQuorum
+  if (reachable.length < need) {
+    return failed(
+      'ServiceUnavailable',
+      `write quorum ${reachable.length}/${need}: too few replicas`,
+    )
+  }
+  const keys = objects.map((object) => object.key)
+  const stamp = await stampAbove(
+    cluster,
+    ctx,
+    reachable,
+    { bucket: msg.bucket, keys },
+    msg.deadlineMs,
+  )
+  if (!stamp.ok) return failed('ServiceUnavailable', stamp.detail)
+  const result = await writeQuorumOf<DeleteManyResult>(
+    cluster,
+    reachable.map((replica) =>
+      askReplica<DeleteManyResult>(ctx, replica, { ...msg, objects, stamp: stamp.value }),
+    ),
+  )
+  return result.ok ? result.value : failed('ServiceUnavailable', result.detail)
+}
