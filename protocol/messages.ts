@@ -125,6 +125,8 @@ export interface MarkerResult {
 export interface DeleteResult {
   versionId?: string
   deleteMarker: boolean
+  /** Cluster mode: as PutResult.stale (the marker was kept as an older version, or dropped). */
+  stale?: true
 }
 
 export interface DeletedEntry extends DeleteResult {

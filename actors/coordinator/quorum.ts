@@ -40,6 +40,52 @@ export function gather<T>(answers: readonly Promise<Result<T>>[], need: number) 
   })
 }
 
+/** Asks replicas in order until `need` answered ok: `need` at once, and one more for each that
+ * fails, so a healthy quorum costs exactly `need` requests (the local store first, as replicas
+ * are ordered) and a failed replica is replaced by the next. */
+export function askInTurn<R, T>(
+  replicas: readonly R[],
+  need: number,
+  ask: (replica: R) => Promise<Result<T>>,
+): Promise<Gathered<T> & { asked: R[] }> {
+  return new Promise((resolve) => {
+    const gathered: Gathered<T> & { asked: R[] } = { oks: [], failures: [], asked: [] }
+    let pending = 0
+    const finish = (): void => {
+      if (gathered.oks.length >= need || (pending === 0 && next >= replicas.length)) {
+        resolve(gathered)
+      }
+    }
+    let next = 0
+    const start = (): void => {
+      const replica = replicas[next]
+      if (replica === undefined) return
+      const index = next++
+      gathered.asked.push(replica)
+      pending++
+      ask(replica).then(
+        (result) => {
+          pending--
+          if (result.ok) gathered.oks.push({ index, value: result.value })
+          else {
+            gathered.failures.push({ index, code: result.code, detail: result.detail })
+            start()
+          }
+          finish()
+        },
+        (error: unknown) => {
+          pending--
+          gathered.failures.push({ index, code: 'internal', detail: String(error) })
+          start()
+          finish()
+        },
+      )
+    }
+    for (let i = 0; i < need; i++) start()
+    finish()
+  })
+}
+
 /** Failures that say a replica could not be reached or could not take the request now: the next
  * attempt may succeed. Any other failure is the replica's answer to the request itself. */
 const TRANSIENT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([

@@ -8,7 +8,7 @@ import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { AbsentResult, GetResult, MarkerResult, ObjectMsg } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
-import { gather, quorumFailure, unreachable } from './quorum.js'
+import { askInTurn, quorumFailure, unreachable } from './quorum.js'
 import { askReplica, readFromReplica } from './replica-calls.js'
 import { repairStale } from './repair.js'
 import { replicasOf, type Replica } from './replicas.js'
@@ -39,13 +39,12 @@ export async function readQuorum(
 ): Promise<Result<QuorumRead>> {
   const need = cluster.settings.readQuorum
   if (replicas.length < need) return unreachable('read', replicas.length, need)
-  const { stream: _stream, ...head } = msg
-  const asked = replicas.map((replica) => {
+  const { stream: _stream, inline: _inline, ...head } = msg
+  const gathered = await askInTurn(replicas, need, (replica) => {
+    // Only the local store sends a small body with its answer: a remote one is streamed.
     const inline = replica.local && msg.inline === true ? { inline: true as const } : {}
-    const { inline: _inline, ...rest } = head
-    return askReplica<StampedAnswer>(ctx, replica, { ...rest, ...inline, stamped: true })
+    return askReplica<StampedAnswer>(ctx, replica, { ...head, ...inline, stamped: true })
   })
-  const gathered = await gather(asked, need)
   if (gathered.oks.length < need) return quorumFailure('read', gathered, need)
   const answers = gathered.oks.map(({ index, value }) => ({
     replica: replicas[index] as Replica,

@@ -7,7 +7,7 @@ import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { compareHlc, hlcString, parseHlc } from '../../protocol/hlc.js'
 import type { ClusterState } from './cluster-state.js'
-import { gather, quorumFailure } from './quorum.js'
+import { askInTurn, quorumFailure } from './quorum.js'
 import { askReplica } from './replica-calls.js'
 import type { Replica } from './replicas.js'
 
@@ -20,7 +20,7 @@ export async function stampAbove(
   deadlineMs: number,
 ): Promise<Result<string>> {
   const need = Math.min(cluster.settings.readQuorum, replicas.length)
-  const answers = replicas.map((replica) =>
+  const gathered = await askInTurn(replicas, need, (replica) =>
     askReplica<(string | null)[]>(ctx, replica, {
       kind: 'object.stamps',
       bucket: at.bucket,
@@ -29,7 +29,6 @@ export async function stampAbove(
       deadlineMs,
     }),
   )
-  const gathered = await gather(answers, need)
   if (gathered.oks.length < need) return quorumFailure('write', gathered, need)
   for (const { value } of gathered.oks) {
     for (const held of value) {

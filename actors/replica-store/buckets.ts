@@ -7,7 +7,8 @@
  * versions) is not empty; uploads in progress do not count, as in S3: deleting the bucket aborts
  * them. A forced delete empties the bucket in bounded batches (objects through delete-many's code
  * path, then uploads as aborts), then deletes the record in a batch prepared in the same step as
- * the scan that found the bucket empty. Name validation is the
+ * the scan that found the bucket empty. The tombstones of stamped changes (cluster mode) go with
+ * the objects, forced or not: they are not content. Name validation is the
  * HTTP layer's: here a name is any non-empty string without NUL (asserted by the key layout). */
 import assert from 'node:assert/strict'
 import type { Context, KvStore } from '../../protocol/actor.js'
@@ -20,6 +21,10 @@ import {
   BUCKET_END,
   BUCKET_PREFIX,
   bucketKey,
+  deletedVersionEnd,
+  deletedVersionPrefix,
+  keyStampEnd,
+  keyStampPrefix,
   splitUploadKey,
   splitVersionKey,
   uploadEnd,
@@ -98,7 +103,7 @@ export async function deleteBucket(
       await commitMutation(state, ctx, mutation)
       return ok(null)
     }
-    if (msg.force !== true && content.kind !== 'uploads') {
+    if (msg.force !== true && content.kind !== 'uploads' && content.kind !== 'tombstones') {
       return fail('bucket_not_empty', `bucket ${name} is not empty`)
     }
     if (msg.deadlineMs <= ctx.now()) {
@@ -113,11 +118,13 @@ export async function deleteBucket(
 }
 
 /** What keeps a bucket from being empty, a batch of one kind at a time: current objects, then
- * other versions and delete markers, then multipart uploads; null when there is nothing. */
+ * other versions and delete markers, then multipart uploads, then the tombstones of stamped changes
+ * (cluster mode: key stamps and versions deleted by id); null when there is nothing. */
 type Content =
   | { kind: 'objects'; keys: string[] }
   | { kind: 'versions'; versions: { key: string; token: string }[] }
   | { kind: 'uploads'; uploads: { key: string; uploadId: string }[] }
+  | { kind: 'tombstones'; keys: string[] }
 
 function firstContent(kv: KvStore, bucket: string, batchObjects: number): Content | null {
   const keys = firstKeys(kv, bucket, batchObjects)
@@ -128,7 +135,15 @@ function firstContent(kv: KvStore, bucket: string, batchObjects: number): Conten
     .map(([storedKey]) => splitVersionKey(storedKey.slice(base.length)))
   if (versions.length > 0) return { kind: 'versions', versions }
   const uploads = firstUploads(kv, bucket, FORCE_DELETE_BATCH_UPLOADS)
-  return uploads.length > 0 ? { kind: 'uploads', uploads } : null
+  if (uploads.length > 0) return { kind: 'uploads', uploads }
+  for (const [from, to] of [
+    [keyStampPrefix(bucket), keyStampEnd(bucket)],
+    [deletedVersionPrefix(bucket), deletedVersionEnd(bucket)],
+  ] as const) {
+    const rows = kv.scan({ gte: from, lt: to, limit: FORCE_DELETE_BATCH_OBJECTS })
+    if (rows.length > 0) return { kind: 'tombstones', keys: rows.map(([storedKey]) => storedKey) }
+  }
+  return null
 }
 
 /** Removes one batch for good, with no delete markers and no versions made current. */
@@ -146,6 +161,9 @@ function removeContent(ctx: Context, mutation: Mutation, bucket: string, content
         assert(upload.ok, 'an upload record just scanned is gone')
         removeUpload(mutation, ctx, { bucket, ...at }, upload.value)
       }
+      return
+    case 'tombstones':
+      for (const storedKey of content.keys) mutation.del(storedKey)
       return
     default:
       unreachable(content)

@@ -23,7 +23,7 @@ import type { ChecksumAlgorithm, Checksums, ChecksumType } from '../../protocol/
 import { completedPartsDigest, recordCompletion, retriedCompletion } from './completed-uploads.js'
 import { expiryKey, uploadKey } from './keys.js'
 import { Mutation } from './mutation.js'
-import { NO_ROOM } from './put.js'
+import { NO_ROOM, stampedResult } from './put.js'
 import {
   withTags,
   type ObjectRecord,
@@ -32,7 +32,8 @@ import {
   type UploadRecord,
 } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
-import { findUpload, partNumbers } from './uploads.js'
+import { placeStamped, stampedChange, writeStamped } from './stamps.js'
+import { findUpload, forgetOpenUpload, partNumbers } from './uploads.js'
 import { writeCurrent } from './versions.js'
 import { checkWriteConditions } from './write-conditions.js'
 
@@ -71,12 +72,18 @@ export async function completeUpload(
   for (const partNumber of partNumbers(ctx, msg.uploadId)) {
     if (!listed.has(partNumber)) mutation.deletePart(msg.bucket, msg.uploadId, partNumber)
   }
+  // A stamped complete that its stamp places nowhere (stamps.ts) frees the parts instead.
+  const change = msg.stamp === undefined ? null : stampedChange(msg.stamp)
+  const placement = change === null ? null : placeStamped(mutation, msg, change)
   const blobs: PartRef[] = []
   const md5s: Buffer[] = []
   let size = 0
   const algorithm = upload.value.checksum?.algorithm
   for (const { partNumber } of wanted.value) {
-    const part = mutation.releasePart(msg.bucket, msg.uploadId, partNumber)
+    const part =
+      placement?.where === 'nowhere'
+        ? freePart(mutation, msg, partNumber)
+        : mutation.releasePart(msg.bucket, msg.uploadId, partNumber)
     const value = algorithm === undefined ? undefined : part.checksums[algorithm]
     const checksums = value === undefined ? {} : { checksums: { [algorithm as string]: value } }
     blobs.push({ sha256: part.sha256, size: part.size, ...checksums })
@@ -95,20 +102,41 @@ export async function completeUpload(
     ...withTags(upload.value.tags),
   }
   if (checksum.value !== null) record.checksumType = checksum.value.type
-  // The parts' references now belong to the object: writing it adds none of its own.
-  const versionId = writeCurrent(state, ctx, mutation, msg, record)
   mutation.del(uploadKey(msg.bucket, msg.key, msg.uploadId))
   mutation.del(expiryKey(upload.value.initiatedMs, msg.uploadId))
-  const result: PutResult = {
-    etag: record.etag,
-    lastModifiedMs: record.lastModifiedMs,
-    checksums: record.checksums,
+  forgetOpenUpload(mutation, msg.uploadId)
+  let result: PutResult
+  if (change !== null && placement !== null) {
+    writeStamped(state, ctx, mutation, msg, record, change, placement)
+    result = stampedResult(record, change, placement)
+  } else {
+    // The parts' references now belong to the object: writing it adds none of its own.
+    const versionId = writeCurrent(state, ctx, mutation, msg, record)
+    result = {
+      etag: record.etag,
+      lastModifiedMs: record.lastModifiedMs,
+      checksums: record.checksums,
+    }
+    if (record.checksumType !== undefined) result.checksumType = record.checksumType
+    if (versionId !== undefined) result.versionId = versionId
   }
-  if (record.checksumType !== undefined) result.checksumType = record.checksumType
-  if (versionId !== undefined) result.versionId = versionId
-  recordCompletion(mutation, msg, partsDigest, result)
+  const { stale: _stale, ...kept } = result
+  recordCompletion(mutation, msg, partsDigest, kept)
   await commitMutation(state, ctx, mutation)
   return ok(result)
+}
+
+/** Removes a listed part with its reference (a stamped complete that writes nothing), and
+ * answers its record, from which the answer's ETag is made as if it had been written. */
+function freePart(
+  mutation: Mutation,
+  at: { bucket: string; uploadId: string },
+  partNumber: number,
+): PartRecord {
+  const part = mutation.part(at.uploadId, partNumber)
+  assert(part !== undefined, 'a listed part was checked')
+  mutation.deletePart(at.bucket, at.uploadId, partNumber)
+  return part
 }
 
 /** The list with each part number once, its last entry (S3 accepts a number listed again, with

@@ -8,16 +8,18 @@
  * waits) and each is opened when the range reaches it, so a GET holds one descriptor at a time; its
  * one possible inline part (only the last part may be under the 5 MiB minimum) is read before the
  * reply. With `partNumber` the reply says which bytes that part holds; with `withParts`, each
- * part's size and checksum (GetObjectAttributes). */
+ * part's size and checksum (GetObjectAttributes). A `stamped` GET (cluster mode) answers the key's
+ * stamp with every ok answer, and a key or version not held as `absent` rather than an error. */
 import assert from 'node:assert/strict'
 import type { BlobReader, ByteSink, Context, StreamHandle } from '../../protocol/actor.js'
 import { crc32Update } from '../../protocol/checksums.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
-import type { GetResult, MarkerResult, ObjectMsg } from '../../protocol/messages.js'
-import { blobKey, bucketKey, inlineKey, objectKey } from './keys.js'
+import type { AbsentResult, GetResult, MarkerResult, ObjectMsg } from '../../protocol/messages.js'
+import { blobKey, bucketKey, inlineKey, keyStampKey, objectKey } from './keys.js'
 import { Mutation } from './mutation.js'
 import { blobsOf, objectInfo, type BlobRecord, type BlobRef, type ObjectRecord } from './records.js'
+import { keyStampOf } from './stamps.js'
 import { GET_STREAMS_MAX, pin, unpin, type StoreState } from './store-state.js'
 import { findVersion } from './versions.js'
 
@@ -32,24 +34,33 @@ export async function getObject(
   state: StoreState,
   msg: GetMsg,
   ctx: Context,
-): Promise<Result<GetResult | MarkerResult>> {
+): Promise<Result<GetResult | MarkerResult | AbsentResult>> {
   for (let attempt = 0; attempt < OPEN_ATTEMPTS_MAX; attempt++) {
     const view = new Mutation(ctx.kv)
-    view.prefetch([bucketKey(msg.bucket), objectKey(msg.bucket, msg.key)])
+    const keys = [bucketKey(msg.bucket), objectKey(msg.bucket, msg.key)]
+    if (msg.stamped === true) keys.push(keyStampKey(msg.bucket, msg.key))
+    view.prefetch(keys)
     if (view.bucket(msg.bucket) === undefined) {
       return fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
     }
+    // Read in the same step as the version, so that the stamp is that of what is answered.
+    const stamped = msg.stamped === true ? { keyStamp: keyStampOf(view, msg) } : {}
     const found = findVersion(ctx, view, msg, msg.versionId)
-    if (!found.ok) return found
+    if (!found.ok) {
+      const absent = found.code === 'no_such_key' || found.code === 'no_such_version'
+      if (absent && msg.stamped === true)
+        return ok({ absent: true, keyStamp: stamped.keyStamp ?? null })
+      return found
+    }
     if (found.value.kind === 'marker') {
       const { versionId, lastModifiedMs, byId } = found.value
-      return ok({ marker: { versionId, lastModifiedMs, byId } })
+      return ok({ marker: { versionId, lastModifiedMs, byId }, ...stamped })
     }
     const { record, versioned } = found.value
     const info = objectInfo(msg.key, record, versioned)
     const part = msg.partNumber === undefined ? undefined : partRange(record, msg.partNumber)
     if (part === null) return fail('invalid_part_number', `no part ${msg.partNumber}`)
-    const head: GetResult = part === undefined ? { info } : { info, part }
+    const head: GetResult = part === undefined ? { info, ...stamped } : { info, part, ...stamped }
     if (msg.withParts === true && record.parts !== undefined) {
       head.parts = record.parts.map(({ size, checksums }) => ({ size, checksums: checksums ?? {} }))
     }
@@ -66,7 +77,8 @@ export async function getObject(
     if (blob === undefined) return fail('corrupt', `blob ${sha256} has no record`)
     if (blob.file === undefined) {
       const inline = inlineBody(ctx, view, info, sha256, blob)
-      return inline.ok && part !== undefined ? ok({ ...inline.value, part }) : inline
+      if (!inline.ok) return inline
+      return ok({ ...inline.value, ...(part === undefined ? {} : { part }), ...stamped })
     }
     if (msg.stream === undefined) return ok(head)
     if (state.streams.size >= GET_STREAMS_MAX) return fail('busy', 'too many GET streams open')

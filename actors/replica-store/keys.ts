@@ -22,11 +22,22 @@
  *   N\0<bucket>\0<key>  the token of the key's `null` version when it is under V\0
  *   S\0<catalog key>    cluster mode: the hybrid-clock stamp of the catalog key's last change
  *                       (B\0, R\0, T\0 and Y\0 keys); kept when the key is deleted (a tombstone)
+ *   Q\0<bucket>\0<key>  cluster mode: the stamp of the newest change of the key this store applied
+ *                       or refused as stale (puts, deletes, markers, deletes by id, tagging,
+ *                       completes): the key's tombstone once its object is gone; deleted with
+ *                       the bucket's objects
+ *   W\0<bucket>\0<key>\0<version token>  cluster mode: a version deleted by id (value: the
+ *                       delete's stamp), so that a late copy of it is never written again
+ *   A\0<upload id>      cluster mode: an aborted upload (bucket, key), so that its replicas can
+ *                       say it ended; expires with completed uploads' records (X\0, M\0)
+ *   I\0<upload id>      cluster mode: bucket and key of a stamped upload in progress, so that its
+ *                       state can be found by id alone
  *
  * Keys compare as UTF-8 bytes, which is the order S3 lists keys in. Bucket names never contain
  * `\0`, so `O\0<bucket>\0` is a prefix of exactly that bucket's objects; object keys are opaque and
  * may contain anything after it. */
 import assert from 'node:assert/strict'
+import { parseHlc } from '../../protocol/hlc.js'
 
 export const COUNTERS_KEY = 'C\0'
 export const BUCKET_PREFIX = 'B\0'
@@ -196,6 +207,79 @@ export function versionToken(micros: number, random: string): string {
   assert(Number.isSafeInteger(micros) && micros >= 0 && micros < VERSION_CLOCK_TOP)
   assert(/^[0-9a-f]{8}$/.test(random))
   return String(VERSION_CLOCK_TOP - micros).padStart(16, '0') + random
+}
+
+/** The highest logical counter of a stamp that becomes a version token: the counter takes the
+ * microseconds of the token's clock (the coordinator's clock caps it there). */
+export const STAMP_LOGICAL_MAX = 999
+const STAMP_NODE_TOP = 0xfffffffe
+
+/** A stamp a change may carry: an hlcString whose counter fits a version token's clock. */
+export function isStamp(text: string): boolean {
+  const hlc = parseHlc(text)
+  if (hlc === null || hlc.logical > STAMP_LOGICAL_MAX) return false
+  return Number.isSafeInteger(hlc.wallMs * 1000 + STAMP_LOGICAL_MAX)
+}
+
+/** The version token of a stamped change: its wall clock and counter as the microseconds, its node
+ * tag (inverted, so that a higher tag sorts newer) as the random part. Token order, newest first,
+ * is exactly stamp order, and every replica derives the same token. The top value ffffffff stays
+ * free for objects written before versioning (versions.ts). */
+export function stampToken(stamp: string): string {
+  const hlc = parseHlc(stamp)
+  assert(hlc !== null && isStamp(stamp), 'malformed stamp')
+  const tag = STAMP_NODE_TOP - Math.min(hlc.node, STAMP_NODE_TOP)
+  return versionToken(hlc.wallMs * 1000 + hlc.logical, tag.toString(16).padStart(8, '0'))
+}
+
+/** The wall clock of a stamp, in ms: the Last-Modified of what a stamped change writes. */
+export function stampWallMs(stamp: string): number {
+  const hlc = parseHlc(stamp)
+  assert(hlc !== null, 'malformed stamp')
+  return hlc.wallMs
+}
+
+export function keyStampKey(bucket: string, key: string): string {
+  checkBucket(bucket)
+  assert(key.length > 0, 'empty object key')
+  return `Q\0${bucket}\0${key}`
+}
+
+export function keyStampPrefix(bucket: string): string {
+  checkBucket(bucket)
+  return `Q\0${bucket}\0`
+}
+
+export function keyStampEnd(bucket: string): string {
+  checkBucket(bucket)
+  return `Q\0${bucket}\x01`
+}
+
+export function deletedVersionKey(bucket: string, key: string, token: string): string {
+  checkBucket(bucket)
+  assert(key.length > 0, 'empty object key')
+  assert(isVersionToken(token), 'malformed version token')
+  return `W\0${bucket}\0${key}\0${token}`
+}
+
+export function deletedVersionPrefix(bucket: string): string {
+  checkBucket(bucket)
+  return `W\0${bucket}\0`
+}
+
+export function deletedVersionEnd(bucket: string): string {
+  checkBucket(bucket)
+  return `W\0${bucket}\x01`
+}
+
+export function abortedUploadKey(uploadId: string): string {
+  assert(isUploadId(uploadId), 'malformed upload id')
+  return `A\0${uploadId}`
+}
+
+export function openUploadKey(uploadId: string): string {
+  assert(isUploadId(uploadId), 'malformed upload id')
+  return `I\0${uploadId}`
 }
 
 export function versionPrefix(bucket: string): string {

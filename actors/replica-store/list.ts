@@ -5,10 +5,12 @@
  * few rows at first and more while they find no common prefix, so folding does not read rows it
  * skips. Nothing returned is <= `after`; `truncated` is set only if another entry exists. With
  * `withContentType` (the admin listing) each summary also carries the object's Content-Type; the
- * S3 listing does not set it, and its summaries stay as they were. */
+ * S3 listing does not set it, and its summaries stay as they were. With `withStamps` (cluster mode)
+ * the page also carries each object's write stamp. */
 import assert from 'node:assert/strict'
 import type { Context, KvStore } from '../../protocol/actor.js'
 import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
+import { hlcString } from '../../protocol/hlc.js'
 import { compareUtf8 } from '../../protocol/key-order.js'
 import { LIST_KEYS_MAX } from '../../protocol/limits.js'
 import type { ObjectMsg } from '../../protocol/messages.js'
@@ -36,6 +38,7 @@ export function listObjects(msg: ListMsg, ctx: Context): Result<ListPage> {
     truncated: false,
     lastReturned: '',
   }
+  if (msg.withStamps === true) page.objects.stamps = []
   // S3 caps max-keys at 1000 and answers max-keys=0 with an empty page, IsTruncated false.
   const maxKeys = Math.min(msg.maxKeys, LIST_KEYS_MAX)
   if (maxKeys === 0) return ok(page)
@@ -105,9 +108,17 @@ function takeRows(
     const summary: ObjectSummary = { key, size, etag, lastModifiedMs }
     if (msg.withContentType === true) summary.contentType = contentTypeOf(record)
     addObject(page.objects, summary)
+    page.objects.stamps?.push(writeStamp(record))
     page.lastReturned = key
   }
   return { kind: 'taken' }
+}
+
+/** The stamp of the write that made an object: its own, or for one written unstamped (before the
+ * cluster, or on a single node) its Last-Modified as a stamp older than any stamped one of it. */
+function writeStamp(record: ObjectRecord): string {
+  if (typeof record.stamp === 'string') return record.stamp
+  return hlcString({ wallMs: Math.max(0, Math.floor(record.lastModifiedMs)), logical: 0, node: 0 })
 }
 
 /** The record decoder checks that `http` is an object; its Content-Type is checked here, where it

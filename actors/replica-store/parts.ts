@@ -9,9 +9,10 @@ import { evaluateConditions } from '../../protocol/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { ObjectMsg, PartInfo } from '../../protocol/messages.js'
 import { streamBlobs } from './get.js'
+import { stampWallMs } from './keys.js'
 import { Mutation } from './mutation.js'
 import { NO_ROOM, storeBody, type BodyMsg, type Recorder } from './put.js'
-import { blobsOf, type PartRecord } from './records.js'
+import { blobsOf, partInfo, type PartRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findUpload } from './uploads.js'
 import { findSource } from './copy.js'
@@ -46,30 +47,32 @@ export function uploadPart(
     }
     return ok(null)
   }
-  return storeBody(state, msg, ctx, admit, partRecorder(msg, ctx))
+  return storeBody(state, msg, ctx, admit, partRecorder(msg, ctx, msg.stamp))
 }
 
-/** Records a verified body as part `partNumber` of the upload, if the upload still exists. */
-function partRecorder(at: PartTarget, ctx: Context): Recorder<PartInfo> {
+/** Records a verified body as part `partNumber` of the upload, if the upload still exists. A
+ * stamped part keeps its stamp and the stamp's time; where a part with a stamp at least as new is
+ * there already, that one stays (and answers), and this one's bytes are dropped. */
+function partRecorder(at: PartTarget, ctx: Context, stamp?: string): Recorder<PartInfo> {
   return (mutation, verified, created) => {
     const upload = findUpload(mutation, at.bucket, at.key, at.uploadId)
     if (!upload.ok) return upload
+    const held = stamp === undefined ? undefined : mutation.part(at.uploadId, at.partNumber)
+    if (stamp !== undefined && held?.stamp !== undefined && held.stamp >= stamp) {
+      return ok({ value: partInfo(at.partNumber, held), createdBlob: false })
+    }
     const createdBlob = mutation.addReference(verified.sha256, created)
     const record: PartRecord = {
       size: verified.size,
       etag: verified.etag,
-      lastModifiedMs: ctx.now(),
+      lastModifiedMs: stamp === undefined ? ctx.now() : stampWallMs(stamp),
       checksums: verified.checksums,
       sha256: verified.sha256,
+      ...(stamp === undefined ? {} : { stamp }),
     }
     mutation.putPart(at.bucket, at.uploadId, at.partNumber, record)
     return ok({ value: partInfo(at.partNumber, record), createdBlob })
   }
-}
-
-function partInfo(partNumber: number, record: PartRecord): PartInfo {
-  const { size, etag, lastModifiedMs, checksums } = record
-  return { partNumber, size, etag, lastModifiedMs, checksums }
 }
 
 export async function uploadPartCopy(

@@ -26,7 +26,8 @@ import { fileKey, garbageKey } from './keys.js'
 import { Mutation, type NewBlob } from './mutation.js'
 import { withTags, type ObjectRecord } from './records.js'
 import { commitMutation, promoteInBackground, type StoreState } from './store-state.js'
-import { writeCurrent } from './versions.js'
+import { placeStamped, stampedChange, writeStamped, type Placement } from './stamps.js'
+import { writeCurrent, type StampedChange } from './versions.js'
 import { checkWriteConditions } from './write-conditions.js'
 
 export type PutMsg = Extract<ObjectMsg, { kind: 'object.put' }>
@@ -78,7 +79,6 @@ export function putObject(
     // Here, in the commit's synchronous step, not before the body: a racing write is settled.
     const allowed = checkWriteConditions(mutation, msg, msg.conditions)
     if (!allowed.ok) return allowed
-    const createdBlob = mutation.addReference(verified.sha256, created)
     const record: ObjectRecord = {
       size: verified.size,
       etag: verified.etag,
@@ -89,12 +89,52 @@ export function putObject(
       sha256: verified.sha256,
       ...withTags(msg.tags),
     }
+    if (msg.stamp !== undefined) {
+      return putStamped(state, ctx, mutation, msg, msg.stamp, record, created)
+    }
+    const createdBlob = mutation.addReference(verified.sha256, created)
     const versionId = writeCurrent(state, ctx, mutation, msg, record)
     const { etag, lastModifiedMs, checksums } = record
     const value: PutResult = { etag, lastModifiedMs, checksums }
     if (versionId !== undefined) value.versionId = versionId
     return ok({ value, createdBlob })
   })
+}
+
+/** A stamped put (stamps.ts): written where its stamp places it; where that is nowhere, its blob
+ * gets no reference, so its bytes are dropped as a duplicate's are. */
+function putStamped(
+  state: StoreState,
+  ctx: Context,
+  mutation: Mutation,
+  msg: PutMsg,
+  stamp: string,
+  record: ObjectRecord,
+  created: NewBlob | undefined,
+): Result<{ value: PutResult; createdBlob: boolean }> {
+  const change = stampedChange(stamp)
+  const placement = placeStamped(mutation, msg, change)
+  const sha256 = record.sha256 as string
+  const createdBlob = placement.where === 'nowhere' ? false : mutation.addReference(sha256, created)
+  writeStamped(state, ctx, mutation, msg, record, change, placement)
+  return ok({ value: stampedResult(record, change, placement), createdBlob })
+}
+
+/** What a stamped write answers, applied or not: the stamp's time and version id. */
+export function stampedResult(
+  record: Pick<ObjectRecord, 'etag' | 'checksums' | 'checksumType'>,
+  change: StampedChange,
+  placement: Placement,
+): PutResult {
+  const value: PutResult = {
+    etag: record.etag,
+    lastModifiedMs: change.wallMs,
+    checksums: record.checksums,
+  }
+  if (record.checksumType !== undefined) value.checksumType = record.checksumType
+  if (placement.versionId !== undefined) value.versionId = placement.versionId
+  if (placement.stale) value.stale = true
+  return value
 }
 
 /** Takes in a body, verifies it and commits it through `record`. `admit` is checked before the
@@ -382,6 +422,7 @@ async function commitRecord<T>(
   const mutation = new Mutation(ctx.kv)
   const recorded = record(mutation, verified, created)
   if (!recorded.ok) return { result: recorded, createdBlob: false }
-  await commitMutation(state, ctx, mutation)
+  // A stamped write its store already holds (sent again) changes nothing.
+  if (mutation.hasWrites()) await commitMutation(state, ctx, mutation)
   return { result: ok(recorded.value.value), createdBlob: recorded.value.createdBlob }
 }

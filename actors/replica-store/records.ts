@@ -11,6 +11,7 @@ import type {
   HttpMeta,
   ObjectInfo,
 } from '../../protocol/objects.js'
+import type { PartInfo } from '../../protocol/messages.js'
 import type { Tag } from '../../protocol/tagging.js'
 
 export type VersioningStatus = 'Enabled' | 'Suspended'
@@ -63,6 +64,8 @@ export interface ObjectRecord {
   deleteMarker?: true
   /** The version's tags (tagging.ts); absent when it has none. */
   tags?: Tag[]
+  /** Cluster mode: the stamp of the change that wrote it (absent: written unstamped). */
+  stamp?: string
 }
 
 /** A multipart upload in progress: what the object it makes will carry. */
@@ -97,6 +100,8 @@ export interface PartRecord {
   lastModifiedMs: number
   checksums: Checksums
   sha256: string
+  /** Cluster mode: the stamp of the upload of this part. */
+  stamp?: string
 }
 
 export interface BlobRecord {
@@ -290,6 +295,14 @@ export function objectInfo(key: string, record: ObjectRecord, versioned = false)
   if (record.checksumType !== undefined) info.checksumType = record.checksumType
   if (record.tags !== undefined && record.tags.length > 0) info.tagCount = record.tags.length
   if (versioned) info.versionId = record.versionId ?? 'null'
+  return info
+}
+
+/** A part as the answers of upload.part and upload.list-parts show it. */
+export function partInfo(partNumber: number, record: PartRecord): PartInfo {
+  const { size, etag, lastModifiedMs, checksums, stamp } = record
+  const info: PartInfo = { partNumber, size, etag, lastModifiedMs, checksums }
+  if (stamp !== undefined) info.stamp = stamp
   return info
 }
 

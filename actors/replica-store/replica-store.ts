@@ -31,7 +31,15 @@ import { copyObject } from './copy.js'
 import { deleteCors, getCors, putCors } from './cors.js'
 import { deleteObject, deleteObjects } from './delete.js'
 import { getObject } from './get.js'
-import { bucketKey, bucketTaggingKey, corsKey, COUNTERS_KEY, systemKey } from './keys.js'
+import {
+  bucketKey,
+  bucketTaggingKey,
+  corsKey,
+  COUNTERS_KEY,
+  isStamp,
+  isUploadId,
+  systemKey,
+} from './keys.js'
 import { listObjects } from './list.js'
 import { putObject } from './put.js'
 import { completeUpload } from './complete.js'
@@ -45,7 +53,9 @@ import {
   putBucketTagging,
   putObjectTagging,
 } from './tagging.js'
-import { abortUpload, createUpload, listParts, listUploads } from './uploads.js'
+import { abortUpload, createUpload, listParts, listUploads, uploadStates } from './uploads.js'
+import { objectStamps, versionsDeleted } from './point-checks.js'
+import { replicaMessage } from './replica-calls.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
 import { recover } from './recovery.js'
 import { createState, type StoreState } from './store-state.js'
@@ -137,6 +147,8 @@ function dispatch(
   msg: StoreMsg,
   ctx: Context,
 ): Promise<Result<unknown>> | Result<unknown> {
+  const chosen = checkChosen(msg)
+  if (!chosen.ok) return chosen
   switch (msg.kind) {
     case 'peer.request':
       return servePeer(state, msg, ctx)
@@ -163,10 +175,10 @@ function dispatch(
       return getObject(state, msg, ctx)
     case 'object.delete': {
       const target = msg.versionId === undefined ? { key: msg.key } : msg
-      return deleteObject(state, msg.bucket, target, ctx)
+      return deleteObject(state, msg.bucket, target, ctx, msg.stamp)
     }
     case 'object.delete-many':
-      return deleteObjects(state, msg.bucket, msg.objects, ctx)
+      return deleteObjects(state, msg.bucket, msg.objects, ctx, msg.stamp)
     case 'bucket.versioning.put':
       return putVersioning(state, msg.bucket, msg.status, ctx)
     case 'bucket.versioning.get':
@@ -200,9 +212,11 @@ function dispatch(
     case 'upload.list':
       return listUploads(msg, ctx)
     case 'object.stamps':
+      return objectStamps(msg, ctx)
     case 'object.versions-deleted':
+      return versionsDeleted(msg, ctx)
     case 'upload.states':
-      return fail('invalid_request', `${msg.kind} is served by a cluster node's store only`)
+      return uploadStates(msg, ctx)
     case 'system.get':
       return getSystemRecord(msg.name, ctx)
     case 'system.put':
@@ -218,6 +232,19 @@ function dispatch(
     default:
       return unreachable(msg)
   }
+}
+
+/** What a coordinator chose for every replica (a stamp, an upload id) is checked before anything
+ * is read: the store derives keys and version tokens from them. */
+function checkChosen(msg: StoreMsg): Result<null> {
+  const stamp = 'stamp' in msg ? msg.stamp : undefined
+  if (stamp !== undefined && (typeof stamp !== 'string' || !isStamp(stamp))) {
+    return fail('invalid_request', `${msg.kind}: a malformed stamp`)
+  }
+  if (msg.kind === 'upload.create' && msg.uploadId !== undefined && !isUploadId(msg.uploadId)) {
+    return fail('invalid_request', 'upload.create: a malformed upload id')
+  }
+  return ok(null)
 }
 
 /** The catalog keys a successful request changed, which cluster mode publishes (a creation
@@ -241,7 +268,7 @@ function catalogKeysOf(msg: StoreMsg): string[] {
   }
 }
 
-/** A catalog call of another node (grpc-ingress hands it over). */
+/** A call of another node (grpc-ingress hands it over): the catalog's, or a replica's. */
 function servePeer(
   state: StoreState,
   msg: PeerRequestMsg,
@@ -258,6 +285,12 @@ function servePeer(
       return claimBucket(state, ctx, body)
     case 'Catalog.Release':
       return releaseClaim(state, body)
+    case 'Replica.Op':
+    case 'Replica.Write':
+    case 'Replica.Read': {
+      const local = replicaMessage(msg)
+      return local.ok ? dispatch(state, local.value, ctx) : local
+    }
     default:
       return fail('invalid_request', `replica-store does not serve ${msg.method}`)
   }

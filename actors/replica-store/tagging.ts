@@ -4,7 +4,8 @@
  * version keeps its last-modified time, as in S3. A bucket's tags are a record of their own under
  * T\0<bucket> (keys.ts), like its CORS rules, deleted in the bucket's delete batch. Each change
  * is prepared synchronously right before its commit, like every mutation. The ingress validated
- * the tags (protocol/tagging.ts); here they are asserted. */
+ * the tags (protocol/tagging.ts); here they are asserted. A stamped change of an object's tags
+ * raises its key's stamp (stamps.ts). */
 import assert from 'node:assert/strict'
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
@@ -13,6 +14,7 @@ import { validateTags, type Tag } from '../../protocol/tagging.js'
 import { bucketTaggingKey, objectKey, versionKey } from './keys.js'
 import { Mutation } from './mutation.js'
 import { decodeText, encodeRecord, withTags, type ObjectRecord } from './records.js'
+import { raiseKeyStamp } from './stamps.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findVersion } from './versions.js'
 
@@ -69,6 +71,7 @@ export async function putObjectTagging(
   if (!located.ok) return located
   const { tags: _previous, ...untagged } = located.value.record
   mutation.put(located.value.storedKey, encodeRecord({ ...untagged, ...withTags(msg.tags) }))
+  if (msg.stamp !== undefined) raiseKeyStamp(mutation, msg, msg.stamp)
   await commitMutation(state, ctx, mutation)
   return ok(answer(msg.tags, located.value))
 }

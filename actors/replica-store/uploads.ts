@@ -14,8 +14,11 @@ import type {
   PartListing,
   UploadCreated,
   UploadListing,
+  UploadState,
 } from '../../protocol/messages.js'
 import {
+  abortedUploadKey,
+  completedUploadKey,
   EXPIRY_PREFIX,
   expiryBound,
   expiryKey,
@@ -24,7 +27,9 @@ import {
   partKey,
   partNumberOf,
   partPrefix,
+  openUploadKey,
   splitUploadKey,
+  stampWallMs,
   successor,
   uploadEnd,
   uploadKey,
@@ -33,17 +38,25 @@ import {
 import { forgetCompletion } from './completed-uploads.js'
 import { compareUtf8 } from '../../protocol/key-order.js'
 import { Mutation } from './mutation.js'
+import { checkPointList } from './point-checks.js'
 import {
   decodePart,
   decodeText,
   decodeUpload,
   encodeRecord,
+  partInfo,
   withTags,
   type UploadRecord,
 } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 
 type Msg<K extends ObjectMsg['kind']> = Extract<ObjectMsg, { kind: K }>
+
+interface UploadAt {
+  bucket: string
+  key: string
+  uploadId: string
+}
 
 /** Random bytes after the time in an upload id (20 hex characters). */
 const UPLOAD_ID_RANDOM_BYTES = 10
@@ -61,11 +74,14 @@ export async function createUpload(
   if (mutation.bucket(msg.bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
   }
-  const initiatedMs = ctx.now()
-  const time = Math.max(0, Math.floor(initiatedMs)).toString(16).padStart(12, '0').slice(-12)
-  const random = Buffer.from(ctx.randomBytes(UPLOAD_ID_RANDOM_BYTES)).toString('hex')
-  const uploadId = time + random
-  assert(isUploadId(uploadId))
+  // Cluster mode: the coordinator chose the id and the time, equal on every replica; the same
+  // create sent again, or one arriving after its upload ended here, changes nothing.
+  const initiatedMs = msg.stamp === undefined ? ctx.now() : stampWallMs(msg.stamp)
+  const uploadId = msg.uploadId ?? newUploadId(ctx, initiatedMs)
+  assert(isUploadId(uploadId), 'the dispatcher validates a given upload id')
+  if (msg.uploadId !== undefined && uploadState(mutation, msg.bucket, uploadId) !== 'unknown') {
+    return ok({ uploadId })
+  }
   const record: UploadRecord = {
     initiatedMs,
     http: msg.http,
@@ -75,8 +91,40 @@ export async function createUpload(
   if (msg.checksum !== undefined) record.checksum = msg.checksum
   mutation.put(uploadKey(msg.bucket, msg.key, uploadId), encodeRecord(record))
   mutation.put(expiryKey(initiatedMs, uploadId), encodeRecord({ bucket: msg.bucket, key: msg.key }))
+  if (msg.stamp !== undefined) {
+    mutation.put(openUploadKey(uploadId), encodeRecord({ bucket: msg.bucket, key: msg.key }))
+  }
   await commitMutation(state, ctx, mutation)
   return ok({ uploadId })
+}
+
+/** 12 hex characters of the initiation time, then random ones (keys.ts isUploadId). */
+function newUploadId(ctx: Context, initiatedMs: number): string {
+  const time = Math.max(0, Math.floor(initiatedMs)).toString(16).padStart(12, '0').slice(-12)
+  return time + Buffer.from(ctx.randomBytes(UPLOAD_ID_RANDOM_BYTES)).toString('hex')
+}
+
+/** An upload as this store knows it by id: in progress (created stamped), ended (its completion
+ * or abort record kept) or unknown. */
+function uploadState(mutation: Mutation, bucket: string, uploadId: string): UploadState {
+  if (!isUploadId(uploadId)) return 'unknown'
+  const inBucket = (stored: Uint8Array | undefined): boolean =>
+    stored !== undefined && expiryTarget(decodeText(stored, 'upload location')).bucket === bucket
+  if (inBucket(mutation.get(openUploadKey(uploadId)))) return 'open'
+  const ended = [completedUploadKey(uploadId), abortedUploadKey(uploadId)]
+  if (ended.some((key) => inBucket(mutation.get(key)))) return 'ended'
+  return 'unknown'
+}
+
+/** upload.states: each upload's state here. */
+export function uploadStates(msg: Msg<'upload.states'>, ctx: Context): Result<UploadState[]> {
+  const listed = checkPointList(msg.uploadIds, 'uploads')
+  if (!listed.ok) return listed
+  const mutation = new Mutation(ctx.kv)
+  if (mutation.bucket(msg.bucket) === undefined) {
+    return fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
+  }
+  return ok(msg.uploadIds.map((uploadId) => uploadState(mutation, msg.bucket, uploadId)))
 }
 
 /** The upload's record, or the failure S3 answers when there is none. */
@@ -117,6 +165,20 @@ export function removeUpload(
   }
   mutation.del(uploadKey(at.bucket, at.key, at.uploadId))
   mutation.del(expiryKey(upload.initiatedMs, at.uploadId))
+  forgetOpenUpload(mutation, at.uploadId)
+}
+
+/** Removes the id index of an upload created stamped, when it ends. */
+export function forgetOpenUpload(mutation: Mutation, uploadId: string): void {
+  if (mutation.get(openUploadKey(uploadId)) !== undefined) mutation.del(openUploadKey(uploadId))
+}
+
+/** Keeps an abort's record for as long as completed uploads' (cluster mode: its replicas can then
+ * tell an upload that ended from one they never heard of), with its expiry entry. */
+function recordAbort(mutation: Mutation, at: UploadAt, abortedMs: number): void {
+  const location = encodeRecord({ bucket: at.bucket, key: at.key })
+  mutation.put(abortedUploadKey(at.uploadId), location)
+  mutation.put(expiryKey(Math.max(0, Math.floor(abortedMs)), at.uploadId), location)
 }
 
 export async function abortUpload(
@@ -126,10 +188,25 @@ export async function abortUpload(
 ): Promise<Result<null>> {
   const mutation = new Mutation(ctx.kv)
   const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
-  if (!upload.ok) return upload
-  removeUpload(mutation, ctx, msg, upload.value)
-  await commitMutation(state, ctx, mutation)
-  return ok(null)
+  if (msg.stamp === undefined) {
+    if (!upload.ok) return upload
+    removeUpload(mutation, ctx, msg, upload.value)
+    await commitMutation(state, ctx, mutation)
+    return ok(null)
+  }
+  // Stamped: the abort is recorded even where the upload never arrived, so that a late create
+  // or part of it finds it ended; the answer is as without a stamp.
+  if (upload.ok) removeUpload(mutation, ctx, msg, upload.value)
+  const known = upload.ok || upload.code === 'no_such_upload'
+  if (
+    known &&
+    isUploadId(msg.uploadId) &&
+    uploadState(mutation, msg.bucket, msg.uploadId) !== 'ended'
+  ) {
+    recordAbort(mutation, msg, stampWallMs(msg.stamp))
+  }
+  if (mutation.hasWrites()) await commitMutation(state, ctx, mutation)
+  return upload.ok ? ok(null) : upload
 }
 
 export function listParts(msg: Msg<'upload.list-parts'>, ctx: Context): Result<PartListing> {
@@ -144,11 +221,9 @@ export function listParts(msg: Msg<'upload.list-parts'>, ctx: Context): Result<P
     lt: partEnd(msg.uploadId),
     limit: maxParts + 1,
   })
-  const parts: PartInfo[] = rows.slice(0, maxParts).map(([key, value]) => {
-    const part = decodePart(value)
-    const { size, etag, lastModifiedMs, checksums } = part
-    return { partNumber: partNumberOf(key), size, etag, lastModifiedMs, checksums }
-  })
+  const parts: PartInfo[] = rows
+    .slice(0, maxParts)
+    .map(([key, value]) => partInfo(partNumberOf(key), decodePart(value)))
   const last = parts[parts.length - 1]
   const listing: PartListing = {
     parts,
@@ -258,10 +333,14 @@ export async function expireUploads(
     const upload = findUpload(mutation, bucket, key, uploadId)
     if (upload.ok) {
       removeUpload(mutation, ctx, { bucket, key, uploadId }, upload.value)
+      if (state.catalog !== null) recordAbort(mutation, { bucket, key, uploadId }, ctx.now())
     } else {
-      // Completed (the entry is its record's) or already gone.
+      // Completed or aborted (the entry is its record's) or already gone.
       mutation.del(storedKey)
       forgetCompletion(mutation, uploadId)
+      if (mutation.get(abortedUploadKey(uploadId)) !== undefined) {
+        mutation.del(abortedUploadKey(uploadId))
+      }
     }
   }
   await commitMutation(state, ctx, mutation)

@@ -30,6 +30,16 @@ import type { StoreState } from './store-state.js'
 export interface DeleteOutcome {
   versionId?: string
   deleteMarker: boolean
+  /** A stamped delete this store held a newer change of the key than (stamps.ts). */
+  stale?: true
+}
+
+/** What a stamped change writes with (stamps.ts): its stamp, the version token derived from it
+ * and its wall clock, which is the Last-Modified of what it writes. */
+export interface StampedChange {
+  stamp: string
+  token: string
+  wallMs: number
 }
 
 /** A version found for a GET, HEAD or copy: an object, or a delete marker. */
@@ -59,20 +69,22 @@ function tokenOf(record: ObjectRecord): string {
 }
 
 /** Writes `record` as the key's new current object, its references already added, as the
- * bucket's versioning asks. Returns the version id, undefined for a never-versioned bucket. */
+ * bucket's versioning asks. Returns the version id, undefined for a never-versioned bucket. A
+ * stamped change names its version token; otherwise one is drawn. */
 export function writeCurrent(
   state: StoreState,
   ctx: Context,
   mutation: Mutation,
   at: { bucket: string; key: string },
   record: ObjectRecord,
+  stampToken?: string,
 ): string | undefined {
   const status = versioningOf(mutation, at.bucket)
   if (status === undefined) {
     mutation.putObject(at.bucket, at.key, record)
     return undefined
   }
-  const token = newVersionToken(state, ctx)
+  const token = stampToken ?? newVersionToken(state, ctx)
   const versionId = status === 'Enabled' ? token : 'null'
   if (status === 'Suspended') removeNullVersion(mutation, at)
   const current = mutation.object(at.bucket, at.key)
@@ -97,28 +109,31 @@ function nullToken(mutation: Mutation, at: { bucket: string; key: string }): str
   return stored === undefined ? undefined : decodeText(stored, 'null version')
 }
 
-/** DeleteObject without a version id. */
+/** DeleteObject without a version id; a stamped one's marker takes the stamp's token and time. */
 export function deleteCurrent(
   state: StoreState,
   ctx: Context,
   mutation: Mutation,
   at: { bucket: string; key: string },
+  change?: StampedChange,
 ): DeleteOutcome {
   const status = versioningOf(mutation, at.bucket)
   if (status === undefined) {
     mutation.deleteObject(at.bucket, at.key)
     return { deleteMarker: false }
   }
-  const token = newVersionToken(state, ctx)
+  const token = change?.token ?? newVersionToken(state, ctx)
   const versionId = status === 'Enabled' ? token : 'null'
   if (status === 'Suspended') removeNullVersion(mutation, at)
   const current = mutation.object(at.bucket, at.key)
   if (current !== undefined) mutation.archiveCurrent(at.bucket, at.key, tokenOf(current))
-  mutation.putVersion(at.bucket, at.key, token, markerRecord(ctx.now(), versionId))
+  const marker = markerRecord(change?.wallMs ?? ctx.now(), versionId)
+  if (change !== undefined) marker.stamp = change.stamp
+  mutation.putVersion(at.bucket, at.key, token, marker)
   return { versionId, deleteMarker: true }
 }
 
-function markerRecord(nowMs: number, versionId: string): ObjectRecord {
+export function markerRecord(nowMs: number, versionId: string): ObjectRecord {
   return {
     size: 0,
     etag: '',
@@ -128,6 +143,36 @@ function markerRecord(nowMs: number, versionId: string): ObjectRecord {
     checksums: {},
     versionId,
     deleteMarker: true,
+  }
+}
+
+/** Whether the key holds a version with this token, current or not. */
+export function holdsVersion(
+  mutation: Mutation,
+  at: { bucket: string; key: string },
+  token: string,
+): boolean {
+  if (mutation.object(at.bucket, at.key)?.versionToken === token) return true
+  return mutation.version(at.bucket, at.key, token) !== undefined
+}
+
+/** Inserts a version that arrived after a newer change of its key (a stale stamped write), its
+ * references already added: under V\0 with its token, in its place by age. The current object
+ * stays; but where the key has none and this version is now its newest and not a marker, it
+ * becomes current, since O\0 holds the newest version exactly when that is not a marker. */
+export function insertOlder(
+  ctx: Context,
+  mutation: Mutation,
+  at: { bucket: string; key: string },
+  token: string,
+  record: ObjectRecord,
+): void {
+  assert(!holdsVersion(mutation, at, token), 'a version inserted twice')
+  const newestBefore = newestToken(ctx, mutation, at)
+  mutation.putVersion(at.bucket, at.key, token, { ...record, versionToken: token })
+  if (mutation.object(at.bucket, at.key) !== undefined || record.deleteMarker === true) return
+  if (newestBefore === undefined || token < newestBefore) {
+    mutation.promoteVersion(at.bucket, at.key, token)
   }
 }
 

@@ -1,0 +1,183 @@
+/** @module Replica.* calls of other nodes (cluster mode): a coordinator elsewhere sends an object
+ * request to this replica. Replica.Op carries one without bytes, Replica.Write an object.put or
+ * upload.part whose bytes come on the call's stream, Replica.Read an object.get whose bytes go back
+ * on it (the transport asks for the body's `range` once the answer is ok). The message comes from
+ * another process, so its shape is checked here, field by field where the store would otherwise
+ * assert (an assertion failure restarts the actor): never a system.* or catalog request, and only
+ * the kinds each method allows. The message then runs as a local one, with the call's request id,
+ * deadline and stream. */
+import type { StreamHandle } from '../../protocol/actor.js'
+import type { PeerMethod, PeerRequestMsg } from '../../protocol/cluster.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import { DELETE_OBJECTS_KEYS_MAX, PART_NUMBER_MAX } from '../../protocol/limits.js'
+import type { ObjectMsg } from '../../protocol/messages.js'
+import { validateTags, type Tag } from '../../protocol/tagging.js'
+
+type Kind = ObjectMsg['kind']
+
+/** The kinds each Replica method takes. */
+const KINDS: Partial<Record<PeerMethod, ReadonlySet<Kind>>> = {
+  'Replica.Op': new Set<Kind>([
+    'object.get',
+    'object.delete',
+    'object.delete-many',
+    'object.stamps',
+    'object.versions-deleted',
+    'object.list',
+    'object.list-versions',
+    'object.tagging.put',
+    'object.tagging.get',
+    'upload.create',
+    'upload.complete',
+    'upload.abort',
+    'upload.states',
+    'upload.list-parts',
+    'upload.list',
+  ]),
+  'Replica.Write': new Set<Kind>(['object.put', 'upload.part']),
+  'Replica.Read': new Set<Kind>(['object.get']),
+}
+
+/** Kinds that name no single key. */
+const KEYLESS = new Set<Kind>([
+  'object.delete-many',
+  'object.stamps',
+  'object.versions-deleted',
+  'object.list',
+  'object.list-versions',
+  'upload.states',
+  'upload.list',
+])
+
+type Fields = Record<string, unknown>
+
+function isFields(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function isKey(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0
+}
+
+function isCount(value: unknown, max = Number.MAX_SAFE_INTEGER): boolean {
+  return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= max
+}
+
+function strings(fields: Fields, names: readonly string[]): boolean {
+  return names.every((name) => typeof fields[name] === 'string')
+}
+
+function optionalString(fields: Fields, name: string): boolean {
+  return fields[name] === undefined || typeof fields[name] === 'string'
+}
+
+/** The fields of each kind the store reads without checking them itself. */
+function kindFieldsValid(kind: Kind, m: Fields): boolean {
+  switch (kind) {
+    case 'object.put':
+      return isFields(m['expect']) && kindFieldsValid('upload.create', m)
+    case 'upload.create':
+      return isFields(m['http']) && isFields(m['userMeta']) && tagsValid(m['tags'], true)
+    case 'upload.part':
+      return (
+        isFields(m['expect']) &&
+        strings(m, ['uploadId']) &&
+        isCount(m['partNumber'], PART_NUMBER_MAX) &&
+        m['partNumber'] !== 0
+      )
+    case 'object.get':
+    case 'object.delete':
+    case 'object.tagging.get':
+      return optionalString(m, 'versionId')
+    case 'object.tagging.put':
+      return optionalString(m, 'versionId') && tagsValid(m['tags'], false)
+    case 'object.delete-many': {
+      const objects = m['objects']
+      return (
+        Array.isArray(objects) &&
+        objects.length <= DELETE_OBJECTS_KEYS_MAX &&
+        objects.every((o) => isFields(o) && isKey(o['key']) && optionalString(o, 'versionId'))
+      )
+    }
+    case 'object.stamps':
+      return Array.isArray(m['keys']) && m['keys'].every(isKey)
+    case 'object.versions-deleted': {
+      const versions = m['versions']
+      return (
+        Array.isArray(versions) &&
+        versions.every((v) => isFields(v) && isKey(v['key']) && typeof v['versionId'] === 'string')
+      )
+    }
+    case 'upload.states':
+      return Array.isArray(m['uploadIds']) && m['uploadIds'].every((id) => typeof id === 'string')
+    case 'upload.complete': {
+      const parts = m['parts']
+      return (
+        strings(m, ['uploadId']) &&
+        Array.isArray(parts) &&
+        parts.length > 0 &&
+        parts.length <= PART_NUMBER_MAX &&
+        parts.every(
+          (p) => isFields(p) && Number.isSafeInteger(p['partNumber']) && strings(p, ['etag']),
+        )
+      )
+    }
+    case 'upload.abort':
+      return strings(m, ['uploadId'])
+    case 'upload.list-parts':
+      return strings(m, ['uploadId']) && isCount(m['afterPartNumber']) && isCount(m['maxParts'])
+    case 'object.list':
+      return strings(m, ['prefix', 'delimiter', 'after']) && isCount(m['maxKeys'])
+    case 'object.list-versions':
+      return (
+        strings(m, ['prefix', 'delimiter', 'keyMarker', 'versionIdMarker']) && isCount(m['maxKeys'])
+      )
+    case 'upload.list':
+      return (
+        strings(m, ['prefix', 'delimiter', 'keyMarker', 'uploadIdMarker']) &&
+        isCount(m['maxUploads'])
+      )
+    default:
+      return false
+  }
+}
+
+function tagsValid(tags: unknown, optional: boolean): boolean {
+  if (tags === undefined) return optional
+  if (!Array.isArray(tags)) return false
+  const shaped = tags.every((t) => isFields(t) && strings(t, ['key', 'value']))
+  return shaped && validateTags(tags as Tag[], 'object').ok
+}
+
+/** The local message a Replica.* call asks for, or why it is refused. */
+export function replicaMessage(call: PeerRequestMsg): Result<ObjectMsg> {
+  const allowed = KINDS[call.method]
+  const body = call.body
+  if (allowed === undefined || !isFields(body) || !isFields(body['msg'])) {
+    return fail('invalid_request', `${call.method} takes { msg }`)
+  }
+  const { body: _bytes, stream: _stream, requestId: _id, deadlineMs: _deadline, ...m } = body['msg']
+  const kind = m['kind']
+  if (typeof kind !== 'string' || !allowed.has(kind as Kind)) {
+    return fail('invalid_request', `${call.method} does not take ${String(kind)}`)
+  }
+  const bucket = m['bucket']
+  if (!isKey(bucket) || bucket.includes('\0')) {
+    return fail('invalid_request', `${call.method}: a malformed bucket name`)
+  }
+  if (!KEYLESS.has(kind as Kind) && !isKey(m['key'])) {
+    return fail('invalid_request', `${call.method}: ${kind} needs a key`)
+  }
+  if (m['stamp'] !== undefined && typeof m['stamp'] !== 'string') {
+    return fail('invalid_request', `${call.method}: a malformed stamp`)
+  }
+  if (!kindFieldsValid(kind as Kind, m)) {
+    return fail('invalid_request', `${call.method}: a malformed ${kind}`)
+  }
+  const local: Fields = { ...m, requestId: call.requestId, deadlineMs: call.deadlineMs }
+  if (call.method !== 'Replica.Op') {
+    if (call.stream === undefined) return fail('invalid_request', `${call.method} needs a stream`)
+    local['stream'] = call.stream satisfies StreamHandle
+  }
+  return ok(local as unknown as ObjectMsg)
+}
