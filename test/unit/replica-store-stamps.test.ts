@@ -172,7 +172,7 @@ test('stampToken orders as stamps do, newest first, and is the same on every rep
   assert.ok(tokens.every((token) => !token.endsWith('ffffffff')))
 })
 
-test('a stale put: unversioned and Suspended drop it, Enabled keeps it as an older version', async () => {
+test('a stale put: unversioned and Suspended drop it, Enabled keeps an older version', async () => {
   const store = await startStore()
   store.ctx.setNow(50_000)
   await bucket(store, 'plain')
@@ -355,7 +355,7 @@ test('stamped GET: the key stamp with every answer, absent instead of not found'
   assert.is(code(await plain.send(noBucket)), 'no_such_bucket')
 })
 
-test('a listing with stamps: each write stamp, or an unstamped write read as its time', async () => {
+test('a listing with stamps: each write stamp, an unstamped one read as its time', async () => {
   const store = await startStore()
   store.ctx.setNow(42_000)
   await bucket(store, 'b')
@@ -431,7 +431,7 @@ async function states(store: Store, uploadIds: string[]): Promise<UploadState[]>
   return value(await store.send<UploadState[]>({ kind: 'upload.states', bucket: 'b', uploadIds }))
 }
 
-test('stamped uploads: the chosen id and time, parts by stamp, states open, ended, unknown', async () => {
+test('stamped uploads: chosen id and time, parts by stamp, open, ended, unknown', async () => {
   const ctx = fakeContext({ config: { SVC_MULTIPART_EXPIRY_HOURS: '0.01' } })
   const store = await startStore(ctx)
   // Near the clock (the expiry sweep's timers run on it): stamps a second before now.
@@ -561,7 +561,7 @@ function call(method: PeerMethod, body: unknown, stream?: unknown): Body {
   return { kind: 'peer.request', method, from: 'n2', body, ...streamed } as Body
 }
 
-test('Replica.Op, Write and Read run the object requests each allows, and nothing else', async () => {
+test('Replica.Op, Write and Read run the object requests each allows, nothing else', async () => {
   const store = await clusterStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   const refused: [PeerMethod, unknown][] = [
