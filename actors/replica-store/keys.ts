@@ -214,11 +214,13 @@ export function versionToken(micros: number, random: string): string {
 export const STAMP_LOGICAL_MAX = 999
 const STAMP_NODE_TOP = 0xfffffffe
 
-/** A stamp a change may carry: an hlcString whose counter fits a version token's clock. */
+/** A stamp a change may carry: an hlcString whose counter fits a version token's clock, and whose
+ * wall clock the token's count-down holds exactly as a double (years 2001 to 2286). */
 export function isStamp(text: string): boolean {
   const hlc = parseHlc(text)
   if (hlc === null || hlc.logical > STAMP_LOGICAL_MAX) return false
-  return Number.isSafeInteger(hlc.wallMs * 1000 + STAMP_LOGICAL_MAX)
+  const countdown = VERSION_CLOCK_TOP - hlc.wallMs * 1000
+  return Number.isSafeInteger(countdown) && countdown > STAMP_LOGICAL_MAX
 }
 
 /** The version token of a stamped change: its wall clock and counter as the microseconds, its node
