@@ -10,7 +10,7 @@ import type { StreamHandle } from '../../protocol/actor.js'
 import type { PeerMethod, PeerRequestMsg } from '../../protocol/cluster.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { DELETE_OBJECTS_KEYS_MAX, PART_NUMBER_MAX } from '../../protocol/limits.js'
-import type { ObjectMsg } from '../../protocol/messages.js'
+import type { ObjectMsg, SystemMsg } from '../../protocol/messages.js'
 import { validateTags, type Tag } from '../../protocol/tagging.js'
 
 type Kind = ObjectMsg['kind']
@@ -33,13 +33,20 @@ const KINDS: Partial<Record<PeerMethod, ReadonlySet<Kind>>> = {
     'upload.states',
     'upload.list-parts',
     'upload.list',
+    // A bucket deleted through another node: this replica empties its copy (forced only).
+    'bucket.delete',
   ]),
   'Replica.Write': new Set<Kind>(['object.put', 'upload.part']),
   'Replica.Read': new Set<Kind>(['object.get']),
 }
 
+/** The store's figures, which a coordinator elsewhere adds up for cluster-wide stats (Replica.Op
+ * only, no fields). */
+const FIGURES: ReadonlySet<string> = new Set(['bucket.stats', 'system.stats'])
+
 /** Kinds that name no single key. */
 const KEYLESS = new Set<Kind>([
+  'bucket.delete',
   'object.delete-many',
   'object.stamps',
   'object.versions-deleted',
@@ -137,6 +144,8 @@ function kindFieldsValid(kind: Kind, m: Fields): boolean {
         strings(m, ['prefix', 'delimiter', 'keyMarker', 'uploadIdMarker']) &&
         isCount(m['maxUploads'])
       )
+    case 'bucket.delete':
+      return m['force'] === true
     default:
       return false
   }
@@ -150,7 +159,7 @@ function tagsValid(tags: unknown, optional: boolean): boolean {
 }
 
 /** The local message a Replica.* call asks for, or why it is refused. */
-export function replicaMessage(call: PeerRequestMsg): Result<ObjectMsg> {
+export function replicaMessage(call: PeerRequestMsg): Result<ReplicaCallMsg> {
   const allowed = KINDS[call.method]
   const body = call.body
   if (allowed === undefined || !isFields(body) || !isFields(body['msg'])) {
@@ -158,6 +167,10 @@ export function replicaMessage(call: PeerRequestMsg): Result<ObjectMsg> {
   }
   const { body: _bytes, stream: _stream, requestId: _id, deadlineMs: _deadline, ...m } = body['msg']
   const kind = m['kind']
+  if (call.method === 'Replica.Op' && typeof kind === 'string' && FIGURES.has(kind)) {
+    const ids = { requestId: call.requestId, deadlineMs: call.deadlineMs }
+    return ok({ kind: kind as 'bucket.stats' | 'system.stats', ...ids })
+  }
   if (typeof kind !== 'string' || !allowed.has(kind as Kind)) {
     return fail('invalid_request', `${call.method} does not take ${String(kind)}`)
   }
@@ -181,3 +194,6 @@ export function replicaMessage(call: PeerRequestMsg): Result<ObjectMsg> {
   }
   return ok(local as unknown as ObjectMsg)
 }
+
+/** What a Replica.* call runs here: an object request, or the store's figures. */
+export type ReplicaCallMsg = ObjectMsg | Extract<SystemMsg, { kind: 'system.stats' }>
