@@ -12,7 +12,7 @@
  * requests on one key or one blob serialise with last-writer-wins. `init` runs crash recovery
  * without scanning objects (see recovery.ts); `stop` waits for commits and background work. */
 import assert from 'node:assert/strict'
-import type { Actor, Context } from '../../protocol/actor.js'
+import type { Actor, ByteSink, Context } from '../../protocol/actor.js'
 import { fail, ok, ServiceError, unreachable, type Result } from '../../protocol/errors.js'
 import type { PeerRequestMsg } from '../../protocol/cluster.js'
 import type { StoreMsg } from '../../protocol/messages.js'
@@ -58,7 +58,7 @@ import { objectStamps, versionsDeleted } from './point-checks.js'
 import { replicaMessage } from './replica-calls.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
 import { recover } from './recovery.js'
-import { createState, type StoreState } from './store-state.js'
+import { createState, track, type StoreState } from './store-state.js'
 import {
   deleteSystemRecord,
   getSystemRecord,
@@ -268,12 +268,37 @@ function catalogKeysOf(msg: StoreMsg): string[] {
   }
 }
 
+/** A body sent with a local answer (an inline blob) cannot travel in a peer's JSON answer: a read
+ * gets it on the call's stream, as a file blob's bytes come, and a head goes without it. */
+function answerPeer(
+  state: StoreState,
+  call: PeerRequestMsg,
+  result: Result<unknown>,
+  ctx: Context,
+): Result<unknown> {
+  if (!result.ok || typeof result.value !== 'object' || result.value === null) return result
+  const { body, ...answer } = result.value as { body?: Uint8Array }
+  if (body === undefined) return result
+  if (call.method === 'Replica.Read' && call.stream !== undefined) {
+    const sink = ctx.sink(call.stream, call.deadlineMs)
+    track(state, ctx, 'inline read', sendInline(sink, body))
+  }
+  return ok(answer)
+}
+
+async function sendInline(sink: ByteSink, body: Uint8Array): Promise<void> {
+  const range = await sink.demand()
+  if (range === null) return
+  if (range.end >= range.start) await sink.write(body.slice(range.start, range.end + 1))
+  sink.end()
+}
+
 /** A call of another node (grpc-ingress hands it over): the catalog's, or a replica's. */
-function servePeer(
+async function servePeer(
   state: StoreState,
   msg: PeerRequestMsg,
   ctx: Context,
-): Promise<Result<unknown>> | Result<unknown> {
+): Promise<Result<unknown>> {
   if (state.catalog === null) return fail('invalid_request', 'this node is not in cluster mode')
   const body = (msg.body ?? {}) as never
   switch (msg.method) {
@@ -289,7 +314,8 @@ function servePeer(
     case 'Replica.Write':
     case 'Replica.Read': {
       const local = replicaMessage(msg)
-      return local.ok ? dispatch(state, local.value, ctx) : local
+      if (!local.ok) return local
+      return answerPeer(state, msg, await dispatch(state, local.value, ctx), ctx)
     }
     default:
       return fail('invalid_request', `replica-store does not serve ${msg.method}`)
