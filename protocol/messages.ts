@@ -351,6 +351,11 @@ export type UploadMsg =
   /** Cluster mode: the state of each upload here: in progress, ended (completed or aborted, its
    * record kept), or unknown to this replica. */
   | (Request & { kind: 'upload.states'; bucket: string; uploadIds: string[] })
+  /** Cluster mode: a conditional write of a key first holds it on a majority of its replicas
+   * (each grants one live claim per key), so that of two racing conditional writes one waits for
+   * the other and then sees its object. */
+  | (Request & { kind: 'key.claim'; bucket: string; key: string; claimant: string })
+  | (Request & { kind: 'key.release'; bucket: string; key: string; claimant: string })
   | (Request & {
       kind: 'upload.list-parts'
       bucket: string
@@ -392,6 +397,8 @@ export type ObjectReply = {
   'object.stamps': (string | null)[]
   'object.versions-deleted': boolean[]
   'upload.states': UploadState[]
+  'key.claim': { granted: boolean }
+  'key.release': null
   'object.copy': PutResult
   'object.list': ListPage
   'object.tagging.put': TaggingResult

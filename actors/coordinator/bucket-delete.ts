@@ -1,10 +1,9 @@
 /** @module DeleteBucket in cluster mode. Whether the bucket is empty is a cluster question: a
  * merged listing of its versions (every object, version and delete marker; uploads in progress do
  * not count, as in S3) says so, newest change first, so a replica that still holds a key deleted
- * elsewhere does not keep the bucket. Then this node deletes it (its store empties what stale
- * copies it holds and publishes the catalog's tombstone), and every other reachable node of the
- * pool empties its own copy the same way; a node that was down finds the tombstone when it pulls
- * the catalog. A forced delete (admin API) skips the check. */
+ * elsewhere does not keep the bucket. Then every other reachable node of the pool empties its copy
+ * (objects, versions, uploads) and this node deletes its own and publishes the catalog's
+ * tombstone; a node that was down finds the tombstone when it pulls the catalog. A forced delete (admin API) skips the check. */
 import type { Context } from '../../protocol/actor.js'
 import { fail, type Result } from '../../protocol/errors.js'
 import type { ObjectMsg } from '../../protocol/messages.js'
@@ -39,10 +38,9 @@ export async function deleteBucket(
       return fail('bucket_not_empty', `bucket ${msg.bucket} is not empty`)
     }
   }
+  // The other nodes empty their copies first: once this node publishes the catalog's tombstone,
+  // a node that applied it would no longer know the bucket, and its uploads would stay behind.
   const forced: DeleteMsg = { ...msg, force: true }
-  const deleted = await ctx.call<null>('replica-store', forced)
-  if (!deleted.ok) return deleted
-  cluster.bucketPools.delete(msg.bucket)
   const others = layout.value.reachable.filter((replica) => !replica.local)
   const emptied = await Promise.all(others.map((replica) => askReplica<null>(ctx, replica, forced)))
   emptied.forEach((result, index) => {
@@ -51,5 +49,7 @@ export async function deleteBucket(
       ctx.log.warn({ node, code: result.code, detail: result.detail }, 'bucket left on a node')
     }
   })
+  const deleted = await ctx.call<null>('replica-store', forced)
+  cluster.bucketPools.delete(msg.bucket)
   return deleted
 }

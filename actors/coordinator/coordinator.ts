@@ -87,6 +87,8 @@ async function coordinate(
     case 'object.stamps':
     case 'object.versions-deleted':
     case 'upload.states':
+    case 'key.claim':
+    case 'key.release':
       return ctx.call('replica-store', msg)
   }
 }

@@ -4,6 +4,7 @@
  * target's write is stamped like any other. A copy thus always moves bytes in a cluster; each
  * replica still stores them once (content-addressed). */
 import type { ByteSource, Context } from '../../protocol/actor.js'
+import type { ChecksumAlgorithm } from '../../protocol/objects.js'
 import { evaluateConditions } from '../../protocol/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type {
@@ -14,8 +15,9 @@ import type {
   TaggingResult,
 } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
+import { listParts } from './listing.js'
 import { clientAnswer, readQuorum, type ReplicaAnswer } from './reads.js'
-import { askReplica, readFromReplica } from './replica-calls.js'
+import { askReplica, readRange, type ReadBytes } from './replica-calls.js'
 import { replicasOf } from './replicas.js'
 import { writeBody } from './writes.js'
 
@@ -60,33 +62,24 @@ async function findSource(
   return ok({ winner: read.value.winner, found: answer.value })
 }
 
-/** A stream of the source's bytes `start..end`, read from the replica that holds the version. */
-async function sourceBytes(
+/** The source's bytes `start..end`, read from the replica that holds the version. */
+function sourceBytes(
   ctx: Context,
   source: Source,
   found: FoundSource,
   range: { start: number; end: number },
   request: { requestId: string; deadlineMs: number },
-) {
+): Promise<Result<ReadBytes>> {
   const versionId = found.found.info.versionId
-  const read = readFromReplica<GetResult>(
-    ctx,
-    found.winner.replica,
-    {
-      kind: 'object.get',
-      bucket: source.bucket,
-      key: source.key,
-      ...(versionId === undefined ? {} : { versionId }),
-      ...request,
-    },
-    range,
-  )
-  const head = await read.answer
-  if (!head.ok || head.value.info.etag !== found.found.info.etag) {
-    read.source.cancel('unavailable', 'the copy source changed')
-    return head.ok ? fail('unavailable', 'the copy source changed while it was read') : head
+  const msg = {
+    kind: 'object.get' as const,
+    bucket: source.bucket,
+    key: source.key,
+    ...(versionId === undefined ? {} : { versionId }),
+    ...request,
   }
-  return ok(read)
+  const etag = found.found.info.etag
+  return readRange(ctx, found.winner.replica, msg, range, (head) => head.info.etag === etag)
 }
 
 /** The source's tags, when the copy keeps them. */
@@ -140,10 +133,10 @@ export async function copyObject(
       userMeta: msg.replace?.userMeta ?? info.userMeta,
       ...(tags.value.length === 0 ? {} : { tags: tags.value }),
       expect: { size: info.size, ...wholeChecksums(found.value.found) },
-      ...(body.value === null ? { body: new Uint8Array(0) } : {}),
+      ...body.value.inline,
       ...request,
     },
-    body.value ?? undefined,
+    body.value.stream,
   )
   if (!written.ok) return written
   const result = { ...(written.value as PutResult) }
@@ -166,6 +159,16 @@ export async function copyPart(
   if (range.end >= info.size || range.start > range.end) {
     return fail('invalid_range', 'the copy source range is not within the object')
   }
+  const algorithm = await uploadAlgorithm(cluster, ctx, msg)
+  if (!algorithm.ok) return algorithm
+  const whole = range.start === 0 && range.end === info.size - 1
+  const checksums = whole ? wholeChecksums(found.value.found).checksums : undefined
+  const compute = algorithm.value
+  const expect = {
+    size: range.end - range.start + 1,
+    ...(checksums === undefined ? {} : { checksums }),
+    ...(compute === null || checksums?.[compute] !== undefined ? {} : { compute }),
+  }
   const body = await bodyOf(ctx, msg.source, found.value, range, request)
   if (!body.ok) return body
   const written = await writeBody(
@@ -177,26 +180,49 @@ export async function copyPart(
       key: msg.key,
       uploadId: msg.uploadId,
       partNumber: msg.partNumber,
-      expect: { size: range.end - range.start + 1 },
-      ...(body.value === null ? { body: new Uint8Array(0) } : {}),
+      expect,
+      ...body.value.inline,
       ...request,
     },
-    body.value ?? undefined,
+    body.value.stream,
   )
   return written as Result<PartInfo>
 }
 
-/** The bytes to write: a stream from the source's holder, or none for an empty range. */
+/** The checksum algorithm the upload was created with (its parts must carry it), asked of R of
+ * the key's replicas: a copied part gets it computed. */
+async function uploadAlgorithm(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: PartCopyMsg,
+): Promise<Result<ChecksumAlgorithm | null>> {
+  const listed = await listParts(cluster, ctx, {
+    kind: 'upload.list-parts',
+    bucket: msg.bucket,
+    key: msg.key,
+    uploadId: msg.uploadId,
+    afterPartNumber: 0,
+    maxParts: 0,
+    requestId: msg.requestId,
+    deadlineMs: msg.deadlineMs,
+  })
+  return listed.ok ? ok(listed.value.checksum?.algorithm ?? null) : listed
+}
+
+/** The bytes to write, as the fields of a write and its body's source: none for an empty range,
+ * inline bytes, or a stream from the source's holder. */
 async function bodyOf(
   ctx: Context,
   source: Source,
   found: FoundSource,
   range: { start: number; end: number },
   request: { requestId: string; deadlineMs: number },
-): Promise<Result<ByteSource | null>> {
-  if (range.end < range.start) return ok(null)
+): Promise<Result<{ inline: { body: Uint8Array } | object; stream?: ByteSource }>> {
+  if (range.end < range.start) return ok({ inline: { body: new Uint8Array(0) } })
   const read = await sourceBytes(ctx, source, found, range, request)
-  return read.ok ? ok(read.value.source) : read
+  if (!read.ok) return read
+  if ('body' in read.value) return ok({ inline: { body: read.value.body } })
+  return ok({ inline: {}, stream: read.value.source })
 }
 
 /** The source's checksums that describe its whole bytes, kept and verified by the copy. */

@@ -7,11 +7,12 @@
  * at most REPAIRS_MAX at once; past that a stale replica waits for the next read or for
  * anti-entropy. */
 import type { Context } from '../../protocol/actor.js'
+import { ok } from '../../protocol/errors.js'
 import type { GetResult, PutResult } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
-import { fanOut } from './fan-out.js'
+import { fanOut, sendInline } from './fan-out.js'
 import type { GetMsg, ReplicaAnswer } from './reads.js'
-import { askReplica, readFromReplica, writeToReplica } from './replica-calls.js'
+import { askReplica, readRange, writeToReplica } from './replica-calls.js'
 
 const REPAIRS_MAX = 8
 /** A repair's own deadline: it outlives the read that found the replica stale. */
@@ -96,30 +97,28 @@ async function copyPlainObject(
     requestId: 'read-repair',
     deadlineMs,
   })
-  if (info.size === 0) {
-    write.sink.end({})
-  } else {
-    const read = readFromReplica<GetResult>(
-      ctx,
-      winner.replica,
-      {
-        kind: 'object.get',
-        bucket: msg.bucket,
-        key: msg.key,
-        requestId: 'read-repair',
-        deadlineMs,
-      },
-      { start: 0, end: info.size - 1 },
-    )
-    const head = await read.answer
-    if (!head.ok || head.value.info.etag !== info.etag) {
-      read.source.cancel('unavailable', 'the object changed')
-      write.sink.abort('unavailable', 'the object changed')
-      return false
-    }
-    const copied = await fanOut(read.source, [write.sink], 1)
-    if (!copied.ok) return false
+  const read =
+    info.size === 0
+      ? ok({ body: new Uint8Array(0) })
+      : await readRange(
+          ctx,
+          winner.replica,
+          {
+            kind: 'object.get',
+            bucket: msg.bucket,
+            key: msg.key,
+            requestId: 'read-repair',
+            deadlineMs,
+          },
+          { start: 0, end: info.size - 1 },
+          (head) => head.info.etag === info.etag,
+        )
+  if (!read.ok) {
+    write.sink.abort('unavailable', read.detail)
+    return false
   }
+  if ('body' in read.value) await sendInline(read.value.body, [write.sink])
+  else if (!(await fanOut(read.value.source, [write.sink], 1)).ok) return false
   const result = await write.answer
   if (!result.ok) ctx.log.warn({ key: msg.key, code: result.code }, 'read repair failed')
   return result.ok

@@ -4,8 +4,8 @@
  * does. Every call is bounded by the request's deadline. */
 import type { ByteSink, ByteSource, Context } from '../../protocol/actor.js'
 import type { BodyRange } from '../../protocol/cluster.js'
-import type { Result } from '../../protocol/errors.js'
-import type { ObjectMsg, SystemMsg } from '../../protocol/messages.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type { GetResult, ObjectMsg, SystemMsg } from '../../protocol/messages.js'
 import type { Replica } from './replicas.js'
 
 /** A message for a replica: an object request without its inline body or stream, or the store's
@@ -73,4 +73,29 @@ export function readFromReplica<T>(
   // A local store streams once asked; a remote one was asked with the call.
   if (replica.local) source.request(range.start, range.end)
   return { answer, source }
+}
+
+/** A read's bytes: a stream, or the bytes themselves when the local store answered with them (a
+ * blob small enough to be kept inline comes with the answer, not on the stream). */
+export type ReadBytes = { source: ByteSource } | { body: Uint8Array }
+
+/** Reads `range` of an object version from a replica; `expected` checks its head (the version
+ * the caller found must still be the one read). */
+export async function readRange(
+  ctx: Context,
+  replica: Replica,
+  msg: Extract<ObjectMsg, { kind: 'object.get' }>,
+  range: BodyRange,
+  expected: (head: GetResult) => boolean,
+): Promise<Result<ReadBytes>> {
+  const read = readFromReplica<GetResult>(ctx, replica, msg, range)
+  const head = await read.answer
+  if (!head.ok || !expected(head.value)) {
+    read.source.cancel('unavailable', 'the version read changed')
+    return head.ok ? fail('unavailable', 'the version read changed while it was read') : head
+  }
+  const body = head.value.body
+  if (body === undefined) return ok({ source: read.source })
+  read.source.cancel('unavailable', 'the bytes came with the answer')
+  return ok({ body: body.subarray(range.start, range.end + 1) })
 }

@@ -20,6 +20,7 @@ import { gather, quorumFailure, unreachable } from './quorum.js'
 import { readQuorum } from './reads.js'
 import { askReplica, writeToReplica, type ReplicaMsg } from './replica-calls.js'
 import { poolLayout, replicasOf, type Replica } from './replicas.js'
+import { holdKey, type Release } from './key-hold.js'
 import { freshStamp, stampAbove } from './stamps.js'
 
 type BodyMsg = Extract<ObjectMsg, { kind: 'object.put' | 'upload.part' }>
@@ -88,10 +89,33 @@ export async function writeBody(
   const need = cluster.settings.writeQuorum
   if (reachable.length < need) return refuse(unreachable('write', reachable.length, need))
   const conditions = msg.kind === 'object.put' ? msg.conditions : undefined
+  let release: Release = () => Promise.resolve()
   if (conditions !== undefined) {
+    const held = await holdKey(cluster, ctx, msg, reachable)
+    if (!held.ok) return refuse(held)
+    release = held.value
     const checked = await checkConditions(cluster, ctx, msg, reachable, conditions)
-    if (!checked.ok) return refuse(checked)
+    if (!checked.ok) {
+      await release()
+      return refuse(checked)
+    }
   }
+  try {
+    return await stampAndWrite(cluster, ctx, msg, reachable, source, refuse)
+  } finally {
+    await release()
+  }
+}
+
+async function stampAndWrite(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: BodyMsg,
+  reachable: readonly Replica[],
+  source: ByteSource | null,
+  refuse: <T>(result: Result<T>) => Result<T>,
+): Promise<Result<PutResult | PartInfo>> {
+  const need = cluster.settings.writeQuorum
   // A part is named by its upload: no earlier change of the key orders it.
   const stamp =
     msg.kind === 'upload.part'
@@ -115,11 +139,14 @@ export async function writeBody(
   if (source !== null) {
     const sent = await fanOut(source, sinks, need)
     if (!sent.ok) {
+      // The replicas' own refusal (a checksum, a missing upload) says more than the cut body.
       const gathered = await gather(
         writes.map((write) => write.answer),
-        need,
+        writes.length,
       )
-      return gathered.oks.length >= need ? ok(firstAnswer(gathered.oks)) : sent
+      if (gathered.oks.length >= need) return ok(firstAnswer(gathered.oks))
+      const refused = quorumFailure('write', gathered, need)
+      return refused.ok || refused.code === 'unavailable' ? sent : refused
     }
   } else {
     await sendInline(msg.body ?? new Uint8Array(0), sinks)
@@ -150,10 +177,30 @@ export async function changeKey<T>(
   const { reachable } = set.value
   const need = cluster.settings.writeQuorum
   if (reachable.length < need) return unreachable('write', reachable.length, need)
-  if (msg.kind === 'upload.complete' && msg.conditions !== undefined) {
-    const checked = await checkConditions(cluster, ctx, msg, reachable, msg.conditions)
-    if (!checked.ok) return checked
+  // Completing and aborting an upload hold its key: replicas that saw a complete and an abort in
+  // different orders would end with different outcomes and no quorum for either.
+  if (msg.kind === 'upload.complete' || msg.kind === 'upload.abort') {
+    const held = await holdKey(cluster, ctx, msg, reachable)
+    if (!held.ok) return held
+    try {
+      if (msg.kind === 'upload.complete' && msg.conditions !== undefined) {
+        const checked = await checkConditions(cluster, ctx, msg, reachable, msg.conditions)
+        if (!checked.ok) return checked
+      }
+      return await stampAndChange<T>(cluster, ctx, msg, reachable)
+    } finally {
+      await held.value()
+    }
   }
+  return stampAndChange<T>(cluster, ctx, msg, reachable)
+}
+
+async function stampAndChange<T>(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: KeyChangeMsg,
+  reachable: readonly Replica[],
+): Promise<Result<T>> {
   const ordered = msg.kind !== 'upload.create' && msg.kind !== 'upload.abort'
   const stamp = ordered
     ? await stampAbove(

@@ -37,7 +37,9 @@ export function uploadPart(
     if (!upload.ok) return upload
     // An upload created with a checksum algorithm takes only parts that carry that checksum.
     const wanted = upload.value.checksum?.algorithm
-    if (wanted !== undefined && msg.expect.checksums?.[wanted] === undefined) {
+    // A copied part (cluster mode) brings no checksum of its own: it asks for one computed.
+    const carried = msg.expect.checksums?.[wanted ?? 'crc32'] !== undefined
+    if (wanted !== undefined && !carried && msg.expect.compute !== wanted) {
       const sent = Object.keys(msg.expect.checksums ?? {})[0] ?? 'null'
       return fail(
         'invalid_request',

@@ -31,6 +31,8 @@ const KINDS: Partial<Record<PeerMethod, ReadonlySet<Kind>>> = {
     'upload.complete',
     'upload.abort',
     'upload.states',
+    'key.claim',
+    'key.release',
     'upload.list-parts',
     'upload.list',
     // A bucket deleted through another node: this replica empties its copy (forced only).
@@ -115,6 +117,9 @@ function kindFieldsValid(kind: Kind, m: Fields): boolean {
         versions.every((v) => isFields(v) && isKey(v['key']) && typeof v['versionId'] === 'string')
       )
     }
+    case 'key.claim':
+    case 'key.release':
+      return strings(m, ['claimant'])
     case 'upload.states':
       return Array.isArray(m['uploadIds']) && m['uploadIds'].every((id) => typeof id === 'string')
     case 'upload.complete': {

@@ -57,6 +57,7 @@ import { abortUpload, createUpload, listParts, listUploads, uploadStates } from 
 import { objectStamps, versionsDeleted } from './point-checks.js'
 import { replicaMessage } from './replica-calls.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
+import { claimKeyFor, releaseKey } from './key-claims.js'
 import { recover } from './recovery.js'
 import { createState, track, type StoreState } from './store-state.js'
 import {
@@ -217,6 +218,10 @@ function dispatch(
       return versionsDeleted(msg, ctx)
     case 'upload.states':
       return uploadStates(msg, ctx)
+    case 'key.claim':
+      return claimKeyFor(state, msg, ctx.now())
+    case 'key.release':
+      return releaseKey(state, msg)
     case 'system.get':
       return getSystemRecord(msg.name, ctx)
     case 'system.put':

@@ -30,6 +30,8 @@ export interface StoreState {
   lastVersionMicros: number
   /** Cluster mode's catalog clock and claims; null on a single node. */
   catalog: CatalogState | null
+  /** Cluster mode: keys held by conditional writes (key-claims.ts), by bucket and key. */
+  readonly keyClaims: Map<string, { claimant: string; expiresMs: number }>
 }
 
 /** GET streams at once. Every other task is bounded by the requests in flight (the runtime's
@@ -48,6 +50,7 @@ export function createState(): StoreState {
     cancelExpiry: () => undefined,
     lastVersionMicros: 0,
     catalog: null,
+    keyClaims: new Map(),
   }
 }
 
