@@ -356,6 +356,11 @@ export type UploadMsg =
    * the other and then sees its object. */
   | (Request & { kind: 'key.claim'; bucket: string; key: string; claimant: string })
   | (Request & { kind: 'key.release'; bucket: string; key: string; claimant: string })
+  /** Cluster mode: changes that replicas missed, kept durably by the coordinator's node until
+   * repair brings them (a newer hint of a key for a node replaces an older one). */
+  | (Request & { kind: 'hint.put'; hints: Hint[] })
+  /** Cluster mode: how many hints this node keeps. */
+  | (Request & { kind: 'hint.count' })
   | (Request & {
       kind: 'upload.list-parts'
       bucket: string
@@ -373,6 +378,14 @@ export type UploadMsg =
       uploadIdMarker: string
       maxUploads: number
     })
+
+/** A change of a key that replica `node` missed: its stamp, newest kept. */
+export interface Hint {
+  node: string
+  bucket: string
+  key: string
+  stamp: string
+}
 
 /** An upload as one replica knows it (`upload.states`). */
 export type UploadState = 'open' | 'ended' | 'unknown'
@@ -399,6 +412,8 @@ export type ObjectReply = {
   'upload.states': UploadState[]
   'key.claim': { granted: boolean }
   'key.release': null
+  'hint.put': null
+  'hint.count': number
   'object.copy': PutResult
   'object.list': ListPage
   'object.tagging.put': TaggingResult

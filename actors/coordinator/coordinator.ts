@@ -89,6 +89,8 @@ async function coordinate(
     case 'upload.states':
     case 'key.claim':
     case 'key.release':
+    case 'hint.put':
+    case 'hint.count':
       return ctx.call('replica-store', msg)
   }
 }

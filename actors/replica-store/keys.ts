@@ -32,6 +32,8 @@
  *                       say it ended; expires with completed uploads' records (X\0, M\0)
  *   I\0<upload id>      cluster mode: bucket and key of a stamped upload in progress, so that its
  *                       state can be found by id alone
+ *   J\0<node>\0<bucket>\0<key>  cluster mode: a hint: a change of the key (value: its stamp) that
+ *                       replica <node> missed, kept until repair brings it the change
  *
  * Keys compare as UTF-8 bytes, which is the order S3 lists keys in. Bucket names never contain
  * `\0`, so `O\0<bucket>\0` is a prefix of exactly that bucket's objects; object keys are opaque and
@@ -343,4 +345,14 @@ export function successor(text: string): string | null {
     if (next <= CODE_POINT_LAST) return points.join('') + String.fromCodePoint(next)
   }
   return null
+}
+
+export const HINT_PREFIX = 'J\0'
+export const HINT_END = 'J\x01'
+
+export function hintKey(node: string, bucket: string, key: string): string {
+  assert(node.length > 0 && !node.includes('\0'), 'malformed node id')
+  checkBucket(bucket)
+  assert(key.length > 0, 'empty object key')
+  return `${HINT_PREFIX}${node}\0${bucket}\0${key}`
 }

@@ -57,6 +57,7 @@ import { abortUpload, createUpload, listParts, listUploads, uploadStates } from 
 import { objectStamps, versionsDeleted } from './point-checks.js'
 import { replicaMessage } from './replica-calls.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
+import { countHints, putHints } from './hints.js'
 import { claimKeyFor, releaseKey } from './key-claims.js'
 import { recover } from './recovery.js'
 import { createState, track, type StoreState } from './store-state.js'
@@ -83,6 +84,7 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
     ctx.log.info({ ...report }, 'replica-store recovered')
     scheduleExpiry(state, ctx)
     if (ctx.config['SVC_MODE'] === 'cluster') {
+      state.hintsPending = countHints(ctx)
       state.catalog = new CatalogState(ctx.config['SVC_NODE_ID'] ?? '', () => ctx.now())
       startCatalogSync(state, ctx)
     }
@@ -218,6 +220,10 @@ function dispatch(
       return versionsDeleted(msg, ctx)
     case 'upload.states':
       return uploadStates(msg, ctx)
+    case 'hint.put':
+      return putHints(state, ctx, msg.hints)
+    case 'hint.count':
+      return ok(state.hintsPending)
     case 'key.claim':
       return claimKeyFor(state, msg, ctx.now())
     case 'key.release':

@@ -32,6 +32,8 @@ export interface StoreState {
   catalog: CatalogState | null
   /** Cluster mode: keys held by conditional writes (key-claims.ts), by bucket and key. */
   readonly keyClaims: Map<string, { claimant: string; expiresMs: number }>
+  /** Cluster mode: hints kept (hints.ts), counted at start. */
+  hintsPending: number
 }
 
 /** GET streams at once. Every other task is bounded by the requests in flight (the runtime's
@@ -51,6 +53,7 @@ export function createState(): StoreState {
     lastVersionMicros: 0,
     catalog: null,
     keyClaims: new Map(),
+    hintsPending: 0,
   }
 }
 
