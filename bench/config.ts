@@ -49,6 +49,9 @@ export const LIST_PAGE_KEYS = 1000
 export const REQUEST_TIMEOUT_MS = 30_000
 /** The service must answer GET /health within this after its start. */
 export const HEALTH_WAIT_MS = 30_000
+/** Cluster nodes serve after their first catalog pull, which waits for the others; 3 nodes
+ * starting together on a loaded machine take longer (dev/cluster.ts waits as long). */
+export const CLUSTER_HEALTH_WAIT_MS = 90_000
 export const RSS_POLL_MS = 50
 export const BUCKET = 'bench'
 

@@ -49,7 +49,7 @@ async function fillBucket(spec: ListSpec): Promise<PhaseResult> {
     if (i % 1000 === 0) await yieldToEventLoop() // Let a SIGINT in while we sign.
   }
   return runPhase({
-    origin: spec.origin,
+    origins: [spec.origin],
     method: 'PUT',
     paths,
     objectBytes: 0,

@@ -1,15 +1,17 @@
 /** @module Load generator: one phase is up to `countMax` requests from `concurrency` workers over
- * an undici Pool with as many connections (pipelining 1), stopped by whichever of count or time
- * comes first. Paths are ready-made (presigned beforehand), bodies are one shared buffer,
- * responses are read and dropped: the client does as little as it can per request, so the figures
- * are the server's as far as one client process on the same machine allows. */
+ * an undici Pool per origin with as many connections (pipelining 1), stopped by whichever of count
+ * or time comes first; with several origins (a cluster's nodes) each path goes to its own. Paths
+ * are ready-made (presigned beforehand), bodies are one shared buffer, responses are read and
+ * dropped: the client does as little as it can per request, so the figures are the server's as
+ * far as one client process on the same machine allows. */
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
 import { Pool } from 'undici'
 import { REQUEST_TIMEOUT_MS } from './config.js'
 
 export interface PhaseSpec {
-  origin: string
+  /** Path j goes to origins[j % origins.length]: one server, or the nodes in turn. */
+  origins: readonly string[]
   /** DELETE clears a phase's objects away, untimed, so they stop holding dirty page cache. */
   method: 'PUT' | 'GET' | 'DELETE'
   /** Request i goes to paths[i % paths.length]. */
@@ -66,9 +68,10 @@ export function collectClientGarbage(): void {
 }
 
 export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
-  assert(spec.paths.length > 0)
+  assert(spec.paths.length > 0 && spec.origins.length > 0)
+  assert(spec.paths.length % spec.origins.length === 0, 'every origin takes as many paths')
   assert(spec.concurrency > 0 && spec.countMax > 0)
-  const pool = newPool(spec.origin, spec.concurrency)
+  const pools = spec.origins.map((origin) => newPool(origin, spec.concurrency))
   const body = spec.method === 'PUT' ? Buffer.alloc(spec.objectBytes, 0x61) : null
   const progress: Progress = {
     next: 0,
@@ -86,11 +89,11 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
   try {
     const workers: Promise<void>[] = []
     for (let i = 0; i < spec.concurrency; i++) {
-      workers.push(work(pool, spec, body, progress, deadlineMs))
+      workers.push(work(pools, spec, body, progress, deadlineMs))
     }
     await Promise.all(workers)
   } finally {
-    await pool.close()
+    await Promise.all(pools.map((pool) => pool.close()))
   }
   const latenciesMs = progress.latenciesMs.subarray(0, progress.ops).sort()
   return {
@@ -105,7 +108,7 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
 }
 
 async function work(
-  pool: Pool,
+  pools: readonly Pool[],
   spec: PhaseSpec,
   body: Buffer | null,
   progress: Progress,
@@ -114,8 +117,10 @@ async function work(
   // Bounded by countMax: every turn takes a fresh index.
   while (progress.next < spec.countMax && performance.now() < deadlineMs) {
     const index = progress.next++
-    const path = spec.paths[index % spec.paths.length]
-    assert(path !== undefined)
+    const at = index % spec.paths.length
+    const path = spec.paths[at]
+    const pool = pools[at % pools.length]
+    assert(path !== undefined && pool !== undefined)
     const startMs = performance.now()
     const outcome = await once(pool, spec.method, path, body)
     const endMs = performance.now()

@@ -4,16 +4,19 @@
 import { BIG_BYTES, LIST_KEYS } from './config.js'
 import { percentile, type PhaseResult } from './load.js'
 import { PHASE_KINDS, type TargetResults } from './suite.js'
-import { TARGET_NAMES, type TargetName } from './targets.js'
+import { printClusterReport } from './cluster-report.js'
+import type { ClusterResults } from './cluster-suite.js'
+import { number, printColumns, ratio } from './columns.js'
+import { SERVER_NAMES, type ServerName, type TargetName } from './targets.js'
 
-export type AllResults = Map<TargetName, TargetResults>
+export type AllResults = Map<ServerName, TargetResults>
 
 /** Either a ratio of the service to a reference, or an absolute ceiling on the service's value. */
 type Goal = { against: 'nginx' | 's3rver'; ratioMin: number } | { below: number }
 
 interface Row {
   label: string
-  values: Record<TargetName, number | null>
+  values: Record<ServerName, number | null>
   goal?: Goal
 }
 
@@ -41,10 +44,14 @@ const FIGURES: readonly { title: string; figure: Figure; goals: Record<string, G
   { title: 'failed requests', figure: (r) => r.failed, goals: {} },
 ]
 
-export function printReport(results: AllResults, skipped: Map<TargetName, string>): void {
+export function printReport(
+  results: AllResults,
+  cluster: ClusterResults | null,
+  skipped: Map<TargetName, string>,
+): void {
   console.log('\n=== Results (MB = 10^6 bytes; "-" = not measured) ===')
   for (const [name, reason] of skipped) console.log(`${name}: skipped: ${reason}`)
-  if (results.size === 0) {
+  if (results.size === 0 && cluster === null) {
     console.log('nothing was measured')
     return
   }
@@ -67,6 +74,7 @@ export function printReport(results: AllResults, skipped: Map<TargetName, string
   }
   printTable(`streamed ${BIG_BYTES / 2 ** 20} MiB object`, bigRows(results))
   printTable(`ListObjectsV2, ${LIST_KEYS} keys, pages of 1000`, listRows(results))
+  if (cluster !== null) printClusterReport(results.get('service') ?? null, cluster)
   printErrors(results)
 }
 
@@ -112,9 +120,9 @@ function listRows(results: AllResults): Row[] {
 function valuesOf(
   results: AllResults,
   pick: (result: TargetResults) => number | null,
-): Record<TargetName, number | null> {
-  const values: Record<TargetName, number | null> = { service: null, s3rver: null, nginx: null }
-  for (const name of TARGET_NAMES) {
+): Record<ServerName, number | null> {
+  const values: Record<ServerName, number | null> = { service: null, s3rver: null, nginx: null }
+  for (const name of SERVER_NAMES) {
     const result = results.get(name)
     const value = result === undefined ? null : pick(result)
     values[name] = value === null || Number.isNaN(value) ? null : value
@@ -137,36 +145,14 @@ function printTable(title: string, rows: readonly Row[]): void {
       row.goal === undefined ? '' : verdict(row.goal, row.values),
     ]
   })
-  const widths = header.map((cell, i) =>
-    Math.max(cell.length, ...lines.map((line) => line[i]?.length ?? 0)),
-  )
-  const format = (cells: readonly string[]): string =>
-    cells
-      .map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0)))
-      .join('  ')
-      .trimEnd()
-  console.log(`\n${title}`)
-  console.log(format(header))
-  for (const line of lines) console.log(format(line))
-}
-
-function number(value: number | null): string {
-  if (value === null) return '-'
-  if (Number.isInteger(value)) return value.toString() // Counts.
-  if (Math.abs(value) >= 100) return Math.round(value).toString()
-  return value.toFixed(Math.abs(value) >= 10 ? 1 : 2)
-}
-
-function ratio(value: number | null, reference: number | null): string {
-  if (value === null || reference === null || reference === 0) return '-'
-  return `${(value / reference).toFixed(2)}x`
+  printColumns(title, header, lines)
 }
 
 function goalText(goal: Goal): string {
   return 'below' in goal ? `< ${goal.below}` : `>= ${goal.ratioMin}x ${goal.against}`
 }
 
-function verdict(goal: Goal, values: Record<TargetName, number | null>): string {
+function verdict(goal: Goal, values: Record<ServerName, number | null>): string {
   const service = values.service
   if (service === null) return 'n/a'
   if ('below' in goal) return service < goal.below ? 'met' : 'NOT MET'

@@ -1,10 +1,12 @@
-/** @module `npm run bench`: measures the service, s3rver and nginx (WebDAV) one after the other on
- * 127.0.0.1, each in its own child process and temp dir, then prints the tables of report.ts. A
+/** @module `npm run bench`: measures the service, s3rver, nginx (WebDAV) and a 3-node cluster of
+ * the service one after the other on 127.0.0.1, each in its own child processes and temp dir, then
+ * prints the tables of report.ts. A
  * target that is missing or does not come up is reported and skipped; figures are printed, never
  * judged by the exit code, which is 0 unless the bench itself broke. On SIGINT or SIGTERM the
  * running target is stopped by its PID and its temp dir removed before we exit. */
 import { availableParallelism, loadavg } from 'node:os'
 import { BIG_BYTES, LIST_KEYS, ONLY_TARGETS, PHASE_SECONDS } from './config.js'
+import { runClusterSuite, type ClusterResults } from './cluster-suite.js'
 import { printReport, type AllResults } from './report.js'
 import { runSuite } from './suite.js'
 import { start, TARGET_NAMES, type Target, type TargetName } from './targets.js'
@@ -34,6 +36,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', interrupt)
   process.once('SIGTERM', interrupt)
   const results: AllResults = new Map()
+  let cluster: ClusterResults | null = null
   const skipped = new Map<TargetName, string>()
   for (const name of TARGET_NAMES) {
     if (ONLY_TARGETS.length > 0 && !ONLY_TARGETS.includes(name)) continue
@@ -55,7 +58,8 @@ async function main(): Promise<void> {
     }
     running.target = started.target
     try {
-      results.set(name, await runSuite(started.target))
+      if (name === 'cluster') cluster = await runClusterSuite(started.target)
+      else results.set(name, await runSuite(started.target))
     } catch (error) {
       console.log(`  ${name}: the bench broke: ${String(error)}`)
       skipped.set(name, `the bench broke: ${String(error)}`)
@@ -65,7 +69,7 @@ async function main(): Promise<void> {
     }
     console.log(`  ${name}: done in ${((Date.now() - startedAt) / 1000).toFixed(0)} s`)
   }
-  printReport(results, skipped)
+  printReport(results, cluster, skipped)
 }
 
 function loadAverage(): string {

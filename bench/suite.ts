@@ -14,7 +14,7 @@ import { runBig, type BigResult } from './big.js'
 import { runList, type ListResult } from './list.js'
 import { percentile, runPhase, type PhaseResult } from './load.js'
 import { yieldToEventLoop } from './presign.js'
-import type { Target } from './targets.js'
+import type { Endpoint, Target } from './targets.js'
 
 export const LIST_BUCKET = 'bench-list'
 
@@ -44,28 +44,65 @@ export const PHASE_KINDS: readonly PhaseKind[] = [SMALL_BYTES, LARGE_BYTES].flat
 )
 
 export async function runSuite(target: Target): Promise<TargetResults> {
-  const results: TargetResults = { phases: new Map(), big: null, list: null }
   await flushDirtyPages(target.name)
   if (target.presign !== null) {
     await createBucket(target, BUCKET)
     await createBucket(target, LIST_BUCKET)
   }
-  const warmUpOpsPerSecond = await warmUp(target)
-  let written: string[] = [] // Keys the last PUT phase stored, for the GET phase after it.
+  const warmUpOpsPerSecond = await warmUp(target.name, target.nodes)
+  const { phases } = await runLoadPhases({
+    name: target.name,
+    nodes: target.nodes,
+    keyPrefix: '',
+    warmUpOpsPerSecond,
+  })
+  const results: TargetResults = { phases, big: null, list: null }
+  results.big = await big(target)
+  if (target.presign !== null) results.list = await list(target)
+  return results
+}
+
+/** The load phases of PHASE_KINDS through some nodes of a target (one for a single server). */
+export interface LoadRun {
+  /** Starts each progress line. */
+  name: string
+  /** Request j of a phase goes to nodes[j % nodes.length]; key i is written and read back
+   * through nodes[i % nodes.length] (a cluster node without replication keeps what it got). */
+  nodes: readonly Endpoint[]
+  /** Before each phase's key names, so that runs through other nodes write other keys. */
+  keyPrefix: string
+  warmUpOpsPerSecond: number
+  /** Read right before and after each PUT phase: bytes the servers sent each other. */
+  sentBytes?: () => Promise<number | null>
+}
+
+export interface LoadResults {
+  phases: Map<string, PhaseResult>
+  /** Per PUT phase with `sentBytes`: the bytes sent during it per PUT acknowledged, or null. */
+  sentBytesPerPut: Map<string, number | null>
+}
+
+export async function runLoadPhases(run: LoadRun): Promise<LoadResults> {
+  const results: LoadResults = { phases: new Map(), sentBytesPerPut: new Map() }
+  const turn = run.nodes.length
+  let written: number[] = [] // Indexes of the keys the last PUT phase stored, ascending.
   for (const kind of PHASE_KINDS) {
-    if (kind.method === 'GET' && written.length === 0) {
-      console.log(`  ${target.name} ${kind.label}: skipped, nothing was written to read back`)
+    const countMax = roundUp(opsMax(kind, run.warmUpOpsPerSecond), turn)
+    const prefix = `${run.keyPrefix}${kind.objectBytes}-c${kind.concurrency}`
+    const indexes =
+      kind.method === 'PUT' ? Array.from({ length: countMax }, (_, i) => i) : inTurn(written, turn)
+    if (indexes.length === 0) {
+      console.log(`  ${run.name} ${kind.label}: skipped, nothing was written to read back`)
       continue
     }
-    const countMax = opsMax(kind, warmUpOpsPerSecond)
-    const prefix = `${kind.objectBytes}-c${kind.concurrency}`
-    const keys =
-      kind.method === 'PUT' ? Array.from({ length: countMax }, (_, i) => `${prefix}-${i}`) : written
-    const paths = await pathsFor(target, kind.method, keys)
+    const keys = indexes.map((i) => `${prefix}-${i}`)
+    // Key indexes[j] is congruent to j modulo the nodes: request j goes to its key's node.
+    const paths = await pathsFor(kind.method, keys, (j) => run.nodes[j % turn])
     const large = kind.objectBytes === LARGE_BYTES
-    if (kind.method === 'PUT' && large) await flushDirtyPages(target.name)
+    if (kind.method === 'PUT' && large) await flushDirtyPages(run.name)
+    const before = kind.method === 'PUT' ? await run.sentBytes?.() : undefined
     const result = await runPhase({
-      origin: target.origin,
+      origins: run.nodes.map((node) => node.origin),
       method: kind.method,
       paths,
       objectBytes: kind.objectBytes,
@@ -74,23 +111,56 @@ export async function runSuite(target: Target): Promise<TargetResults> {
       secondsMax: PHASE_SECONDS,
     })
     results.phases.set(kind.label, result)
-    printPhase(target.name, kind.label, result)
-    if (kind.method === 'PUT') written = result.succeeded.map((i) => `${prefix}-${i}`)
+    printPhase(run.name, kind.label, result)
+    if (kind.method === 'PUT' && run.sentBytes !== undefined) {
+      const after = await run.sentBytes()
+      const perPut = perPutOf(before ?? null, after, result.ops)
+      results.sentBytesPerPut.set(kind.label, perPut)
+      const text = perPut === null ? 'not measured' : `${perPut.toFixed(0)} bytes`
+      console.log(`  ${run.name} ${kind.label}: node-to-node ${text} per PUT`)
+    }
+    if (kind.method === 'PUT') written = result.succeeded
     // 4 GiB of 1 MiB objects would stay dirty in the page cache and slow what follows.
-    if (kind.method === 'GET' && large) await remove(target, written)
+    if (kind.method === 'GET' && large) {
+      for (const [at, node] of run.nodes.entries()) {
+        const own = written.filter((i) => i % turn === at).map((i) => `${prefix}-${i}`)
+        await remove(run.name, node, own)
+      }
+    }
   }
-  results.big = await big(target)
-  if (target.presign !== null) results.list = await list(target)
   return results
 }
 
-/** Deletes objects, untimed: deleted files' dirty pages are dropped rather than written back. */
-async function remove(target: Target, keys: readonly string[]): Promise<void> {
+function perPutOf(before: number | null, after: number | null, puts: number): number | null {
+  if (before === null || after === null || puts === 0) return null
+  return (after - before) / puts
+}
+
+/** The indexes that `turn` nodes can serve in turn: those of each node (index modulo `turn`),
+ * interleaved, as many of each as the node with fewest has. Ascending indexes stay so. */
+function inTurn(indexes: readonly number[], turn: number): number[] {
+  if (turn === 1) return [...indexes]
+  const byNode = Array.from({ length: turn }, (_, at) => indexes.filter((i) => i % turn === at))
+  const rounds = Math.min(...byNode.map((own) => own.length))
+  const interleaved: number[] = []
+  for (let round = 0; round < rounds; round++) {
+    for (const own of byNode) interleaved.push(own[round] ?? 0)
+  }
+  return interleaved
+}
+
+function roundUp(count: number, multiple: number): number {
+  return Math.ceil(count / multiple) * multiple
+}
+
+/** Deletes objects through one node, untimed: deleted files' dirty pages are dropped rather than
+ * written back. */
+async function remove(name: string, node: Endpoint, keys: readonly string[]): Promise<void> {
   if (keys.length === 0) return
   const result = await runPhase({
-    origin: target.origin,
+    origins: [node.origin],
     method: 'DELETE',
-    paths: await pathsFor(target, 'DELETE', keys),
+    paths: await pathsFor('DELETE', keys, () => node),
     objectBytes: 0,
     concurrency: CONCURRENCIES[0],
     countMax: keys.length,
@@ -98,23 +168,25 @@ async function remove(target: Target, keys: readonly string[]): Promise<void> {
   })
   if (result.failed > 0 || result.ops < keys.length) {
     const why = result.firstError ?? 'out of time'
-    console.log(`  ${target.name}: deleted ${result.ops} of ${keys.length} objects (${why})`)
+    console.log(`  ${name}: deleted ${result.ops} of ${keys.length} objects (${why})`)
   }
 }
 
-/** Returns the warm-up's PUTs per second, which sizes the 4 KiB phases. */
-async function warmUp(target: Target): Promise<number> {
-  const keys = Array.from({ length: WARMUP_OPS_MAX }, (_, i) => `warm-up-${i}`)
+/** Unrecorded PUTs through every node in turn; returns their rate, which sizes the 4 KiB
+ * phases. */
+export async function warmUp(name: string, nodes: readonly Endpoint[]): Promise<number> {
+  const countMax = roundUp(WARMUP_OPS_MAX, nodes.length)
+  const keys = Array.from({ length: countMax }, (_, i) => `warm-up-${i}`)
   const result = await runPhase({
-    origin: target.origin,
+    origins: nodes.map((node) => node.origin),
     method: 'PUT',
-    paths: await pathsFor(target, 'PUT', keys),
+    paths: await pathsFor('PUT', keys, (j) => nodes[j % nodes.length]),
     objectBytes: SMALL_BYTES,
     concurrency: CONCURRENCIES[0],
-    countMax: WARMUP_OPS_MAX,
+    countMax,
     secondsMax: WARMUP_SECONDS,
   })
-  printPhase(target.name, 'warm-up PUT 4 KiB (not reported)', result)
+  printPhase(name, 'warm-up PUT 4 KiB (not reported)', result)
   return result.ops / result.seconds
 }
 
@@ -129,22 +201,25 @@ function opsMax(kind: PhaseKind, warmUpOpsPerSecond: number): number {
   return Math.min(SMALL_OPS_MAX, enough)
 }
 
+/** Path j of `keys`, signed for its node (`nodeOf(j)`) when the target signs. */
 async function pathsFor(
-  target: Target,
   method: string,
   keys: readonly string[],
+  nodeOf: (j: number) => Endpoint | undefined,
 ): Promise<string[]> {
   const paths: string[] = []
-  for (const key of keys) {
+  for (const [j, key] of keys.entries()) {
+    const node = nodeOf(j)
+    assert(node !== undefined)
     const path = `/${BUCKET}/${key}`
-    paths.push(target.presign === null ? path : await target.presign(method, path))
+    paths.push(node.presign === null ? path : await node.presign(method, path))
     // Presigning resolves in microtasks only: let timers and signals (SIGINT) in now and then.
     if (paths.length % 1000 === 0) await yieldToEventLoop()
   }
   return paths
 }
 
-async function createBucket(target: Target, bucket: string): Promise<void> {
+export async function createBucket(target: Target, bucket: string): Promise<void> {
   assert(target.presign !== null)
   const path = await target.presign('PUT', `/${bucket}`)
   const response = await request(target.origin + path, { method: 'PUT' })
@@ -167,7 +242,7 @@ async function big(target: Target): Promise<BigResult> {
     bytes: BIG_BYTES,
     pids: () => target.pids(),
   })
-  await remove(target, [key])
+  await remove(target.name, target, [key])
   const transfers = [
     ['upload', result.upload],
     ['download', result.download],
@@ -206,7 +281,7 @@ async function list(target: Target): Promise<ListResult> {
   return result
 }
 
-function printPhase(name: string, label: string, result: PhaseResult): void {
+export function printPhase(name: string, label: string, result: PhaseResult): void {
   const ops = result.ops / result.seconds
   const rate = result.bytes / 1e6 / result.seconds
   const p50 = percentile(result.latenciesMs, 0.5)

@@ -1,29 +1,38 @@
-/** @module The three servers under test, each started as a child process on 127.0.0.1 with a
- * fresh temp dir: the service (dist/runtime/main.js), s3rver (bench/s3rver-main.ts) and nginx with
- * WebDAV PUT as the limit of HTTP-to-disk. A target that cannot start says why and is skipped.
- * Stopping is by PID: SIGTERM, then SIGKILL after a grace period, then any descendant left over
- * (nginx workers) by its own PID; the temp dir goes with the target. */
-import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync } from 'node:fs'
+/** @module The servers under test, each started as a child process on 127.0.0.1 with a fresh temp
+ * dir: the service (dist/runtime/main.js), s3rver (bench/s3rver-main.ts), nginx with WebDAV PUT
+ * as the limit of HTTP-to-disk, and a cluster of 3 service nodes (cluster-target.ts). A target
+ * that cannot start says why and is skipped. Stopping is by PID (processes.ts); the temp dir goes
+ * with the target. */
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import type { ChildProcess } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { request } from 'undici'
+import { startCluster } from './cluster-target.js'
 import { HEALTH_WAIT_MS } from './config.js'
 import { presigner, type Presign } from './presign.js'
+import { freePort, logTail, SERVICE_MAIN, spawnLogged, stopProcess, waitUp } from './processes.js'
 import { processTree } from './rss.js'
 
-export type TargetName = 'service' | 's3rver' | 'nginx'
-export const TARGET_NAMES: readonly TargetName[] = ['service', 's3rver', 'nginx']
+/** The targets of one server, whose phases compare with each other, column by column. */
+export type ServerName = 'service' | 's3rver' | 'nginx'
+export const SERVER_NAMES: readonly ServerName[] = ['service', 's3rver', 'nginx']
+export type TargetName = ServerName | 'cluster'
+/** In the order they run: the cluster last, so the single servers run exactly as without it. */
+export const TARGET_NAMES: readonly TargetName[] = [...SERVER_NAMES, 'cluster']
 
-export interface Target {
-  name: TargetName
+/** One server's address for the load generator. */
+export interface Endpoint {
   origin: string
   /** Signs a request; null for nginx, which takes the same paths unsigned. */
   presign: Presign | null
+}
+
+export interface Target extends Endpoint {
+  name: TargetName
+  /** Every node of the target (one for a single server), the first being `origin`'s. */
+  nodes: readonly Endpoint[]
   /** The server's processes now (main and descendants): their memory is the server's. */
   pids(): number[]
   stop(): Promise<void>
@@ -33,7 +42,6 @@ export interface Target {
 export type Started = { ok: true; target: Target } | { ok: false; reason: string; log?: string }
 
 const here = dirname(fileURLToPath(import.meta.url))
-const SERVICE_MAIN = join(here, '..', 'runtime', 'main.js')
 const S3RVER_MAIN = join(here, 's3rver-main.js')
 const NGINX_BINARY = '/usr/sbin/nginx'
 const SERVICE_CREDENTIALS = {
@@ -41,9 +49,6 @@ const SERVICE_CREDENTIALS = {
   secretAccessKey: 'benchsecretbenchsecretbenchsecret1234',
 }
 const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }
-const POLL_MS = 100
-const STOP_GRACE_MS = 10_000
-const LOG_TAIL_CHARS = 2000
 
 export function start(name: TargetName): Promise<Started> {
   switch (name) {
@@ -53,6 +58,8 @@ export function start(name: TargetName): Promise<Started> {
       return startS3rver()
     case 'nginx':
       return startNginx()
+    case 'cluster':
+      return startCluster()
   }
 }
 
@@ -135,22 +142,8 @@ http {
 `
 }
 
-function spawnLogged(
-  command: string,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  logPath: string,
-): ChildProcess {
-  const log = openSync(logPath, 'a')
-  try {
-    return spawn(command, args, { env, stdio: ['ignore', log, log] })
-  } finally {
-    closeSync(log) // The child holds its own copy of the descriptor.
-  }
-}
-
 async function ready(
-  name: TargetName,
+  name: ServerName,
   server: ChildProcess,
   dir: string,
   port: number,
@@ -168,97 +161,13 @@ async function ready(
     await stop()
     return { ok: false, reason: `${name} did not spawn` }
   }
-  const failure = await waitUp(server, origin + probePath, isUp)
+  const failure = await waitUp(server, origin + probePath, isUp, HEALTH_WAIT_MS)
   if (failure !== null) {
-    const log = logTail(dir)
+    const log = logTail(dir, ['service.log', 's3rver.log', 'nginx.log', 'error.log'])
     await stop()
     return log === '' ? { ok: false, reason: failure } : { ok: false, reason: failure, log }
   }
-  const target: Target = { name, origin, presign, pids: () => processTree(pid), stop }
+  const nodes = [{ origin, presign }]
+  const target: Target = { name, origin, presign, nodes, pids: () => processTree(pid), stop }
   return { ok: true, target }
-}
-
-async function waitUp(
-  server: ChildProcess,
-  url: string,
-  isUp: (status: number) => boolean,
-): Promise<string | null> {
-  const deadline = Date.now() + HEALTH_WAIT_MS
-  let last = 'no answer'
-  for (let attempt = 0; attempt < HEALTH_WAIT_MS / POLL_MS && Date.now() < deadline; attempt++) {
-    if (server.exitCode !== null || server.signalCode !== null) {
-      return `exited (${server.exitCode ?? server.signalCode}) before it was up`
-    }
-    try {
-      const response = await request(url, { headersTimeout: 2000, bodyTimeout: 2000 })
-      await response.body.dump()
-      if (isUp(response.statusCode)) return null
-      last = `GET ${url} answered ${response.statusCode}`
-    } catch (error) {
-      last = String(error)
-    }
-    await sleep(POLL_MS)
-  }
-  return `not up within ${HEALTH_WAIT_MS} ms (${last})`
-}
-
-function logTail(dir: string): string {
-  const parts: string[] = []
-  for (const file of ['service.log', 's3rver.log', 'nginx.log', 'error.log']) {
-    const path = join(dir, file)
-    if (existsSync(path)) parts.push(readFileSync(path, 'utf8'))
-  }
-  return parts.join('').slice(-LOG_TAIL_CHARS).trim()
-}
-
-/** SIGTERM, SIGKILL if it lingers, then any descendant still there, each by its PID. */
-export async function stopProcess(server: ChildProcess): Promise<void> {
-  const pid = server.pid
-  if (pid === undefined) return
-  const descendants = processTree(pid).slice(1)
-  if (server.exitCode === null && server.signalCode === null) {
-    const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()))
-    server.kill('SIGTERM')
-    if (!(await within(exited, STOP_GRACE_MS))) {
-      server.kill('SIGKILL')
-      await within(exited, STOP_GRACE_MS)
-    }
-  }
-  for (const child of descendants) {
-    try {
-      process.kill(child, 'SIGKILL')
-    } catch {
-      // Already gone, as it should be once its parent stopped it.
-    }
-  }
-}
-
-async function within(promise: Promise<void>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms)
-  })
-  try {
-    return await Promise.race([promise.then(() => true), timeout])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  assert(ms >= 0)
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
-/** A port the kernel just handed out; a tiny race with other programs, harmless here. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      assert(address !== null && typeof address === 'object')
-      server.close(() => resolve(address.port))
-    })
-  })
 }

@@ -31,6 +31,7 @@ import { CallerLink, serveLink, undelivered, type Dispatch } from './link.js'
 import { createLogger } from './log.js'
 import { GrpcPeers } from './cluster/grpc-peers.js'
 import { logGrpcTo } from './cluster/grpc-service.js'
+import { peerBytesRegistry } from './cluster/peer-bytes.js'
 import { openStorage } from './storage.js'
 import { openStream, PortSink, PortSource } from './stream-port.js'
 import { ActorMetrics, type MetricsJson } from './actor-metrics.js'
@@ -92,6 +93,9 @@ function notOwned(what: string): never {
 }
 
 async function main(): Promise<void> {
+  const mode = data.config['SVC_MODE'] ?? 'single'
+  // Any thread may call peers, and grpc-ingress answers them: each counts what it sent.
+  if (mode === 'cluster' || mode === 'gateway') metrics.include(peerBytesRegistry)
   const actor = await loadActor(data.actor)
   const storage = data.actor === 'replica-store' ? await openStorage(data.config, log) : null
   const kv: KvStore = storage?.kv ?? new Proxy({} as KvStore, { get: () => notOwned('kv store') })

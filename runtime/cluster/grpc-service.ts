@@ -1,9 +1,10 @@
 /** @module What both ends of the gRPC transport share: the services of protocol/cluster.proto,
  * loaded at run time with @grpc/proto-loader, one rpc per PeerMethod; the bounds every channel and
  * server takes (4 MiB messages each way, keepalive every 10 s); and how a gRPC status becomes an
- * ErrorCode. The .proto is not compiled into dist/: it is read from protocol/ beside dist/ (the
- * package root, three folders above this compiled module), so the source file is the one copy and
- * a deployment ships protocol/cluster.proto with dist/ (deploy/Dockerfile does). */
+ * ErrorCode. Every rpc's serializers count the bytes they make (peer-bytes.ts), on both ends.
+ * The .proto is not compiled into dist/: it is read from protocol/ beside dist/ (the package
+ * root, three folders above this compiled module), so the source file is the one copy and a
+ * deployment ships protocol/cluster.proto with dist/ (deploy/Dockerfile does). */
 import assert from 'node:assert/strict'
 import { fileURLToPath } from 'node:url'
 import { format } from 'node:util'
@@ -17,6 +18,7 @@ import {
 } from '../../protocol/cluster.js'
 import type { Logger } from '../../protocol/actor.js'
 import type { ErrorCode } from '../../protocol/errors.js'
+import { countingSerialize } from './peer-bytes.js'
 
 /** The largest message either end sends or accepts. A longer answer is streamed (Snapshot). */
 export const PEER_MESSAGE_BYTES_MAX = 4 * 1024 * 1024
@@ -81,11 +83,12 @@ function loadServices(): typeof CLUSTER_SERVICES {
     // Message types carry a `format`; services are maps of methods.
     if (!name.startsWith(`${PACKAGE}.`) || 'format' in definition) continue
     const service = name.slice(PACKAGE.length + 1)
-    services.set(service, definition as unknown as ServiceDefinition)
+    const counted: Record<string, PeerRpc['definition']> = {}
     for (const [rpc, method] of Object.entries(definition)) {
       const peerMethod = `${service}.${rpc}`
       assert(isPeerMethod(peerMethod), `${peerMethod} of cluster.proto is not a PeerMethod`)
-      const rpcDefinition = method as PeerRpc['definition']
+      const rpcDefinition = counting(peerMethod, method as PeerRpc['definition'])
+      counted[rpc] = rpcDefinition
       const shape = shapeOf(rpcDefinition)
       assert.equal(
         shape === 'sends-body',
@@ -99,9 +102,20 @@ function loadServices(): typeof CLUSTER_SERVICES {
       )
       rpcs.set(peerMethod, { method: peerMethod, service, shape, definition: rpcDefinition })
     }
+    services.set(service, counted as unknown as ServiceDefinition)
   }
   for (const method of PEER_METHODS) assert(rpcs.has(method), `cluster.proto lacks ${method}`)
   return { services, rpcs }
+}
+
+/** The rpc with both serializers counting what they make (peer-bytes.ts): a caller serializes
+ * requests, a server answers, so each end counts exactly what it sends. */
+function counting(method: PeerMethod, rpc: PeerRpc['definition']): PeerRpc['definition'] {
+  return {
+    ...rpc,
+    requestSerialize: countingSerialize(method, rpc.requestSerialize),
+    responseSerialize: countingSerialize(method, rpc.responseSerialize),
+  }
 }
 
 function shapeOf(definition: PeerRpc['definition']): RpcShape {

@@ -1,7 +1,7 @@
 /** Goal: node-to-node calls that carry a byte stream (Replica.Write sends one, Replica.Read reads
  * one) move the exact bytes, trailers and MD5 with backpressure on every hop, and end both sides
  * at once on every failure: an abort, a handler that stops early, a server killed mid-stream, the
- * deadline, a partition, a caller without the key.
+ * deadline, a partition, a caller without the key; and each end counts the bytes it sent.
  * Method: real gRPC servers and GrpcPeers on 127.0.0.1 ephemeral ports inside this process, real
  * stream ports (runtime/stream-port.ts) in this one thread, and a dispatch function standing in
  * for the serving actor. Backpressure is measured by counting what the writer wrote against what
@@ -15,6 +15,7 @@ import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import { GrpcPeers } from '../../runtime/cluster/grpc-peers.js'
 import { startGrpcServer, type GrpcServer } from '../../runtime/cluster/grpc-server.js'
+import { peerBytesSent } from '../../runtime/cluster/peer-bytes.js'
 import { openStream, PortSink, PortSource } from '../../runtime/stream-port.js'
 import { startIngress } from '../support/grpc-ingress.js'
 
@@ -27,6 +28,9 @@ const MIB = 1024 * 1024
  * (512 KiB, twice), a chunk in each pump, the sender's unflushed frames and HTTP/2's windows
  * (under 1 MiB), and the receiving gRPC stream's read buffer (16 frames, 4 MiB). */
 const IN_FLIGHT_BYTES_MAX = 8 * MIB
+/** What a 2 MiB body's call sends besides the body: its head, end and answer, under 1 KiB each,
+ * and a few bytes of protobuf framing for each of its 8 chunks. */
+const FRAMING_BYTES_MAX = 4096
 
 type Handler = (
   method: PeerMethod,
@@ -260,6 +264,31 @@ test('a 20 MiB body crosses with its MD5 and trailers, and the Result returns', 
     },
     answeredBy: 'n2',
   })
+})
+
+test('the bytes a body carries are counted as sent, by the writer and by the reader', async () => {
+  const server = await startNode('n2', async (_method, _from, _body, stream) => {
+    assert.ok(stream !== undefined)
+    await readBody(new PortSource(stream))
+    return ok(null)
+  })
+  const caller = await startNode('n1', noHandler)
+  const total = 2 * MIB
+  const writeBefore = await peerBytesSent('Replica.Write')
+  const call = writeCall(caller, server.target, total)
+  assert.ok((await call.answer).ok)
+  assert.is(await call.writing, null)
+  // The body, plus the head, the end, the answer and a few bytes of framing per chunk.
+  const written = (await peerBytesSent('Replica.Write')) - writeBefore
+  assert.ok(written >= total && written < total + FRAMING_BYTES_MAX, `${written} bytes`)
+  const reader = await startNode('n3', readHandler(total))
+  const readBefore = await peerBytesSent('Replica.Read')
+  const range = { start: 0, end: total - 1 }
+  const { head, source } = await readCall(caller, reader.target, { key: 'k', range })
+  assert.ok(head.ok)
+  assert.is((await readBody(source)).bytes, total)
+  const read = (await peerBytesSent('Replica.Read')) - readBefore
+  assert.ok(read >= total && read < total + FRAMING_BYTES_MAX, `${read} bytes`)
 })
 
 /** Serves Replica.Read from a body of `size` pattern bytes: answers its size, then writes the

@@ -1,5 +1,6 @@
 /** Goal: the node-to-node transport authenticates every call before any handler runs, answers with
- * the handler's own Result, keeps its deadlines and bounds, and cuts partitioned peers both ways.
+ * the handler's own Result, keeps its deadlines and bounds, cuts partitioned peers both ways, and
+ * counts the bytes each end sends.
  * Method: real gRPC servers and clients on 127.0.0.1 ephemeral ports inside this process; each
  * server's handler counts its calls, so a refused call is seen never to reach it. Replays and
  * skewed clocks are made by hand with @grpc/grpc-js and the transport's own signer. TLS runs with
@@ -28,6 +29,7 @@ import { GrpcPeers } from '../../runtime/cluster/grpc-peers.js'
 import { startGrpcServer, type GrpcServer } from '../../runtime/cluster/grpc-server.js'
 import { PEER_MESSAGE_BYTES_MAX, rpcOf } from '../../runtime/cluster/grpc-service.js'
 import { readGrpcTls, type GrpcTls } from '../../runtime/cluster/grpc-tls.js'
+import { peerBytesSent } from '../../runtime/cluster/peer-bytes.js'
 import { startIngress } from '../support/grpc-ingress.js'
 
 const CLUSTER = 'test-cluster'
@@ -144,6 +146,37 @@ test('an authenticated call round-trips its JSON body and the answering node', a
   })
   assert.equal(b.handled.length, 1)
 })
+
+test('each end counts the bytes it sends by method: the request, then the answer', async () => {
+  const a = await startNode('n1', {})
+  const b = await startNode('n2', {})
+  const body = { padding: 'x'.repeat(300) }
+  const [pingBefore, otherBefore] = [
+    await peerBytesSent('Membership.Ping'),
+    await peerBytesSent('Membership.PushPull'),
+  ]
+  const answer = await a.peers.call(
+    { id: 'n2', grpcAddr: b.address },
+    'Membership.Ping',
+    body,
+    deadline(),
+  )
+  assert.ok(answer.ok)
+  // Both ends run in this thread: the counter has n1's request and n2's answer, each a message
+  // of one length-delimited field.
+  const request = JSON.stringify(body).length
+  const reply = JSON.stringify(ok({ method: 'Membership.Ping', from: 'n1', body })).length
+  const sent = (await peerBytesSent('Membership.Ping')) - pingBefore
+  assert.is(sent, messageBytes(request) + messageBytes(reply))
+  assert.is(await peerBytesSent('Membership.PushPull'), otherBefore)
+})
+
+/** A JsonMessage of `length` body bytes as protobuf writes it: tag, varint length, bytes. */
+function messageBytes(length: number): number {
+  let varint = 1
+  for (let rest = length >>> 7; rest > 0; rest >>>= 7) varint++
+  return 1 + varint + length
+}
 
 test("a handler's failure comes back with its own error code", async () => {
   const a = await startNode('n1', {})

@@ -42,7 +42,8 @@ const ARROWS: Record<string, string[]> = {
   http: ['protocol'],
   runtime: ['protocol', 'actors', 'http'],
   test: ['protocol', 'actors', 'http', 'runtime', 'test', 'dev'],
-  bench: ['protocol', 'http', 'runtime', 'test'],
+  // The bench's cluster target is dev/cluster-plan.ts's layout of a local cluster.
+  bench: ['protocol', 'http', 'runtime', 'test', 'dev'],
   // `npm run cluster` runs the compiled node as a child process and imports none of it.
   dev: [],
 }
