@@ -14,6 +14,7 @@ import type { Member } from '../protocol/cluster.js'
 import { errorXml } from '../protocol/s3-xml.js'
 import { membershipView } from './admin/cluster-app.js'
 import type { IngressState, Listener } from './app.js'
+import { inOrder } from './in-order.js'
 import { s3ErrorFor } from './s3/errors.js'
 import { newRequestId } from './s3/router.js'
 
@@ -39,7 +40,9 @@ const HOP_BY_HOP = new Set([
 export function createGatewayListener(mesh: Mesh, state: IngressState): Listener {
   const agent = new Agent({ keepAlive: true, maxSockets: SOCKETS_PER_NODE_MAX })
   const nodes = servingNodes(mesh)
-  return (incoming, outgoing) => {
+  // Pipelined requests of one connection go to nodes one after the other, as a node serves them:
+  // a GET behind a PUT of the same key must not reach another node before the PUT is stored.
+  return inOrder((incoming, outgoing) => {
     const path = (incoming.url ?? '/').split('?')[0]
     if (!state.serving) return unavailable(outgoing, incoming, 'the gateway is not serving')
     if (incoming.method === 'GET' && path === '/health') {
@@ -64,7 +67,7 @@ export function createGatewayListener(mesh: Mesh, state: IngressState): Listener
     }
     const own = incoming.method === 'GET' && path === '/admin/node/health'
     void forward(mesh, agent, nodes, incoming, outgoing, own)
-  }
+  })
 }
 
 /** Storage nodes Alive and serving, from a look at membership at most VIEW_TTL_MS old. */

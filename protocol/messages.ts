@@ -27,6 +27,11 @@ import type {
 import type { Role } from './identity.js'
 import type { Tag } from './tagging.js'
 
+/** The trailer that carries a part's stamp at the end of its body, cluster mode only: of two
+ * uploads of one part, the last to end counts. A message without a stamp ignores it, so a
+ * client's own trailer of that name means nothing. */
+export const END_STAMP_TRAILER = 'x-svc-stamp'
+
 export interface PutResult {
   etag: string
   lastModifiedMs: number

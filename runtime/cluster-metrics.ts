@@ -1,12 +1,11 @@
 /** @module The seven `svc_cluster_*` series of SPEC.md, as this node sees them, for /metrics of a
  * cluster node or gateway, and the read repairs the coordinator made. Nodes alive come from gossip
- * at each scrape (storage nodes in Alive state, this one included); quorum reads and writes and
- * read repairs from the coordinator's counters (a gateway coordinates nothing: 0). The others
- * count work of the hint queue and the scrubber; until those run on this node nothing was
- * counted, and they read 0 rather than being absent, so dashboards and alerts have their series
- * from the start. */
+ * at each scrape (storage nodes in Alive state, this one included); quorum reads and writes, read
+ * repairs and hints kept from the coordinator and its store (a gateway coordinates nothing: 0).
+ * The scrubber's three counters read 0 until it runs, rather than being absent, so dashboards and
+ * alerts have their series from the start. */
 import { Counter, Gauge, Registry } from 'prom-client'
-import { membershipView } from '../http/admin/cluster-app.js'
+import { hintsPending, membershipView } from '../http/admin/cluster-app.js'
 import type { Mesh } from '../protocol/actor.js'
 import type { CoordinatorCounters } from '../protocol/messages.js'
 
@@ -55,7 +54,7 @@ export async function clusterMetricsText(mesh: Mesh): Promise<string> {
     name: 'svc_cluster_hints_pending',
     help: 'Hints this node keeps for replicas that missed writes',
     registers,
-  }).set(0)
+  }).set(await hintsPending(mesh))
   for (const [name, help] of COUNTERS) new Counter({ name, help, registers })
   const counted = await mesh.call<CoordinatorCounters>('coordinator', {
     kind: 'coordinator.counters',

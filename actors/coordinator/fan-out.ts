@@ -84,6 +84,7 @@ export async function fanOut(
   source: ByteSource,
   sinks: readonly ByteSink[],
   need: number,
+  endTrailers: () => Record<string, string> = () => ({}),
 ): Promise<Result<null>> {
   const lanes = sinks.map((sink) => new Lane(sink))
   const live = (): Lane[] => lanes.filter((lane) => lane.failed === null)
@@ -108,7 +109,7 @@ export async function fanOut(
     for (const lane of lanes) lane.cut(code, `the body failed: ${String(error)}`)
     return fail(code, `the body failed: ${String(error)}`)
   }
-  const trailers = source.trailers()
+  const trailers = { ...withoutOurs(source.trailers()), ...endTrailers() }
   const md5 = source.md5()
   for (const lane of live()) lane.end(trailers, md5)
   return live().length >= need ? ok(null) : fail('unavailable', 'too few replicas took the body')
@@ -120,12 +121,21 @@ function abortAll(lanes: readonly Lane[], source: ByteSource, detail: string): R
   return fail('unavailable', detail)
 }
 
-/** Sends an inline body to every sink as one chunk, then ends each. */
-export async function sendInline(body: Uint8Array, sinks: readonly ByteSink[]): Promise<void> {
+/** Sends an inline body to every sink as one chunk, then ends each with `trailers`. */
+export async function sendInline(
+  body: Uint8Array,
+  sinks: readonly ByteSink[],
+  trailers: Record<string, string> = {},
+): Promise<void> {
   await Promise.allSettled(
     sinks.map(async (sink) => {
       if (body.byteLength > 0) await sink.write(body.slice())
-      sink.end({})
+      sink.end(trailers)
     }),
   )
+}
+
+/** A client's trailers without any named like the ones the cluster adds (x-svc-*). */
+function withoutOurs(trailers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(trailers).filter(([name]) => !name.startsWith('x-svc-')))
 }

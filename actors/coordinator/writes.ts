@@ -6,12 +6,13 @@
 import type { ByteSource, Context } from '../../protocol/actor.js'
 import { evaluateWriteConditions, type WriteConditions } from '../../protocol/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
-import type {
-  DeleteManyResult,
-  DeletedEntry,
-  ObjectMsg,
-  PartInfo,
-  PutResult,
+import {
+  END_STAMP_TRAILER,
+  type DeleteManyResult,
+  type DeletedEntry,
+  type ObjectMsg,
+  type PartInfo,
+  type PutResult,
 } from '../../protocol/messages.js'
 import { partitionOf } from '../../protocol/placement.js'
 import type { ClusterState } from './cluster-state.js'
@@ -19,7 +20,8 @@ import { fanOut, sendInline } from './fan-out.js'
 import { gather, quorumFailure, unreachable } from './quorum.js'
 import { readQuorum } from './reads.js'
 import { askReplica, writeToReplica, type ReplicaMsg } from './replica-calls.js'
-import { poolLayout, replicasOf, type Replica } from './replicas.js'
+import { poolLayout, replicasOf, type Replica, type ReplicaSet } from './replicas.js'
+import { hintMisses, type Change } from './hints.js'
 import { holdKey, type Release } from './key-hold.js'
 import { freshStamp, stampAbove } from './stamps.js'
 
@@ -28,17 +30,29 @@ type BodyMsg = Extract<ObjectMsg, { kind: 'object.put' | 'upload.part' }>
 /** Drops the replica's own remark that it held a newer change: the client's answer is the
  * write's, whichever replica answered first. */
 function firstAnswer<T>(oks: { value: T }[]): T {
-  const applied = oks.find(({ value }) => !(value as { stale?: true }).stale) ?? oks[0]
-  const { stale: _stale, ...answer } = (applied as { value: T & { stale?: true } }).value
+  const staleOf = (value: T): boolean =>
+    typeof value === 'object' && value !== null && (value as { stale?: true }).stale === true
+  const chosen = (oks.find(({ value }) => !staleOf(value)) ?? oks[0]) as { value: T }
+  if (!staleOf(chosen.value)) return chosen.value
+  const { stale: _stale, ...answer } = chosen.value as T & { stale?: true }
   return answer as T
 }
 
+/** Waits for the write quorum of a change sent to replicas; records hints for the replicas of
+ * `all` that miss it. */
 async function writeQuorumOf<T>(
   cluster: ClusterState,
-  answers: Promise<Result<T>>[],
+  ctx: Context,
+  sent: { replica: Replica; answer: Promise<Result<T>> }[],
+  change: Change,
+  all: readonly string[],
 ): Promise<Result<T>> {
   const need = cluster.settings.writeQuorum
-  const gathered = await gather(answers, need)
+  const gathered = await gather(
+    sent.map((one) => one.answer),
+    need,
+  )
+  await hintMisses(ctx, change, all, sent, gathered.oks.length > 0)
   if (gathered.oks.length < need) return quorumFailure('write', gathered, need)
   cluster.counters.quorumWrites++
   return ok(firstAnswer(gathered.oks))
@@ -101,7 +115,7 @@ export async function writeBody(
     }
   }
   try {
-    return await stampAndWrite(cluster, ctx, msg, reachable, source, refuse)
+    return await stampAndWrite(cluster, ctx, msg, set.value, source, refuse)
   } finally {
     await release()
   }
@@ -111,7 +125,7 @@ async function stampAndWrite(
   cluster: ClusterState,
   ctx: Context,
   msg: BodyMsg,
-  reachable: readonly Replica[],
+  { reachable, all }: ReplicaSet,
   source: ByteSource | null,
   refuse: <T>(result: Result<T>) => Result<T>,
 ): Promise<Result<PutResult | PartInfo>> {
@@ -135,9 +149,13 @@ async function stampAndWrite(
   const writes = reachable.map((replica) =>
     writeToReplica<PutResult | PartInfo>(ctx, replica, stamped),
   )
+  // A part's stamp is taken when its body ends: of two uploads of one part, the last to end
+  // counts, as in S3 (the head's stamp only marks the write as stamped).
+  const endTrailers = (): Record<string, string> =>
+    msg.kind === 'upload.part' ? { [END_STAMP_TRAILER]: freshStamp(cluster) } : {}
   const sinks = writes.map((write) => write.sink)
   if (source !== null) {
-    const sent = await fanOut(source, sinks, need)
+    const sent = await fanOut(source, sinks, need, endTrailers)
     if (!sent.ok) {
       // The replicas' own refusal (a checksum, a missing upload) says more than the cut body.
       const gathered = await gather(
@@ -149,12 +167,10 @@ async function stampAndWrite(
       return refused.ok || refused.code === 'unavailable' ? sent : refused
     }
   } else {
-    await sendInline(msg.body ?? new Uint8Array(0), sinks)
+    await sendInline(msg.body ?? new Uint8Array(0), sinks, endTrailers())
   }
-  return writeQuorumOf(
-    cluster,
-    writes.map((write) => write.answer),
-  )
+  const change = { bucket: msg.bucket, keys: [msg.key], stamp: stamp.value }
+  return writeQuorumOf(cluster, ctx, writes, change, all)
 }
 
 type KeyChangeMsg = Extract<
@@ -187,19 +203,19 @@ export async function changeKey<T>(
         const checked = await checkConditions(cluster, ctx, msg, reachable, msg.conditions)
         if (!checked.ok) return checked
       }
-      return await stampAndChange<T>(cluster, ctx, msg, reachable)
+      return await stampAndChange<T>(cluster, ctx, msg, set.value)
     } finally {
       await held.value()
     }
   }
-  return stampAndChange<T>(cluster, ctx, msg, reachable)
+  return stampAndChange<T>(cluster, ctx, msg, set.value)
 }
 
 async function stampAndChange<T>(
   cluster: ClusterState,
   ctx: Context,
   msg: KeyChangeMsg,
-  reachable: readonly Replica[],
+  { reachable, all }: ReplicaSet,
 ): Promise<Result<T>> {
   const ordered = msg.kind !== 'upload.create' && msg.kind !== 'upload.abort'
   const stamp = ordered
@@ -220,10 +236,12 @@ async function stampAndChange<T>(
     const { conditions: _conditions, ...rest } = msg
     stamped = { ...rest, stamp: stamp.value }
   }
-  return writeQuorumOf<T>(
-    cluster,
-    reachable.map((replica) => askReplica<T>(ctx, replica, stamped)),
-  )
+  const sent = reachable.map((replica) => ({
+    replica,
+    answer: askReplica<T>(ctx, replica, stamped),
+  }))
+  const change = { bucket: msg.bucket, keys: [msg.key], stamp: stamp.value }
+  return writeQuorumOf<T>(cluster, ctx, sent, change, all)
 }
 
 /** An upload id equal on every replica: the stamp (its time first, so one key's uploads list in
@@ -251,7 +269,7 @@ export async function deleteMany(
     [...groups].map(async ([p, objects]) => {
       const all = layout.value.table[p] as string[]
       const reachable = layout.value.reachable.filter((replica) => all.includes(replica.id))
-      return deleteGroup(cluster, ctx, msg, objects, reachable)
+      return deleteGroup(cluster, ctx, msg, objects, { all, reachable })
     }),
   )
   const merged: DeleteManyResult = { deleted: [], errors: [] }
@@ -272,7 +290,7 @@ async function deleteGroup(
   ctx: Context,
   msg: Extract<ObjectMsg, { kind: 'object.delete-many' }>,
   objects: typeof msg.objects,
-  reachable: readonly Replica[],
+  { reachable, all }: ReplicaSet,
 ): Promise<DeleteManyResult> {
   const failed = (code: string, message: string): DeleteManyResult => ({
     deleted: [],
@@ -294,11 +312,11 @@ async function deleteGroup(
     msg.deadlineMs,
   )
   if (!stamp.ok) return failed('ServiceUnavailable', stamp.detail)
-  const result = await writeQuorumOf<DeleteManyResult>(
-    cluster,
-    reachable.map((replica) =>
-      askReplica<DeleteManyResult>(ctx, replica, { ...msg, objects, stamp: stamp.value }),
-    ),
-  )
+  const sent = reachable.map((replica) => ({
+    replica,
+    answer: askReplica<DeleteManyResult>(ctx, replica, { ...msg, objects, stamp: stamp.value }),
+  }))
+  const change = { bucket: msg.bucket, keys, stamp: stamp.value }
+  const result = await writeQuorumOf(cluster, ctx, sent, change, all)
   return result.ok ? result.value : failed('ServiceUnavailable', result.detail)
 }

@@ -55,8 +55,9 @@ export function uploadPart(
 /** Records a verified body as part `partNumber` of the upload, if the upload still exists. A
  * stamped part keeps its stamp and the stamp's time; where a part with a stamp at least as new is
  * there already, that one stays (and answers), and this one's bytes are dropped. */
-function partRecorder(at: PartTarget, ctx: Context, stamp?: string): Recorder<PartInfo> {
+function partRecorder(at: PartTarget, ctx: Context, sentStamp?: string): Recorder<PartInfo> {
   return (mutation, verified, created) => {
+    const stamp = verified.endStamp ?? sentStamp
     const upload = findUpload(mutation, at.bucket, at.key, at.uploadId)
     if (!upload.ok) return upload
     const held = stamp === undefined ? undefined : mutation.part(at.uploadId, at.partNumber)

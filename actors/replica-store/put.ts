@@ -20,9 +20,9 @@ import {
 } from '../../protocol/checksums.js'
 import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
-import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
+import { END_STAMP_TRAILER, type ObjectMsg, type PutResult } from '../../protocol/messages.js'
 import type { ChecksumAlgorithm, Checksums } from '../../protocol/objects.js'
-import { fileKey, garbageKey } from './keys.js'
+import { fileKey, garbageKey, isStamp } from './keys.js'
 import { Mutation, type NewBlob } from './mutation.js'
 import { withTags, type ObjectRecord } from './records.js'
 import { commitMutation, promoteInBackground, type StoreState } from './store-state.js'
@@ -182,6 +182,9 @@ export interface Verified {
   sha256: string
   etag: string
   checksums: Checksums
+  /** Cluster mode: the stamp the coordinator sent with the body's end (END_STAMP_TRAILER), which
+   * replaces the message's for a part: of two uploads of one part, the last to end counts. */
+  endStamp?: string
 }
 
 function startIngest(msg: BodyMsg, md5BySender: boolean): Ingest {
@@ -313,7 +316,13 @@ async function verify(ingest: Ingest, msg: BodyMsg, source: ByteSource | null): 
     checksums[compute] = await computedChecksum(ingest, compute, sha256)
   }
   const etag = `"${md5.toString('hex')}"`
-  return { size: ingest.size, crc32: ingest.crc32, sha256, etag, checksums }
+  const verified: Verified = { size: ingest.size, crc32: ingest.crc32, sha256, etag, checksums }
+  const endStamp = trailers[END_STAMP_TRAILER]
+  if (msg.stamp !== undefined && endStamp !== undefined) {
+    if (!isStamp(endStamp)) throw new ServiceError('invalid_request', 'a malformed end stamp')
+    verified.endStamp = endStamp
+  }
+  return verified
 }
 
 /** The MD5 the sender promised (streamMd5) to send with the stream's end. */

@@ -95,7 +95,7 @@ export function topologyJson(mesh: Mesh, view: MembershipView): object {
 
 /** healthy: every storage node Alive and clocks close; critical: a pool has fewer Alive nodes
  * than a write needs; degraded otherwise. */
-export function clusterHealthJson(mesh: Mesh, view: MembershipView): object {
+export function clusterHealthJson(mesh: Mesh, view: MembershipView, hintsPending: number): object {
   const nodes = view.members.filter((member) => member.kind === 'node')
   const writeQuorum = tuning(mesh, 'SVC_WRITE_QUORUM', 2)
   const pools = [...new Set(nodes.map((member) => member.pool ?? ''))]
@@ -111,12 +111,20 @@ export function clusterHealthJson(mesh: Mesh, view: MembershipView): object {
     status,
     nodes: countByStatus(nodes),
     gateways: countByStatus(view.members.filter((member) => member.kind === 'gateway')),
-    // No hint is kept before the hint queue exists: every write either reached W replicas or
-    // failed.
-    hints_pending: 0,
+    hints_pending: hintsPending,
     max_clock_skew_ms: Math.round(view.maxClockSkewMs),
     clock_skew_warning: skewed,
   }
+}
+
+/** Hints this node keeps for replicas that missed writes (0 on a gateway, which keeps none). */
+export async function hintsPending(mesh: Mesh): Promise<number> {
+  const counted = await mesh.call<number>('coordinator', {
+    kind: 'hint.count',
+    requestId: 'hints',
+    deadlineMs: mesh.now() + 1_000,
+  })
+  return counted.ok ? counted.value : 0
 }
 
 export function createClusterApp(mesh: Mesh, caches: AuthCaches): Hono<AdminEnv> {
@@ -149,7 +157,7 @@ export function createClusterApp(mesh: Mesh, caches: AuthCaches): Hono<AdminEnv>
     '/cluster/health',
     guarded(
       'ClusterHealth',
-      withView((view) => clusterHealthJson(mesh, view)),
+      withView(async (view) => clusterHealthJson(mesh, view, await hintsPending(mesh))),
     ),
   )
   app.get(

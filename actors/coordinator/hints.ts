@@ -1,0 +1,57 @@
+/** @module Hints of a change: every replica of the key that did not take it (unreachable when the
+ * change was sent, or failed since) is recorded by this node's store (`hint.put`), so the miss is
+ * never silent and repair knows what to bring it. Replicas known to miss the change are recorded
+ * before the client's answer; one that fails after the answer is recorded when it does. Nothing is
+ * recorded for a change no replica took. */
+import type { Context } from '../../protocol/actor.js'
+import type { Result } from '../../protocol/errors.js'
+import type { Hint } from '../../protocol/messages.js'
+import type { Replica } from './replicas.js'
+
+/** How long recording a hint may take. */
+const HINT_CALL_MS = 5_000
+
+export interface Change {
+  bucket: string
+  keys: readonly string[]
+  stamp: string
+}
+
+async function record(ctx: Context, change: Change, nodes: readonly string[]): Promise<void> {
+  if (nodes.length === 0) return
+  const hints: Hint[] = nodes.flatMap((node) =>
+    change.keys.map((key) => ({ node, bucket: change.bucket, key, stamp: change.stamp })),
+  )
+  const recorded = await ctx.call('replica-store', {
+    kind: 'hint.put',
+    hints,
+    requestId: 'hint',
+    deadlineMs: ctx.now() + HINT_CALL_MS,
+  })
+  if (!recorded.ok) {
+    ctx.log.error({ nodes, detail: recorded.detail, stamp: change.stamp }, 'hint not recorded')
+  }
+}
+
+/** Records the replicas of `all` that were not sent the change now, and those of `sent` whose
+ * answer fails, when it does. `applied` says whether any replica took the change. */
+export async function hintMisses(
+  ctx: Context,
+  change: Change,
+  all: readonly string[],
+  sent: readonly { replica: Replica; answer: Promise<Result<unknown>> }[],
+  applied: boolean,
+): Promise<void> {
+  if (!applied) return
+  const asked = new Set(sent.map((one) => one.replica.id))
+  for (const one of sent) {
+    void one.answer.then((result) =>
+      result.ok ? undefined : record(ctx, change, [one.replica.id]),
+    )
+  }
+  await record(
+    ctx,
+    change,
+    all.filter((id) => !asked.has(id)),
+  )
+}
