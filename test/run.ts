@@ -1,10 +1,13 @@
 /** @module Test runner: runs every compiled uvu suite (unit first, then integration), each in its
- * own child process, so a suite that starts servers or threads cannot leak into the next, and
- * prints the closing line `N passed, N failed`. A suite that exits non-zero without a uvu summary
- * counts as one failure. Each suite has a time limit; a suite past it is killed and counted as
- * failed. */
+ * own child process, so a suite that starts servers or threads cannot leak into the next, then
+ * the S3 suites (those built on test/support/s3-suite.ts) again against a 3-node cluster, through
+ * a node and through a gateway (TEST_TARGET), and prints the closing line `N passed, N failed`. A
+ * suite that exits non-zero without a uvu summary counts as one failure. Each suite has a time
+ * limit; a suite past it is killed and counted as failed. TEST_ONLY narrows the run to suites
+ * whose file name contains it; TEST_TARGETS (default `cluster,gateway`, `none` for none) names
+ * the cluster passes. */
 import { spawn } from 'node:child_process'
-import { readdirSync, existsSync } from 'node:fs'
+import { readdirSync, existsSync, readFileSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -28,9 +31,12 @@ interface Outcome {
   failed: number
 }
 
-function runSuite(file: string): Promise<Outcome> {
+function runSuite(file: string, env: Record<string, string> = {}): Promise<Outcome> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [file], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [file], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    })
     let output = ''
     const collect = (data: Buffer): void => {
       output += data.toString()
@@ -66,6 +72,24 @@ for (const group of groups) {
   for (const file of suitesOf(group)) {
     console.log(`\n# ${group}/${file.split('/').pop() ?? file}`)
     const outcome = await runSuite(file)
+    passed += outcome.passed
+    failed += outcome.failed
+  }
+}
+/** Suites that run against whatever TEST_TARGET names (they share test/support/s3-suite.ts). */
+function s3Suites(): string[] {
+  return suitesOf('integration').filter((file) =>
+    readFileSync(file, 'utf8').includes('useS3Suite('),
+  )
+}
+
+const targets = (process.env['TEST_TARGETS'] ?? 'cluster,gateway')
+  .split(',')
+  .filter((target) => target !== '' && target !== 'none')
+for (const target of targets) {
+  for (const file of s3Suites()) {
+    console.log(`\n# integration/${file.split('/').pop() ?? file} (TEST_TARGET=${target})`)
+    const outcome = await runSuite(file, { TEST_TARGET: target })
     passed += outcome.passed
     failed += outcome.failed
   }

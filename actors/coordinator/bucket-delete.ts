@@ -3,7 +3,8 @@
  * not count, as in S3) says so, newest change first, so a replica that still holds a key deleted
  * elsewhere does not keep the bucket. Then every other reachable node of the pool empties its copy
  * (objects, versions, uploads) and this node deletes its own and publishes the catalog's
- * tombstone; a node that was down finds the tombstone when it pulls the catalog. A forced delete (admin API) skips the check. */
+ * tombstone; a node that was down finds the tombstone when it pulls the catalog. A forced
+ * delete (admin API) skips the check. */
 import type { Context } from '../../protocol/actor.js'
 import { fail, type Result } from '../../protocol/errors.js'
 import type { ObjectMsg } from '../../protocol/messages.js'

@@ -40,45 +40,58 @@ export function gather<T>(answers: readonly Promise<Result<T>>[], need: number) 
   })
 }
 
+/** How long an asked replica may stay silent before the next one is asked too: a replica that
+ * hangs (stopped, overloaded) costs a quorum this much, not the request's whole deadline. */
+export const HEDGE_MS = 1_000
+
 /** Asks replicas in order until `need` answered ok: `need` at once, and one more for each that
- * fails, so a healthy quorum costs exactly `need` requests (the local store first, as replicas
- * are ordered) and a failed replica is replaced by the next. */
+ * fails or stays silent for HEDGE_MS (`after` schedules that on the actor's clock), so a healthy
+ * quorum costs exactly `need` requests (the local store first, as replicas are ordered) and a
+ * failed or hung replica is replaced by the next. */
 export function askInTurn<R, T>(
   replicas: readonly R[],
   need: number,
   ask: (replica: R) => Promise<Result<T>>,
+  after: (ms: number, task: () => void) => () => void,
 ): Promise<Gathered<T> & { asked: R[] }> {
   return new Promise((resolve) => {
     const gathered: Gathered<T> & { asked: R[] } = { oks: [], failures: [], asked: [] }
     let pending = 0
+    let next = 0
+    let done = false
+    const timers: (() => void)[] = []
     const finish = (): void => {
+      if (done) return
       if (gathered.oks.length >= need || (pending === 0 && next >= replicas.length)) {
+        done = true
+        for (const cancel of timers) cancel()
         resolve(gathered)
       }
     }
-    let next = 0
     const start = (): void => {
       const replica = replicas[next]
-      if (replica === undefined) return
+      if (done || replica === undefined) return
       const index = next++
       gathered.asked.push(replica)
       pending++
-      ask(replica).then(
-        (result) => {
-          pending--
-          if (result.ok) gathered.oks.push({ index, value: result.value })
-          else {
-            gathered.failures.push({ index, code: result.code, detail: result.detail })
-            start()
-          }
-          finish()
-        },
-        (error: unknown) => {
-          pending--
-          gathered.failures.push({ index, code: 'internal', detail: String(error) })
+      let settled = false
+      timers.push(after(HEDGE_MS, () => (settled ? undefined : start())))
+      const settle = (failure: { code: ErrorCode; detail: string } | null, value?: T): void => {
+        settled = true
+        pending--
+        if (failure === null) gathered.oks.push({ index, value: value as T })
+        else {
+          gathered.failures.push({ index, ...failure })
           start()
-          finish()
-        },
+        }
+        finish()
+      }
+      ask(replica).then(
+        (result) =>
+          result.ok
+            ? settle(null, result.value)
+            : settle({ code: result.code, detail: result.detail }),
+        (error: unknown) => settle({ code: 'internal', detail: String(error) }),
       )
     }
     for (let i = 0; i < need; i++) start()

@@ -40,11 +40,16 @@ export async function readQuorum(
   const need = cluster.settings.readQuorum
   if (replicas.length < need) return unreachable('read', replicas.length, need)
   const { stream: _stream, inline: _inline, ...head } = msg
-  const gathered = await askInTurn(replicas, need, (replica) => {
-    // Only the local store sends a small body with its answer: a remote one is streamed.
-    const inline = replica.local && msg.inline === true ? { inline: true as const } : {}
-    return askReplica<StampedAnswer>(ctx, replica, { ...head, ...inline, stamped: true })
-  })
+  const gathered = await askInTurn(
+    replicas,
+    need,
+    (replica) => {
+      // Only the local store sends a small body with its answer: a remote one is streamed.
+      const inline = replica.local && msg.inline === true ? { inline: true as const } : {}
+      return askReplica<StampedAnswer>(ctx, replica, { ...head, ...inline, stamped: true })
+    },
+    (ms, task) => ctx.after(ms, task),
+  )
   if (gathered.oks.length < need) return quorumFailure('read', gathered, need)
   const answers = gathered.oks.map(({ index, value }) => ({
     replica: replicas[index] as Replica,

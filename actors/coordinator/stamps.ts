@@ -20,14 +20,18 @@ export async function stampAbove(
   deadlineMs: number,
 ): Promise<Result<string>> {
   const need = Math.min(cluster.settings.readQuorum, replicas.length)
-  const gathered = await askInTurn(replicas, need, (replica) =>
-    askReplica<(string | null)[]>(ctx, replica, {
-      kind: 'object.stamps',
-      bucket: at.bucket,
-      keys: at.keys,
-      requestId: 'stamp',
-      deadlineMs,
-    }),
+  const gathered = await askInTurn(
+    replicas,
+    need,
+    (replica) =>
+      askReplica<(string | null)[]>(ctx, replica, {
+        kind: 'object.stamps',
+        bucket: at.bucket,
+        keys: at.keys,
+        requestId: 'stamp',
+        deadlineMs,
+      }),
+    (ms, task) => ctx.after(ms, task),
   )
   if (gathered.oks.length < need) return quorumFailure('write', gathered, need)
   for (const { value } of gathered.oks) {

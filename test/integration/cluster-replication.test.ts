@@ -19,7 +19,8 @@ import {
 import { startCluster, type TestCluster } from '../support/cluster.js'
 import { failure } from '../support/s3-failure.js'
 import { signedRequest } from '../support/signed-request.js'
-import { sleep } from '../support/wait.js'
+import { sample } from '../support/metrics-text.js'
+import { pollUntil, sleep } from '../support/wait.js'
 
 let cluster: TestCluster
 
@@ -149,6 +150,16 @@ test('a SIGKILL of one node under a PUT load loses no acknowledged write', async
   done = true
   const acknowledged = await load
   assert.ok(acknowledged.size >= 10, `only ${acknowledged.size} writes acknowledged`)
+  // The writes n3 missed are recorded, by the nodes that coordinated them.
+  let hints = 0
+  for (const id of ['n1', 'n2']) {
+    const health = await signedRequest(cluster.server(id).url, {
+      method: 'GET',
+      path: '/admin/cluster/health',
+    })
+    hints += (JSON.parse(health.body.toString()) as { hints_pending: number }).hints_pending
+  }
+  assert.ok(hints > 0, 'no hint kept for the writes n3 missed')
   for (const id of ['n1', 'n2']) {
     const s3 = cluster.server(id).client()
     for (const [Key, sum] of acknowledged) {
@@ -177,6 +188,12 @@ test('a key deleted while a node was down stays deleted when read through that n
   )
   assert.is(missing.status, 404)
   assert.is(missing.name, 'NoSuchKey')
+  // n2 still held the object: the read repaired it.
+  const repaired = await pollUntil(async () => {
+    const text = await (await fetch(`${cluster.server('n2').url}/metrics`)).text()
+    return (sample(text, 'svc_cluster_read_repairs_total') ?? 0) >= 1
+  }, 10_000)
+  assert.ok(repaired, 'no read repair counted on n2')
 })
 
 test('with two nodes down, writes and reads answer 503 with Retry-After, never hang', async () => {
