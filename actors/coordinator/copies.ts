@@ -4,7 +4,7 @@
  * target's write is stamped like any other. A copy thus always moves bytes in a cluster; each
  * replica still stores them once (content-addressed). */
 import type { ByteSource, Context } from '../../protocol/actor.js'
-import type { ChecksumAlgorithm } from '../../protocol/objects.js'
+import type { ChecksumAlgorithm, Conditions } from '../../protocol/objects.js'
 import { evaluateConditions } from '../../protocol/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type {
@@ -30,11 +30,13 @@ interface FoundSource {
   found: GetResult
 }
 
-/** The source version of a copy, by quorum; a delete marker is no source. */
+/** The source version of a copy, by quorum, if it meets the copy's conditions
+ * (x-amz-copy-source-if-*); a delete marker is no source. */
 async function findSource(
   cluster: ClusterState,
   ctx: Context,
   source: Source,
+  conditions: Conditions,
   request: { requestId: string; deadlineMs: number },
 ): Promise<Result<FoundSource>> {
   const set = await replicasOf(cluster, ctx, source, request.deadlineMs)
@@ -59,6 +61,8 @@ async function findSource(
     }
     return fail('no_such_key', `no key ${source.key} in ${source.bucket}`)
   }
+  const refused = evaluateConditions(answer.value.info, conditions, 'copy')
+  if (refused !== null) return fail(refused, 'copy source precondition failed')
   return ok({ winner: read.value.winner, found: answer.value })
 }
 
@@ -112,11 +116,9 @@ export async function copyObject(
   if (samePlace && msg.replace === undefined && source.versionId === undefined) {
     return fail('invalid_request', 'copying an object to itself requires replacing its metadata')
   }
-  const found = await findSource(cluster, ctx, source, request)
+  const found = await findSource(cluster, ctx, source, msg.conditions, request)
   if (!found.ok) return found
   const { info } = found.value.found
-  const refused = evaluateConditions(info, msg.conditions, 'copy')
-  if (refused !== null) return fail(refused, 'copy source precondition failed')
   const tags =
     msg.tags === undefined ? await sourceTags(ctx, source, found.value, request) : ok(msg.tags)
   if (!tags.ok) return tags
@@ -150,11 +152,9 @@ export async function copyPart(
   msg: PartCopyMsg,
 ): Promise<Result<PartInfo>> {
   const request = { requestId: msg.requestId, deadlineMs: msg.deadlineMs }
-  const found = await findSource(cluster, ctx, msg.source, request)
+  const found = await findSource(cluster, ctx, msg.source, msg.conditions, request)
   if (!found.ok) return found
   const { info } = found.value.found
-  const refused = evaluateConditions(info, msg.conditions, 'copy')
-  if (refused !== null) return fail(refused, 'copy source precondition failed')
   const range = msg.range ?? { start: 0, end: info.size - 1 }
   if (range.end >= info.size || range.start > range.end) {
     return fail('invalid_range', 'the copy source range is not within the object')

@@ -58,32 +58,38 @@ async function pagesOf<T>(
   return ok({ pages, table })
 }
 
-/** Replicas that answered and hold `key`'s partition but did not list it. */
-function silentOn(
+/** An entry some replicas listed: `item` names it in a point check, `key` is its object key. */
+interface Listed {
+  item: string
+  key: string
+  by: ReadonlySet<string>
+}
+
+/** Asks each replica that answered, holds an entry's partition and did not list it about those
+ * entries, in one request per replica; its answers by item, per replica. */
+async function askSilent<T>(
+  ctx: Context,
   pages: readonly Answered<unknown>[],
   table: readonly string[][],
   bucket: string,
-  key: string,
-  listedBy: ReadonlySet<string>,
-): string[] {
-  const replicas = table[partitionOf(bucket, key)] as string[]
-  return pages
-    .map((answer) => answer.replica.id)
-    .filter((id) => replicas.includes(id) && !listedBy.has(id))
-}
-
-/** Asks each replica about the items it stayed silent on, in one request per replica. */
-async function pointCheck<T>(
-  ctx: Context,
-  pages: readonly Answered<unknown>[],
-  questions: Map<string, string[]>,
+  listed: Iterable<Listed>,
   ask: (items: string[]) => ReplicaMsg,
 ): Promise<Map<string, Map<string, T>>> {
+  const questions = new Map<string, string[]>()
+  for (const { item, key, by } of listed) {
+    const replicas = table[partitionOf(bucket, key)] as string[]
+    for (const { replica } of pages) {
+      if (!replicas.includes(replica.id) || by.has(replica.id)) continue
+      const items = questions.get(replica.id) ?? []
+      items.push(item)
+      questions.set(replica.id, items)
+    }
+  }
   const answers = new Map<string, Map<string, T>>()
   await Promise.all(
     [...questions].map(async ([id, items]) => {
       const replica = pages.find((answer) => answer.replica.id === id)?.replica
-      if (replica === undefined || items.length === 0) return
+      if (replica === undefined) return
       const result = await askReplica<T[]>(ctx, replica, ask(items))
       if (!result.ok) return
       answers.set(id, new Map(items.map((item, index) => [item, result.value[index] as T])))
@@ -132,19 +138,21 @@ export async function listObjects(
       newest.get(key)?.by.add(replica.id)
     })
   }
-  const questions = new Map<string, string[]>()
-  for (const [key, entry] of newest) {
-    for (const id of silentOn(pages, table, msg.bucket, key, entry.by)) {
-      questions.set(id, [...(questions.get(id) ?? []), key])
-    }
-  }
-  const stamps = await pointCheck<string | null>(ctx, pages, questions, (keys) => ({
-    kind: 'object.stamps',
-    bucket: msg.bucket,
-    keys,
-    requestId: msg.requestId,
-    deadlineMs: msg.deadlineMs,
-  }))
+  const listedKeys = [...newest].map(([key, entry]) => ({ item: key, key, by: entry.by }))
+  const stamps = await askSilent<string | null>(
+    ctx,
+    pages,
+    table,
+    msg.bucket,
+    listedKeys,
+    (keys) => ({
+      kind: 'object.stamps',
+      bucket: msg.bucket,
+      keys,
+      requestId: msg.requestId,
+      deadlineMs: msg.deadlineMs,
+    }),
+  )
   const live = [...newest].filter(([key, entry]) =>
     [...stamps.values()].every((held) => (held.get(key) ?? '') <= entry.stamp),
   )
@@ -218,23 +226,27 @@ export async function listVersions(
       versions.set(id, held)
     }
   }
-  const questions = new Map<string, string[]>()
-  for (const [id, held] of versions) {
-    if (held.entry.versionId === 'null') continue
-    for (const node of silentOn(pages, table, msg.bucket, held.entry.key, held.by)) {
-      questions.set(node, [...(questions.get(node) ?? []), id])
-    }
-  }
-  const deleted = await pointCheck<boolean>(ctx, pages, questions, (ids) => ({
-    kind: 'object.versions-deleted',
-    bucket: msg.bucket,
-    versions: ids.map((id) => {
-      const [key, versionId] = id.split('\0') as [string, string]
-      return { key, versionId }
+  // A `null` version is replaced rather than deleted by id: no tombstone to ask about.
+  const listedVersions = [...versions]
+    .filter(([, held]) => held.entry.versionId !== 'null')
+    .map(([id, held]) => ({ item: id, key: held.entry.key, by: held.by }))
+  const deleted = await askSilent<boolean>(
+    ctx,
+    pages,
+    table,
+    msg.bucket,
+    listedVersions,
+    (ids) => ({
+      kind: 'object.versions-deleted',
+      bucket: msg.bucket,
+      versions: ids.map((id) => {
+        const [key, versionId] = id.split('\0') as [string, string]
+        return { key, versionId }
+      }),
+      requestId: msg.requestId,
+      deadlineMs: msg.deadlineMs,
     }),
-    requestId: msg.requestId,
-    deadlineMs: msg.deadlineMs,
-  }))
+  )
   const kept = [...versions]
     .filter(([id]) => [...deleted.values()].every((answers) => answers.get(id) !== true))
     .map(([, held]) => ({ ...held.entry, isLatest: held.latest }))
@@ -305,19 +317,25 @@ export async function listUploads(
       uploads.set(upload.uploadId, held)
     }
   }
-  const questions = new Map<string, string[]>()
-  for (const [uploadId, held] of uploads) {
-    for (const node of silentOn(pages, table, msg.bucket, held.upload.key, held.by)) {
-      questions.set(node, [...(questions.get(node) ?? []), uploadId])
-    }
-  }
-  const states = await pointCheck<UploadState>(ctx, pages, questions, (uploadIds) => ({
-    kind: 'upload.states',
-    bucket: msg.bucket,
-    uploadIds,
-    requestId: msg.requestId,
-    deadlineMs: msg.deadlineMs,
+  const listedUploads = [...uploads].map(([id, held]) => ({
+    item: id,
+    key: held.upload.key,
+    by: held.by,
   }))
+  const states = await askSilent<UploadState>(
+    ctx,
+    pages,
+    table,
+    msg.bucket,
+    listedUploads,
+    (uploadIds) => ({
+      kind: 'upload.states',
+      bucket: msg.bucket,
+      uploadIds,
+      requestId: msg.requestId,
+      deadlineMs: msg.deadlineMs,
+    }),
+  )
   const open = [...uploads]
     .filter(([id]) => [...states.values()].every((answers) => answers.get(id) !== 'ended'))
     .map(([, held]) => held.upload)

@@ -12,6 +12,7 @@ import {
   CreateBucketCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  ListObjectsV2Command,
   PutBucketVersioningCommand,
   PutObjectCommand,
   type S3Client,
@@ -127,6 +128,22 @@ async function putLoad(
   return acknowledged
 }
 
+/** Restarts a killed node and waits until `viewer` sees it Alive again. */
+async function restartMember(id: string, viewer = 'n1'): Promise<void> {
+  await cluster.restart(id)
+  const alive = await pollUntil(async () => {
+    const topology = await signedRequest(cluster.server(viewer).url, {
+      method: 'GET',
+      path: '/admin/cluster/topology',
+    })
+    const { pools } = JSON.parse(topology.body.toString()) as {
+      pools: { nodes: { id: string; status: string }[] }[]
+    }
+    return pools.some((pool) => pool.nodes.some((n) => n.id === id && n.status === 'Alive'))
+  }, 30_000)
+  assert.ok(alive, `${viewer} does not see ${id} Alive again`)
+}
+
 /** Marks a member stopped after its process was killed. */
 async function killMember(id: string): Promise<void> {
   await cluster.server(id).kill()
@@ -173,13 +190,61 @@ test('a SIGKILL of one node under a PUT load loses no acknowledged write', async
   }
 })
 
+/** Every key under `prefix`, listed through `id` in pages of `MaxKeys`. */
+async function listAll(id: string, Prefix: string, MaxKeys: number): Promise<string[]> {
+  const keys: string[] = []
+  let ContinuationToken: string | undefined
+  for (let page = 0; page < 1000; page++) {
+    const listed = await cluster
+      .server(id)
+      .client()
+      .send(new ListObjectsV2Command({ Bucket: 'plain', Prefix, MaxKeys, ContinuationToken }))
+    keys.push(...(listed.Contents ?? []).map((object) => object.Key ?? ''))
+    if (listed.IsTruncated !== true) return keys
+    ContinuationToken = listed.NextContinuationToken
+  }
+  throw new Error('a listing that never ends')
+}
+
+test('listings are exact and the same through every member, also after a missed delete', async () => {
+  const keys = Array.from({ length: 60 }, (_, i) => `list/d${i % 4}/k${String(i).padStart(3, '0')}`)
+  for (const [i, Key] of keys.entries()) {
+    const id = ['n1', 'n2', 'n3'][i % 3] as string
+    await cluster
+      .server(id)
+      .client()
+      .send(new PutObjectCommand({ Bucket: 'plain', Key, Body: Key }))
+  }
+  // n2 misses these deletes and writes: its replica lists what the others no longer hold.
+  await killMember('n2')
+  const s3 = cluster.server('n1').client()
+  const gone = keys.filter((_, i) => i % 7 === 0)
+  for (const Key of gone) await s3.send(new DeleteObjectCommand({ Bucket: 'plain', Key }))
+  const added = ['list/d0/late-1', 'list/d3/late-2']
+  for (const Key of added) await s3.send(new PutObjectCommand({ Bucket: 'plain', Key, Body: Key }))
+  await restartMember('n2')
+  const expected = [...keys.filter((key) => !gone.includes(key)), ...added].sort()
+  for (const id of MEMBERS) {
+    assert.equal(await listAll(id, 'list/', 7), expected, `listed through ${id}`)
+    const folded = await cluster
+      .server(id)
+      .client()
+      .send(new ListObjectsV2Command({ Bucket: 'plain', Prefix: 'list/', Delimiter: '/' }))
+    const prefixes = (folded.CommonPrefixes ?? []).map((prefix) => prefix.Prefix)
+    assert.equal(prefixes, ['list/d0/', 'list/d1/', 'list/d2/', 'list/d3/'], id)
+  }
+})
+
 test('a key deleted while a node was down stays deleted when read through that node', async () => {
   const Key = 'deleted-while-down'
   const s3 = cluster.server('n1').client()
+  // With n3 down, the write needs n1 and n2: n2 surely holds the object.
+  await killMember('n3')
   await s3.send(new PutObjectCommand({ Bucket: 'plain', Key, Body: 'soon gone' }))
+  await restartMember('n3')
   await killMember('n2')
   await s3.send(new DeleteObjectCommand({ Bucket: 'plain', Key }))
-  await cluster.restart('n2')
+  await restartMember('n2')
   const missing = await failure(() =>
     cluster
       .server('n2')

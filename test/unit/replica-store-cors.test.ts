@@ -10,37 +10,14 @@ import { replicaStore, type StoreState } from '../../actors/replica-store/replic
 import type { CorsConfiguration } from '../../protocol/cors.js'
 import type { Result } from '../../protocol/errors.js'
 import type { CoordinatorMsg, StoreMsg } from '../../protocol/messages.js'
+import {
+  code,
+  startStore,
+  value,
+  type StoreBody as Body,
+  type TestStore as Store,
+} from '../support/store-harness.js'
 import { fakeContext, type FakeContext } from '../support/fake-context.js'
-
-type Distribute<T> = T extends unknown ? Omit<T, 'requestId' | 'deadlineMs'> : never
-type Body = Distribute<StoreMsg>
-
-interface Store {
-  ctx: FakeContext
-  state: StoreState
-  send<T>(body: Body): Promise<Result<T>>
-}
-
-async function startStore(ctx: FakeContext = fakeContext()): Promise<Store> {
-  const state = await replicaStore.init(ctx)
-  return {
-    ctx,
-    state,
-    async send<T>(body: Body): Promise<Result<T>> {
-      const msg = { ...body, requestId: 'test', deadlineMs: ctx.now() + 60_000 } as StoreMsg
-      return (await replicaStore.handle(state, msg, ctx)) as Result<T>
-    },
-  }
-}
-
-function code(result: Result<unknown>): string {
-  return result.ok ? 'ok' : result.code
-}
-
-function value<T>(result: Result<T>): T {
-  if (!result.ok) assert.unreachable(`expected ok, got ${result.code}: ${result.detail}`)
-  return (result as { ok: true; value: T }).value
-}
 
 const CORS: CorsConfiguration = {
   rules: [

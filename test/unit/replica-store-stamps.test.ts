@@ -25,43 +25,15 @@ import type {
   UploadState,
 } from '../../protocol/messages.js'
 import type { ListPage } from '../../protocol/objects.js'
+import {
+  code,
+  idle,
+  startStore,
+  value,
+  type StoreBody as Body,
+  type TestStore as Store,
+} from '../support/store-harness.js'
 import { fakeContext, memoryStream, type FakeContext } from '../support/fake-context.js'
-
-type Distribute<T> = T extends unknown ? Omit<T, 'requestId' | 'deadlineMs'> : never
-type Body = Distribute<StoreMsg>
-
-interface Store {
-  ctx: FakeContext
-  state: StoreState
-  send<T>(body: Body): Promise<Result<T>>
-}
-
-async function startStore(ctx: FakeContext = fakeContext()): Promise<Store> {
-  const state = await replicaStore.init(ctx)
-  return {
-    ctx,
-    state,
-    async send<T>(body: Body): Promise<Result<T>> {
-      const msg = { ...body, requestId: 'test', deadlineMs: ctx.now() + 60_000 } as StoreMsg
-      return (await replicaStore.handle(state, msg, ctx)) as Result<T>
-    },
-  }
-}
-
-function value<T>(result: Result<T>): T {
-  if (!result.ok) assert.unreachable(`expected ok, got ${result.code}: ${result.detail}`)
-  return (result as { ok: true; value: T }).value
-}
-
-function code(result: Result<unknown>): string {
-  return result.ok ? 'ok' : result.code
-}
-
-async function idle(state: StoreState): Promise<void> {
-  while (state.tasks.size + state.streams.size > 0) {
-    await Promise.allSettled([...state.tasks, ...state.streams.keys()])
-  }
-}
 
 /** The wall clock of the stamps below: version tokens hold clocks of this century exactly. */
 const T = 1_700_000_000_000

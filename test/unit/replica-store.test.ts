@@ -35,50 +35,20 @@ import type {
 import type { BucketInfo, BucketListing, Expectations, ListPage } from '../../protocol/objects.js'
 import { objectAt, objectSummaries } from '../../protocol/object-columns.js'
 import {
+  code,
+  idle,
+  startStore,
+  value,
+  type StoreBody as Body,
+  type TestStore as Store,
+} from '../support/store-harness.js'
+import {
   fakeContext,
   memoryStream,
   MemoryStream,
   type FakeContext,
   MemoryKv,
 } from '../support/fake-context.js'
-
-type Distribute<T> = T extends unknown ? Omit<T, 'requestId' | 'deadlineMs'> : never
-type Body = Distribute<StoreMsg>
-
-interface Store {
-  ctx: FakeContext
-  state: StoreState
-  /** Handles one request, by default with a deadline a minute away. */
-  send<T>(body: Body, deadlineMs?: number): Promise<Result<T>>
-}
-
-async function startStore(ctx: FakeContext = fakeContext()): Promise<Store> {
-  const state = await replicaStore.init(ctx)
-  return {
-    ctx,
-    state,
-    async send<T>(body: Body, deadlineMs = ctx.now() + 60_000): Promise<Result<T>> {
-      const msg = { ...body, requestId: 'test', deadlineMs } as StoreMsg
-      return (await replicaStore.handle(state, msg, ctx)) as Result<T>
-    },
-  }
-}
-
-function value<T>(result: Result<T>): T {
-  if (!result.ok) assert.unreachable(`expected ok, got ${result.code}: ${result.detail}`)
-  return (result as { ok: true; value: T }).value
-}
-
-function code(result: Result<unknown>): string {
-  return result.ok ? 'ok' : result.code
-}
-
-/** Waits for background work (promotions, garbage removal, GET streams) to finish. */
-async function idle(state: StoreState): Promise<void> {
-  while (state.tasks.size + state.streams.size > 0) {
-    await Promise.allSettled([...state.tasks, ...state.streams.keys()])
-  }
-}
 
 /** Once background work is done: no bucket, object, blob or reference counted, no blob file,
  * and no record in the key range [from, to). */
