@@ -62,7 +62,7 @@ interface Hold {
   waiting: number
 }
 
-/** One request a store was given: by whom (a node id, or `local` for n1's coordinator) and what. */
+/** One request a store was given: by which node (n1 for its own coordinator too), and what. */
 export interface Asked {
   node: NodeId
   from: NodeId
@@ -189,7 +189,8 @@ export class CoordinatedCluster {
     this.holds.push(hold)
     return {
       release: () => {
-        this.holds.splice(this.holds.indexOf(hold), 1)
+        const at = this.holds.indexOf(hold)
+        if (at >= 0) this.holds.splice(at, 1)
         release()
       },
       waiting: () => hold.waiting,
