@@ -20,6 +20,7 @@ import type {
   GetResult,
   MarkerResult,
   PutResult,
+  StoreMsg,
 } from '../../protocol/messages.js'
 import type { ListPage } from '../../protocol/objects.js'
 import { partitionOf } from '../../protocol/placement.js'
@@ -73,6 +74,20 @@ function streamedPut(key: string, data: Uint8Array, conditions?: { ifNoneMatch: 
   return { msg, stream }
 }
 
+/** A PUT straight to one store, stamped as a coordinator would: a write the others missed. */
+function stampedPut(key: string, data: Uint8Array, stamp: string): Body<StoreMsg> {
+  return {
+    kind: 'object.put',
+    bucket: BUCKET,
+    key,
+    http: HTTP,
+    userMeta: {},
+    expect: {},
+    body: data,
+    stamp,
+  }
+}
+
 async function put(cluster: CoordinatedCluster, key: string, data: Uint8Array) {
   return value(await cluster.send<PutResult>(streamedPut(key, data).msg))
 }
@@ -117,6 +132,24 @@ async function heldBy(cluster: CoordinatedCluster, id: NodeId, key: string) {
       stamped: true,
     }),
   )
+}
+
+/** The bytes one store holds of a key, streamed from it directly (hex). */
+async function bytesOn(cluster: CoordinatedCluster, id: NodeId, key: string): Promise<string> {
+  const stream = memoryStream()
+  const head = value(
+    await cluster.sendTo<GetResult>(id, {
+      kind: 'object.get',
+      bucket: BUCKET,
+      key,
+      stream: stream.handle,
+    }),
+  )
+  if (head.body !== undefined) return hex(head.body)
+  stream.request(0, head.info.size - 1)
+  const got = await cluster.drive(stream.received(), 0)
+  assert.ok(got.ended, 'the body came whole')
+  return hex(got.bytes)
 }
 
 async function isAbsent(cluster: CoordinatedCluster, id: NodeId, key: string): Promise<boolean> {
@@ -211,6 +244,30 @@ test('a DELETE that n3 missed wins over its stale object, which read repair remo
   assert.is(counters.readRepairs, 1)
   cluster.heal('n2')
   for (const id of NODE_IDS) assert.ok(await isAbsent(cluster, id, 'k'), id)
+})
+
+test('a newer object n1 missed is relayed from a replica; n1 is repaired with it', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  await put(cluster, 'k', large(5))
+  cluster.advance(10)
+  // A write n1 missed: straight to n2's and n3's stores, stamped as a coordinator would.
+  const newer = large(6)
+  const stamp = hlcString({ wallMs: cluster.clock.nowMs, logical: 0, node: nodeTag('n2') })
+  const written = value(await cluster.sendTo<PutResult>('n2', stampedPut('k', newer, stamp)))
+  value(await cluster.sendTo<PutResult>('n3', stampedPut('k', newer, stamp)))
+  assert.is(await getThrough(cluster, 'k'), hex(newer), 'the newest stamp wins, relayed')
+  await cluster.settle()
+  const repaired = await heldBy(cluster, 'n1', 'k')
+  assert.ok('info' in repaired, 'n1 holds the object')
+  const { etag, lastModifiedMs } = (repaired as GetResult).info
+  assert.equal(
+    { etag, lastModifiedMs, keyStamp: repaired.keyStamp },
+    { etag: written.etag, lastModifiedMs: written.lastModifiedMs, keyStamp: stamp },
+  )
+  assert.is(await bytesOn(cluster, 'n1', 'k'), hex(newer), "n1's own bytes")
+  const counters = value(await cluster.send<CoordinatorCounters>({ kind: 'coordinator.counters' }))
+  assert.is(counters.readRepairs, 1)
 })
 
 test('a listing hides a key deleted where n3 missed it, and shows a key only n3 has', async () => {
