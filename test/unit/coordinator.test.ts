@@ -1,7 +1,8 @@
 /** Goal: the cluster coordinator's quorum logic. A PUT answers after W acknowledgements and every
  * replica ends with the same record; a replica that misses a change is hinted, and without a
  * quorum the PUT is refused before its body is read; a tombstone wins over a replica's stale
- * object and read repair removes it; a merged listing hides a key deleted where one replica missed
+ * object and read repair removes it; a newer object the local store missed is relayed from a
+ * replica, and read repair writes it there with the same record; a merged listing hides a key deleted where one replica missed
  * the delete, and shows a key only one replica holds; of two racing If-None-Match PUTs one wins;
  * DeleteObjects reaches every partition's replicas; a silent replica costs a read the hedge, not
  * its deadline.
