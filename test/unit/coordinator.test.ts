@@ -2,10 +2,10 @@
  * replica ends with the same record; a replica that misses a change is hinted, and without a
  * quorum the PUT is refused before its body is read; a tombstone wins over a replica's stale
  * object and read repair removes it; a newer object the local store missed is relayed from a
- * replica, and read repair writes it there with the same record; a merged listing hides a key deleted where one replica missed
- * the delete, and shows a key only one replica holds; of two racing If-None-Match PUTs one wins;
- * DeleteObjects reaches every partition's replicas; a silent replica costs a read the hedge, not
- * its deadline.
+ * replica, and read repair writes it there with the same record; a merged listing hides a key
+ * deleted where one replica missed the delete, and shows a key only one replica holds; of two
+ * racing If-None-Match PUTs one wins; DeleteObjects reaches every partition's replicas; a silent
+ * replica costs a read the hedge, not its deadline.
  * Method: test/support/coordinated-cluster.ts: three real replica-stores and n1's real
  * coordinator in this thread on fake contexts sharing one manual clock; a test cuts nodes (their
  * calls answer `unavailable`) or holds their answers, and reads each store's own record back. */
