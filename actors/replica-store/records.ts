@@ -295,6 +295,8 @@ export function objectInfo(key: string, record: ObjectRecord, versioned = false)
   if (record.checksumType !== undefined) info.checksumType = record.checksumType
   if (record.tags !== undefined && record.tags.length > 0) info.tagCount = record.tags.length
   if (versioned) info.versionId = record.versionId ?? 'null'
+  // Read repair writes a stale replica the winner's object again under this same stamp.
+  if (record.stamp !== undefined) info.stamp = record.stamp
   return info
 }
 

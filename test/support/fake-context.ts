@@ -9,10 +9,10 @@
  *   readers, and `corrupt()` to flip a byte.
  * - memoryStream(): one byte stream whose test side feeds a put (push/end/abort) or reads a get
  *   (request/cancel/received), while the actor side is ctx.source / ctx.sink on its handle.
- * - A clock that moves only when told (timers from ctx.after fire in `advance`), seeded
- *   deterministic randomBytes, `call` answering 'unavailable' unless a handler is set (`callEach`
- *   asks it once per instance of the role), `peers.call` likewise unless `onPeerCall` set one,
- *   and a log that records entries. */
+ * - A clock that moves only when told (timers from ctx.after fire in `advance`; contexts may share
+ *   one, for the actors of several nodes in one test), seeded deterministic randomBytes, `call`
+ *   answering 'unavailable' unless a handler is set (`callEach` asks it once per instance of the
+ *   role), `peers.call` likewise unless `onPeerCall` set one, and a log that records entries. */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import type {
@@ -353,6 +353,10 @@ export class MemoryStream {
   private demanded: { start: number; end: number } | null | undefined = undefined
   /** Set when the receiving side cancelled (the actor's source, or the test reading a get). */
   cancelled: { code: ErrorCode; detail: string } | null = null
+  /** Chunks sent and not yet read by the source: a refused put's body stays unread. */
+  get unread(): number {
+    return this.queue.length
+  }
   private readonly changed = waiters()
 
   // Test side, feeding a put.
@@ -470,12 +474,13 @@ export type CallHandler = (
 ) => Promise<Result<unknown>> | Result<unknown>
 
 /** Answers a call to another node (ctx.peers); `stream` is the handle given to callWithBody or
- * callForBody. */
+ * callForBody, `deadlineMs` the call's own. */
 export type PeerCallHandler = (
   to: PeerTarget,
   method: PeerMethod,
   body: object,
-  stream?: StreamHandle,
+  stream: StreamHandle | undefined,
+  deadlineMs: number,
 ) => Promise<Result<unknown>> | Result<unknown>
 
 export interface FakeContext extends Context {
@@ -494,6 +499,8 @@ export interface FakeContextOptions {
   kv?: MemoryKv
   blobs?: MemoryBlobs
   nowMs?: number
+  /** A clock shared with other contexts (then `nowMs` is not used). */
+  clock?: ManualClock
   seed?: number
   config?: Record<string, string>
   /** How many instances of a role `callEach` reaches (1 when not given). */
@@ -565,7 +572,7 @@ function streamOf(handle: StreamHandle): MemoryStream {
 }
 
 export function fakeContext(options: FakeContextOptions = {}): FakeContext {
-  const clock = new ManualClock(options.nowMs)
+  const clock = options.clock ?? new ManualClock(options.nowMs)
   const logs: LogEntry[] = []
   let handler: CallHandler | null = null
   let peerHandler: PeerCallHandler | null = null
@@ -573,12 +580,13 @@ export function fakeContext(options: FakeContextOptions = {}): FakeContext {
     to: PeerTarget,
     method: PeerMethod,
     body: object,
+    deadlineMs: number,
     stream?: StreamHandle,
   ): Promise<Result<T>> => {
     if (peerHandler === null) {
       return Promise.resolve(fail<T>('unavailable', `no peer at ${to.grpcAddr}`))
     }
-    const answer = peerHandler(to, method, body, stream)
+    const answer = peerHandler(to, method, body, stream, deadlineMs)
     return Promise.resolve(answer).then((result) => result as Result<T>)
   }
   return {
@@ -601,9 +609,11 @@ export function fakeContext(options: FakeContextOptions = {}): FakeContext {
     blobs: options.blobs ?? new MemoryBlobs(),
     // The real argon2id of the password pool's task, run in this thread.
     peers: {
-      call: (to, method, body) => askPeer(to, method, body),
-      callWithBody: (to, method, body, source) => askPeer(to, method, body, source),
-      callForBody: (to, method, body, sink) => askPeer(to, method, body, sink),
+      call: (to, method, body, deadlineMs) => askPeer(to, method, body, deadlineMs),
+      callWithBody: (to, method, body, source, deadlineMs) =>
+        askPeer(to, method, body, deadlineMs, source),
+      callForBody: (to, method, body, sink, deadlineMs) =>
+        askPeer(to, method, body, deadlineMs, sink),
     },
     passwords: {
       hash: async (password, salt) =>

@@ -1,0 +1,393 @@
+/** Goal: the cluster coordinator's quorum logic. A PUT answers after W acknowledgements and every
+ * replica ends with the same record; a replica that misses a change is hinted, and without a
+ * quorum the PUT is refused before its body is read; a tombstone wins over a replica's stale
+ * object and read repair removes it; a newer object the local store missed is relayed from a
+ * replica, and read repair writes it there with the same record; a merged listing hides a key
+ * deleted where one replica missed the delete, and shows a key only one replica holds; of two
+ * racing If-None-Match PUTs one wins; DeleteObjects reaches every partition's replicas; a silent
+ * replica costs a read the hedge, not its deadline.
+ * Method: test/support/coordinated-cluster.ts: three real replica-stores and n1's real
+ * coordinator in this thread on fake contexts sharing one manual clock; a test cuts nodes (their
+ * calls answer `unavailable`) or holds their answers, and reads each store's own record back. */
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import type { Result } from '../../protocol/errors.js'
+import { hlcString, nodeTag } from '../../protocol/hlc.js'
+import type {
+  AbsentResult,
+  CoordinatorMsg,
+  CoordinatorCounters,
+  DeleteManyResult,
+  GetResult,
+  MarkerResult,
+  PutResult,
+  StoreMsg,
+} from '../../protocol/messages.js'
+import type { ListPage } from '../../protocol/objects.js'
+import { partitionOf } from '../../protocol/placement.js'
+import { HEDGE_MS } from '../../actors/coordinator/quorum.js'
+import {
+  CoordinatedCluster,
+  NODE_IDS,
+  type Body,
+  type NodeId,
+} from '../support/coordinated-cluster.js'
+import { memoryStream } from '../support/fake-context.js'
+
+const BUCKET = 'photos'
+const HTTP = { contentType: 'application/octet-stream' }
+
+function value<T>(result: Result<T>): T {
+  if (!result.ok) assert.unreachable(`expected ok, got ${result.code}: ${result.detail}`)
+  return (result as { ok: true; value: T }).value
+}
+
+function code(result: Result<unknown>): string {
+  return result.ok ? 'ok' : result.code
+}
+
+/** A body larger than a store keeps inline, so it travels and is kept as a blob file. */
+function large(seed: number): Uint8Array {
+  const data = new Uint8Array(100_000)
+  for (let index = 0; index < data.length; index++) data[index] = (index * 7 + seed) & 0xff
+  return data
+}
+
+function text(data: string): Uint8Array {
+  return new TextEncoder().encode(data)
+}
+
+/** A PUT whose body comes on a stream, as the ingress sends one; the stream is returned too. */
+function streamedPut(key: string, data: Uint8Array, conditions?: { ifNoneMatch: '*' }) {
+  const stream = memoryStream()
+  stream.push(data)
+  stream.end()
+  const msg: Body<CoordinatorMsg> = {
+    kind: 'object.put',
+    bucket: BUCKET,
+    key,
+    http: HTTP,
+    userMeta: {},
+    expect: {},
+    stream: stream.handle,
+    ...(conditions === undefined ? {} : { conditions }),
+  }
+  return { msg, stream }
+}
+
+/** A PUT straight to one store, stamped as a coordinator would: a write the others missed. */
+function stampedPut(key: string, data: Uint8Array, stamp: string): Body<StoreMsg> {
+  return {
+    kind: 'object.put',
+    bucket: BUCKET,
+    key,
+    http: HTTP,
+    userMeta: {},
+    expect: {},
+    body: data,
+    stamp,
+  }
+}
+
+async function put(cluster: CoordinatedCluster, key: string, data: Uint8Array) {
+  return value(await cluster.send<PutResult>(streamedPut(key, data).msg))
+}
+
+async function newBucket(cluster: CoordinatedCluster, versioning?: 'Enabled'): Promise<void> {
+  value(await cluster.send({ kind: 'bucket.create', bucket: BUCKET, owner: 'u1' }))
+  if (versioning !== undefined) {
+    value(await cluster.send({ kind: 'bucket.versioning.put', bucket: BUCKET, status: versioning }))
+  }
+}
+
+/** A GET through the coordinator: the bytes (hex, for short diffs), or the failure's code. */
+async function getThrough(cluster: CoordinatedCluster, key: string): Promise<string> {
+  const stream = memoryStream()
+  const answer = await cluster.send<GetResult | MarkerResult>({
+    kind: 'object.get',
+    bucket: BUCKET,
+    key,
+    stream: stream.handle,
+  })
+  if (!answer.ok) return answer.code
+  if ('marker' in answer.value) return 'marker'
+  // A small body comes with the answer (the stream then carries nothing), a larger one on it.
+  if (answer.value.body !== undefined) return hex(answer.value.body)
+  stream.request(0, answer.value.info.size - 1)
+  const got = await cluster.drive(stream.received(), 0)
+  assert.ok(got.ended, 'the body came whole')
+  return hex(got.bytes)
+}
+
+function hex(data: Uint8Array): string {
+  return Buffer.from(data).toString('hex')
+}
+
+/** What one store holds of a key, asked of it directly (stamped: an absence is an answer). */
+async function heldBy(cluster: CoordinatedCluster, id: NodeId, key: string) {
+  return value(
+    await cluster.sendTo<GetResult | AbsentResult | MarkerResult>(id, {
+      kind: 'object.get',
+      bucket: BUCKET,
+      key,
+      stamped: true,
+    }),
+  )
+}
+
+/** The bytes one store holds of a key, streamed from it directly (hex). */
+async function bytesOn(cluster: CoordinatedCluster, id: NodeId, key: string): Promise<string> {
+  const stream = memoryStream()
+  const head = value(
+    await cluster.sendTo<GetResult>(id, {
+      kind: 'object.get',
+      bucket: BUCKET,
+      key,
+      stream: stream.handle,
+    }),
+  )
+  if (head.body !== undefined) return hex(head.body)
+  stream.request(0, head.info.size - 1)
+  const got = await cluster.drive(stream.received(), 0)
+  assert.ok(got.ended, 'the body came whole')
+  return hex(got.bytes)
+}
+
+async function isAbsent(cluster: CoordinatedCluster, id: NodeId, key: string): Promise<boolean> {
+  return 'absent' in (await heldBy(cluster, id, key))
+}
+
+async function hintCount(cluster: CoordinatedCluster): Promise<number> {
+  return value(await cluster.send<number>({ kind: 'hint.count' }))
+}
+
+function answeredYet<T>(request: Promise<T>): () => boolean {
+  let done = false
+  void request.then(() => (done = true))
+  return () => done
+}
+
+test('a PUT answers after W acknowledgements; every replica holds the same record', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster, 'Enabled')
+  const n2 = cluster.hold('n2', ['object.put'])
+  const n3 = cluster.hold('n3', ['object.put'])
+  const data = large(1)
+  const request = cluster.send<PutResult>(streamedPut('k', data).msg)
+  const answered = answeredYet(request)
+  await cluster.settle()
+  assert.is(n2.waiting() + n3.waiting(), 2, 'both other replicas took the body')
+  assert.not.ok(answered(), 'one acknowledgement (the local one) is not a write quorum')
+  n2.release()
+  await cluster.settle()
+  assert.ok(answered(), 'the second acknowledgement answers')
+  assert.is(n3.waiting(), 1, 'without waiting for the third')
+  const written = value(await request)
+  assert.type(written.versionId, 'string')
+  n3.release()
+  await cluster.settle()
+  for (const id of NODE_IDS) {
+    const held = await heldBy(cluster, id, 'k')
+    assert.ok('info' in held, id)
+    const { etag, lastModifiedMs, versionId } = (held as GetResult).info
+    assert.equal(
+      { etag, lastModifiedMs, versionId },
+      { etag: written.etag, lastModifiedMs: written.lastModifiedMs, versionId: written.versionId },
+      id,
+    )
+  }
+  assert.is(await getThrough(cluster, 'k'), hex(data))
+})
+
+test('a replica that misses a PUT is hinted; two missing refuse it, its body unread', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  // Cut off while gossip still shows it Alive: it is sent the write, which fails.
+  cluster.cut('n3')
+  await put(cluster, 'cut', text('one'))
+  await cluster.settle()
+  assert.is(await hintCount(cluster), 1, 'a hint for n3')
+  // Dead to gossip: it is not sent the write at all, and is hinted all the same.
+  cluster.setStatus('n3', 'Dead')
+  cluster.advance(1_000)
+  await put(cluster, 'dead', text('two'))
+  await cluster.settle()
+  assert.is(await hintCount(cluster), 2, 'a hint for each key n3 missed')
+  assert.ok(await isAbsent(cluster, 'n3', 'cut'))
+  // Two of three cut (gossip still says Alive): no write quorum, and the body is not read.
+  cluster.setStatus('n3', 'Alive')
+  cluster.cut('n2')
+  cluster.advance(1_000)
+  const { msg, stream } = streamedPut('refused', large(2))
+  const refused = await cluster.send<PutResult>(msg)
+  assert.is(code(refused), 'unavailable')
+  assert.ok(stream.cancelled !== null, 'the body stream was cancelled')
+  assert.is(stream.unread, 1, 'and its bytes were never read')
+  await cluster.settle()
+  assert.ok(await isAbsent(cluster, 'n1', 'refused'), 'nothing written locally either')
+  assert.is(await hintCount(cluster), 2, 'no hint for a change no replica took')
+})
+
+test('a DELETE that n3 missed wins over its stale object, which read repair removes', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  await put(cluster, 'k', large(3))
+  cluster.cut('n3')
+  value(await cluster.send({ kind: 'object.delete', bucket: BUCKET, key: 'k' }))
+  cluster.heal('n3')
+  assert.ok('info' in (await heldBy(cluster, 'n3', 'k')), 'n3 still holds the object')
+  // n2 cut at the read, so the read quorum is n1 (the tombstone) and n3 (the stale object).
+  cluster.cut('n2')
+  assert.is(await getThrough(cluster, 'k'), 'no_such_key')
+  await cluster.settle()
+  assert.ok(await isAbsent(cluster, 'n3', 'k'), 'n3 repaired')
+  const counters = value(await cluster.send<CoordinatorCounters>({ kind: 'coordinator.counters' }))
+  assert.is(counters.readRepairs, 1)
+  cluster.heal('n2')
+  for (const id of NODE_IDS) assert.ok(await isAbsent(cluster, id, 'k'), id)
+})
+
+test('a newer object n1 missed is relayed from a replica; n1 is repaired with it', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  await put(cluster, 'k', large(5))
+  cluster.advance(10)
+  // A write n1 missed: straight to n2's and n3's stores, stamped as a coordinator would.
+  const newer = large(6)
+  const stamp = hlcString({ wallMs: cluster.clock.nowMs, logical: 0, node: nodeTag('n2') })
+  const written = value(await cluster.sendTo<PutResult>('n2', stampedPut('k', newer, stamp)))
+  value(await cluster.sendTo<PutResult>('n3', stampedPut('k', newer, stamp)))
+  assert.is(await getThrough(cluster, 'k'), hex(newer), 'the newest stamp wins, relayed')
+  await cluster.settle()
+  const repaired = await heldBy(cluster, 'n1', 'k')
+  assert.ok('info' in repaired, 'n1 holds the object')
+  const { etag, lastModifiedMs } = (repaired as GetResult).info
+  assert.equal(
+    { etag, lastModifiedMs, keyStamp: repaired.keyStamp },
+    { etag: written.etag, lastModifiedMs: written.lastModifiedMs, keyStamp: stamp },
+  )
+  assert.is(await bytesOn(cluster, 'n1', 'k'), hex(newer), "n1's own bytes")
+  const counters = value(await cluster.send<CoordinatorCounters>({ kind: 'coordinator.counters' }))
+  assert.is(counters.readRepairs, 1)
+})
+
+test('a listing hides a key deleted where n3 missed it, and shows a key only n3 has', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  await put(cluster, 'deleted', text('gone'))
+  await put(cluster, 'kept', text('here'))
+  cluster.cut('n3')
+  value(await cluster.send({ kind: 'object.delete', bucket: BUCKET, key: 'deleted' }))
+  cluster.heal('n3')
+  // A write n1 and n2 missed: straight to n3's store, stamped as a coordinator would.
+  const stamp = hlcString({ wallMs: cluster.clock.nowMs, logical: 0, node: nodeTag('n3') })
+  const only = value(
+    await cluster.sendTo<PutResult>('n3', {
+      kind: 'object.put',
+      bucket: BUCKET,
+      key: 'only-n3',
+      http: HTTP,
+      userMeta: {},
+      expect: {},
+      body: text('lone'),
+      stamp,
+    }),
+  )
+  assert.ok(await isAbsent(cluster, 'n1', 'only-n3'))
+  assert.ok('info' in (await heldBy(cluster, 'n3', 'deleted')), 'n3 still lists the deleted key')
+  const page = value(
+    await cluster.send<ListPage>({
+      kind: 'object.list',
+      bucket: BUCKET,
+      prefix: '',
+      delimiter: '',
+      after: '',
+      maxKeys: 100,
+    }),
+  )
+  assert.equal(page.objects.keys, ['kept', 'only-n3'])
+  assert.equal(page.objects.etags[1], only.etag)
+  assert.not.ok(page.truncated)
+})
+
+test('two If-None-Match PUTs of one key started together: one ok, one 412', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  for (let round = 0; round < 3; round++) {
+    const key = `race-${round}`
+    const first = streamedPut(key, text(`first ${round}`), { ifNoneMatch: '*' })
+    const second = streamedPut(key, text(`second ${round}`), { ifNoneMatch: '*' })
+    // The clock moves while they run: a claim not granted is asked again after a pause.
+    const answers = await cluster.drive(
+      Promise.all([cluster.send<PutResult>(first.msg), cluster.send<PutResult>(second.msg)]),
+      5,
+    )
+    assert.equal(answers.map(code).sort(), ['ok', 'precondition_failed'], key)
+    const winner = answers[0]?.ok === true ? `first ${round}` : `second ${round}`
+    assert.is(await getThrough(cluster, key), hex(text(winner)), key)
+  }
+})
+
+test('DeleteObjects of keys in several partitions deletes each on every replica', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  const keys: string[] = []
+  const partitions = new Set<number>()
+  for (let index = 0; keys.length < 4; index++) {
+    const key = `key-${index}`
+    if (partitions.has(partitionOf(BUCKET, key))) continue
+    partitions.add(partitionOf(BUCKET, key))
+    keys.push(key)
+  }
+  for (const key of keys) await put(cluster, key, text(key))
+  await put(cluster, 'other', text('stays'))
+  const result = value(
+    await cluster.send<DeleteManyResult>({
+      kind: 'object.delete-many',
+      bucket: BUCKET,
+      objects: keys.map((key) => ({ key })),
+    }),
+  )
+  assert.equal(result.errors, [])
+  assert.equal(
+    result.deleted.map((entry) => entry.key),
+    keys,
+  )
+  await cluster.settle()
+  for (const id of NODE_IDS) {
+    for (const key of keys) assert.ok(await isAbsent(cluster, id, key), `${key} on ${id}`)
+    assert.not.ok(await isAbsent(cluster, id, 'other'), `other on ${id}`)
+  }
+})
+
+test('a replica that stays silent costs a read the hedge, then the next one is asked', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  const data = large(4)
+  await put(cluster, 'k', data)
+  await cluster.settle()
+  const slow = cluster.hold('n2', ['object.get'])
+  const asked = cluster.asked.length
+  const read = getThrough(cluster, 'k')
+  const answered = answeredYet(read)
+  await cluster.settle()
+  assert.is(slow.waiting(), 1, 'n2 was asked and keeps its answer')
+  cluster.advance(HEDGE_MS - 1)
+  await cluster.settle()
+  assert.not.ok(answered(), 'nothing else is asked before the hedge')
+  cluster.advance(1)
+  await cluster.settle()
+  assert.ok(answered(), 'answered at the hedge')
+  assert.is(await read, hex(data))
+  assert.is(slow.waiting(), 1, 'while n2 still keeps its answer')
+  const gets = cluster.asked.slice(asked).filter((one) => one.kind === 'object.get')
+  assert.equal(
+    gets.map((one) => one.node),
+    ['n1', 'n2', 'n3', 'n1'],
+    'n1 and n2 asked, then n3, then n1 (the winner) streams',
+  )
+  slow.release()
+  await cluster.settle()
+})
+
+test.run()
