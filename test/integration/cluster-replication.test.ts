@@ -206,7 +206,7 @@ async function listAll(id: string, Prefix: string, MaxKeys: number): Promise<str
   throw new Error('a listing that never ends')
 }
 
-test('listings are exact and the same through every member, also after a missed delete', async () => {
+test('listings are exact and alike through every member, also after a missed delete', async () => {
   const keys = Array.from({ length: 60 }, (_, i) => `list/d${i % 4}/k${String(i).padStart(3, '0')}`)
   for (const [i, Key] of keys.entries()) {
     const id = ['n1', 'n2', 'n3'][i % 3] as string
