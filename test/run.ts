@@ -1,7 +1,7 @@
 /** @module Test runner: runs every compiled uvu suite (unit first, then integration), each in its
  * own child process, so a suite that starts servers or threads cannot leak into the next, then
  * the S3 suites (those built on test/support/s3-suite.ts) again against a 3-node cluster, through
- * a node and through a gateway (TEST_TARGET), and prints the closing line `N passed, N failed`. A
+ * a node and through a gateway (TEST_TARGET; one cluster per pass), and prints the closing line `N passed, N failed`. A
  * suite that exits non-zero without a uvu summary counts as one failure. Each suite has a time
  * limit; a suite past it is killed and counted as failed. TEST_ONLY narrows the run to suites
  * whose file name contains it; TEST_TARGETS (default `cluster,gateway`, `none` for none) names
@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process'
 import { readdirSync, existsSync, readFileSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { startCluster, type TestCluster } from './support/cluster.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const SUITE_TIMEOUT_MS = 10 * 60 * 1000
@@ -86,12 +87,35 @@ function s3Suites(): string[] {
 const targets = (process.env['TEST_TARGETS'] ?? 'cluster,gateway')
   .split(',')
   .filter((target) => target !== '' && target !== 'none')
-for (const target of targets) {
-  for (const file of s3Suites()) {
-    console.log(`\n# integration/${file.split('/').pop() ?? file} (TEST_TARGET=${target})`)
-    const outcome = await runSuite(file, { TEST_TARGET: target })
-    passed += outcome.passed
-    failed += outcome.failed
+const s3 = s3Suites()
+for (const target of s3.length === 0 ? [] : targets) {
+  // One cluster for the whole pass: each suite uses buckets of its own, and a cluster start
+  // costs about as much as a suite's tests.
+  console.log(`\n# a 3-node cluster for the S3 suites (TEST_TARGET=${target})`)
+  const gateway = target === 'gateway'
+  let cluster: TestCluster
+  try {
+    cluster = await startCluster({ nodes: 3, gateways: gateway ? 1 : 0 })
+  } catch (error) {
+    console.log(`the cluster did not start: ${String(error)}`)
+    failed += 1
+    continue
+  }
+  const facing = cluster.server(gateway ? 'g1' : 'n1')
+  const env = {
+    TEST_TARGET: target,
+    TEST_TARGET_URL: facing.url,
+    TEST_TARGET_DATA_DIR: facing.dataDir,
+  }
+  try {
+    for (const file of s3) {
+      console.log(`\n# integration/${file.split('/').pop() ?? file} (TEST_TARGET=${target})`)
+      const outcome = await runSuite(file, env)
+      passed += outcome.passed
+      failed += outcome.failed
+    }
+  } finally {
+    await cluster.destroy()
   }
 }
 console.log(`\n${passed} passed, ${failed} failed`)

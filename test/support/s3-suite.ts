@@ -3,13 +3,25 @@
  * bindings: a suite imports them and reads them in its tests (each suite runs in its own
  * process, so they are that suite's). With TEST_TARGET=cluster the suite runs against the first
  * node of a 3-node cluster (test/support/cluster.ts), and with TEST_TARGET=gateway against a
- * gateway in front of one: the same tests, another deployment. */
+ * gateway in front of one: the same tests, another deployment. When the test runner started that
+ * cluster itself (TEST_TARGET_URL and TEST_TARGET_DATA_DIR name the member a suite talks to), the
+ * suite uses it and leaves it running: suites of one pass share a cluster, each with its own
+ * buckets. */
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3'
 import { test } from 'uvu'
 import { startCluster } from './cluster.js'
-import { startServer, type TestServer } from './server.js'
+import { clientFor, startServer, type TestServer } from './server.js'
 
-export let server: TestServer
+/** What a suite reaches its server by, and what ends it. */
+export interface SuiteTarget {
+  url: string
+  dataDir: string
+  client: TestServer['client']
+  stop(): Promise<unknown>
+  cleanup(): void
+}
+
+export let server: SuiteTarget
 export let s3: S3Client
 
 type Target = 'single' | 'cluster' | 'gateway'
@@ -21,9 +33,15 @@ function target(): Target {
 }
 
 /** The server a suite talks to; stopping it stops everything the target started. */
-async function startTarget(): Promise<TestServer> {
+async function startTarget(): Promise<SuiteTarget> {
   const chosen = target()
   if (chosen === 'single') return startServer()
+  const shared = process.env['TEST_TARGET_URL']
+  if (shared !== undefined && shared !== '') {
+    const dataDir = process.env['TEST_TARGET_DATA_DIR'] ?? ''
+    const client: TestServer['client'] = (keys) => clientFor(shared, keys)
+    return { url: shared, dataDir, client, stop: () => Promise.resolve(), cleanup: () => {} }
+  }
   const cluster = await startCluster({ nodes: 3, gateways: chosen === 'gateway' ? 1 : 0 })
   const facing = cluster.server(chosen === 'gateway' ? 'g1' : 'n1')
   return {
@@ -33,7 +51,6 @@ async function startTarget(): Promise<TestServer> {
       await cluster.destroy()
       return code
     },
-    kill: () => cluster.destroy(),
     cleanup: () => undefined,
   }
 }

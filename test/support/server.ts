@@ -49,6 +49,24 @@ export interface TestServer {
   cleanup(): void
 }
 
+/** An SDK client of `url` with the test keys (or others), one attempt per request: a test sees
+ * each answer as the server gave it. */
+export function clientFor(
+  url: string,
+  keys: { accessKeyId?: string; secretAccessKey?: string } = {},
+): S3Client {
+  return new S3Client({
+    endpoint: url,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: {
+      accessKeyId: keys.accessKeyId ?? ACCESS_KEY,
+      secretAccessKey: keys.secretAccessKey ?? SECRET_KEY,
+    },
+    maxAttempts: 1,
+  })
+}
+
 export interface StartOptions {
   env?: Record<string, string>
   dataDir?: string
@@ -93,17 +111,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     output: () => output,
     stdout: () => stdout,
     stderr: () => stderr,
-    client: (keys = {}) =>
-      new S3Client({
-        endpoint: url,
-        region: 'us-east-1',
-        forcePathStyle: true,
-        credentials: {
-          accessKeyId: keys.accessKeyId ?? ACCESS_KEY,
-          secretAccessKey: keys.secretAccessKey ?? SECRET_KEY,
-        },
-        maxAttempts: 1,
-      }),
+    client: (keys = {}) => clientFor(url, keys),
     async stop() {
       if (child.exitCode !== null) return child.exitCode
       child.kill('SIGTERM')
