@@ -1,11 +1,11 @@
 /** @module Test runner: runs every compiled uvu suite (unit first, then integration), each in its
  * own child process, so a suite that starts servers or threads cannot leak into the next, then
  * the S3 suites (those built on test/support/s3-suite.ts) again against a 3-node cluster, through
- * a node and through a gateway (TEST_TARGET; one cluster per pass), and prints the closing line `N passed, N failed`. A
- * suite that exits non-zero without a uvu summary counts as one failure. Each suite has a time
- * limit; a suite past it is killed and counted as failed. TEST_ONLY narrows the run to suites
- * whose file name contains it; TEST_TARGETS (default `cluster,gateway`, `none` for none) names
- * the cluster passes. */
+ * a node and through a gateway (TEST_TARGET; one cluster per pass), and prints the closing line
+ * `N passed, N failed`. A suite that exits non-zero without a uvu summary counts as one failure.
+ * Each suite has a time limit; a suite past it is killed and counted as failed. TEST_ONLY narrows
+ * the run to suites whose file name contains it; TEST_TARGETS (default `cluster,gateway`, `none`
+ * for none) names the cluster passes. */
 import { spawn } from 'node:child_process'
 import { readdirSync, existsSync, readFileSync } from 'node:fs'
 import { join, dirname } from 'node:path'
