@@ -12,6 +12,9 @@ import { durably, type StoreState } from './store-state.js'
 
 /** Hints one request records at most (a DeleteObjects batch of 1000 keys for two replicas). */
 export const HINTS_PER_REQUEST_MAX = 2_000
+/** Hints kept at most (CLUSTER.md section 6): past it new ones are refused and logged, and the
+ * replicas they name wait for anti-entropy, which finds every difference without them. */
+export const HINTS_MAX = 4_000_000
 /** Rows read per scan when counting the hints at start. */
 const COUNT_SCAN_ROWS = 10_000
 
@@ -27,6 +30,10 @@ export async function putHints(
     const held = ctx.kv.get(key)
     const heldStamp = held === undefined ? '' : Buffer.from(held).toString('utf8')
     if (heldStamp >= hint.stamp || seen.has(key)) continue
+    if (held === undefined && state.hintsPending >= HINTS_MAX) {
+      ctx.log.error({ node: hint.node, bucket: hint.bucket }, 'hint refused: too many kept')
+      continue
+    }
     if (held === undefined) state.hintsPending++
     seen.add(key)
     ops.push({ type: 'put' as const, key, value: new Uint8Array(Buffer.from(hint.stamp, 'utf8')) })
