@@ -32,9 +32,12 @@ export const PEER_CALL_MS_MAX = 10 * 60_000
 /** A connection carrying calls is pinged this often, so a dead peer is noticed. */
 export const KEEPALIVE_MS = 10_000
 const KEEPALIVE_TIMEOUT_MS = 5_000
-/** A peer that was down is tried again at least this often once it is back (gRPC's default
- * backoff grows to 2 minutes, longer than a node takes to restart). */
-const RECONNECT_BACKOFF_MAX_MS = 5_000
+/** A peer that was down is tried again at least this often (gRPC's default backoff grows to 2
+ * minutes, far longer than a node takes to restart): a restarted node is reached within a second
+ * of its start by every thread's channel, not only by gossip's. A refused connection costs next
+ * to nothing, so trying a dead peer every second is cheap. */
+const RECONNECT_BACKOFF_MIN_MS = 200
+const RECONNECT_BACKOFF_MAX_MS = 1_000
 
 /** Options of every channel and server of the transport. */
 export const GRPC_OPTIONS: ChannelOptions = {
@@ -42,7 +45,7 @@ export const GRPC_OPTIONS: ChannelOptions = {
   'grpc.max_receive_message_length': PEER_MESSAGE_BYTES_MAX,
   'grpc.keepalive_time_ms': KEEPALIVE_MS,
   'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS,
-  'grpc.initial_reconnect_backoff_ms': 1_000,
+  'grpc.initial_reconnect_backoff_ms': RECONNECT_BACKOFF_MIN_MS,
   'grpc.max_reconnect_backoff_ms': RECONNECT_BACKOFF_MAX_MS,
 }
 
