@@ -3,7 +3,7 @@
  * (authenticated, with deadlines and bounded messages); a simulation implements it with a network
  * of its own. Requests and answers of peer methods are plain JSON-shaped data: the types in this
  * folder are their schema on both sides. */
-import type { Request, StreamHandle } from './actor.js'
+import type { ByteSink, Request, StreamHandle } from './actor.js'
 import type { Result } from './errors.js'
 
 export type MemberStatus = 'Alive' | 'Suspect' | 'Dead' | 'Left'
@@ -48,7 +48,7 @@ export const PEER_METHODS = [
 ] as const
 export type PeerMethod = (typeof PEER_METHODS)[number]
 
-/** Methods whose request carries a byte stream (`Peers.callWithBody`), and methods whose answer is
+/** Methods whose request carries a byte stream (`Peers.openWrite`), and methods whose answer is
  * followed by one (`Peers.callForBody`). The transport checks them against the .proto's shapes. */
 export const BODY_SENDING_METHODS = ['Replica.Write'] as const
 export const BODY_READING_METHODS = ['Replica.Read'] as const
@@ -73,6 +73,23 @@ export interface PeerTarget {
  * (authenticated by the transport), so that a caller that knew only a seed's address learns it. */
 export type PeerResult<T> = Result<T> & { readonly answeredBy?: string }
 
+/** A sink whose `write` copies the chunk before it returns and never keeps it: the caller's buffer
+ * stays its own, untouched, so one chunk can be written to several copying sinks and then to one
+ * transferring sink (a stream port's), last. */
+export interface CopyingSink extends ByteSink {
+  readonly copies: true
+}
+
+export function isCopyingSink(sink: ByteSink): sink is CopyingSink {
+  return (sink as Partial<CopyingSink>).copies === true
+}
+
+/** A body being sent to a peer: its sink, and the handler's answer. */
+export interface PeerWrite<T> {
+  sink: CopyingSink
+  answer: Promise<PeerResult<T>>
+}
+
 export interface Peers {
   /** Calls `method` on the peer and waits for its answer until `deadlineMs` (on ctx.now()'s clock).
    * Never throws: an unreachable, partitioned or refusing peer answers `unavailable`, a late one
@@ -83,18 +100,18 @@ export interface Peers {
     body: object,
     deadlineMs: number,
   ): Promise<PeerResult<T>>
-  /** Calls `method` with a byte stream: the caller opened a local stream (ctx.openStream), keeps
-   * its sink end, writes the bytes there (ending with trailers and MD5 as for a local PUT) and
-   * gives the other end here. The serving actor reads them from `msg.stream` with ctx.source.
-   * Resolves with the handler's Result once it answered; an abort of the caller's sink fails the
-   * peer's source with its code, and any failure of the call fails the caller's sink. */
-  callWithBody<T>(
+  /** Calls `method` with a byte stream the caller writes to the returned sink, in the thread of
+   * the transport (no stream port between them), ending it with trailers and MD5 as for a local
+   * PUT. The serving actor reads the bytes from `msg.stream` with ctx.source. `answer` resolves
+   * with the handler's Result once it answered; the sink's abort fails the peer's source with its
+   * code, and any failure of the call (or an answer before the body's end) fails the sink's later
+   * writes. */
+  openWrite<T>(
     to: PeerTarget,
     method: BodySendingMethod,
     body: object,
-    source: StreamHandle,
     deadlineMs: number,
-  ): Promise<PeerResult<T>>
+  ): PeerWrite<T>
   /** Calls `method`, whose handler writes a byte stream to `msg.stream` with ctx.sink (as for a
    * local GET; it may wait for `demand()`); the caller reads the bytes from the other end of
    * `sink`. `body.range` (a BodyRange) says which bytes are requested once the handler answered

@@ -29,6 +29,7 @@ import { loadActor } from './actor-table.js'
 import { MAILBOX_DEPTH_MAX } from './knobs.js'
 import { CallerLink, serveLink, undelivered, type Dispatch } from './link.js'
 import { createLogger } from './log.js'
+import { FrameSink } from './cluster/frame-sink.js'
 import { GrpcPeers } from './cluster/grpc-peers.js'
 import { logGrpcTo } from './cluster/grpc-service.js'
 import { peerBytesRegistry } from './cluster/peer-bytes.js'
@@ -170,9 +171,9 @@ function threadPeers(): Peers {
 /** A single node has no peers: every call fails at once. */
 const singleNodePeers: Peers = {
   call: (to) => noPeer(to),
-  callWithBody(to, _method, _body, source) {
-    new PortSource(source).cancel('unavailable', 'single mode: no peers')
-    return noPeer(to)
+  openWrite(to) {
+    const sink = FrameSink.refused('unavailable', 'single mode: no peers')
+    return { sink, answer: noPeer(to) }
   },
   callForBody(to, _method, _body, sink) {
     new PortSink(sink).abort('unavailable', 'single mode: no peers')

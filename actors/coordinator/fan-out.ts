@@ -1,9 +1,12 @@
 /** @module One body, several replicas: the client's bytes are read once and each chunk goes to
- * every replica's sink (copied for all but the last, whose write takes the buffer). Each sink has
+ * every replica's sink: first to the sinks that copy it as they take it (a remote replica's,
+ * Peers.openWrite), then to those that transfer it (the local store's stream port), copied for
+ * all of these but the last, whose write takes the buffer. Each sink has
  * its own queue, so the pace is set by the `need`-th fastest replica (the write quorum), not the
  * slowest: a replica that falls more than LAG_BYTES_MAX behind is cut off (its write fails, and
  * the quorum goes on without it). The queues are bounded by that same lag. */
 import type { ByteSink, ByteSource } from '../../protocol/actor.js'
+import { isCopyingSink } from '../../protocol/cluster.js'
 import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 
 /** How far a replica may fall behind the quorum's pace before it is cut off (CLUSTER.md 5). */
@@ -11,24 +14,38 @@ export const LAG_BYTES_MAX = 4 * 2 ** 20
 /** Queued bytes at or below which a replica counts as keeping pace. */
 const PACE_BYTES = 256 * 2 ** 10
 
+/** One sink's queue. A copying sink is written at once (it takes the bytes before `write`
+ * returns, in order, and holds back its writer through the promise), so its lane counts the bytes
+ * whose write has not resolved; a transferring sink is written one chunk at a time by a pump. */
 class Lane {
   private readonly queue: Uint8Array[] = []
   queuedBytes = 0
   failed: { code: ErrorCode; detail: string } | null = null
+  readonly copies: boolean
   private pumping: Promise<void> | null = null
   private wake: (() => void) | null = null
   private ending: { trailers: Record<string, string>; md5: string | undefined } | null = null
 
-  constructor(readonly sink: ByteSink) {}
+  constructor(readonly sink: ByteSink) {
+    this.copies = isCopyingSink(sink)
+  }
 
   push(chunk: Uint8Array): void {
     if (this.failed !== null) return
-    this.queue.push(chunk)
     this.queuedBytes += chunk.byteLength
+    if (this.copies) {
+      void this.write(chunk)
+      return
+    }
+    this.queue.push(chunk)
     this.pumping ??= this.pump()
   }
 
   end(trailers: Record<string, string>, md5: string | undefined): void {
+    if (this.copies) {
+      if (this.failed === null) this.sink.end(trailers, md5)
+      return
+    }
     this.ending = { trailers, md5 }
     this.pumping ??= this.pump()
   }
@@ -53,6 +70,22 @@ class Lane {
     wake?.()
   }
 
+  /** Writes one chunk; false once the sink failed (the lane is cut). */
+  private async write(chunk: Uint8Array): Promise<boolean> {
+    const size = chunk.byteLength
+    try {
+      await this.sink.write(chunk)
+    } catch (error) {
+      const code = error instanceof ServiceError ? error.code : 'unavailable'
+      this.cut(code, `replica stopped reading: ${String(error)}`)
+      return false
+    }
+    if (this.failed !== null) return false
+    this.queuedBytes -= size
+    this.notify()
+    return true
+  }
+
   private async pump(): Promise<void> {
     for (;;) {
       const chunk = this.queue.shift()
@@ -63,14 +96,7 @@ class Lane {
         this.pumping = null
         return
       }
-      try {
-        const size = chunk.byteLength
-        await this.sink.write(chunk)
-        this.queuedBytes -= size
-        this.notify()
-      } catch (error) {
-        const code = error instanceof ServiceError ? error.code : 'unavailable'
-        this.cut(code, `replica stopped reading: ${String(error)}`)
+      if (!(await this.write(chunk))) {
         this.pumping = null
         return
       }
@@ -86,14 +112,19 @@ export async function fanOut(
   need: number,
   endTrailers: () => Record<string, string> = () => ({}),
 ): Promise<Result<null>> {
-  const lanes = sinks.map((sink) => new Lane(sink))
+  // Copying sinks first: a transferring sink's write detaches the chunk.
+  const lanes = sinks
+    .map((sink) => new Lane(sink))
+    .sort((a, b) => Number(b.copies) - Number(a.copies))
   const live = (): Lane[] => lanes.filter((lane) => lane.failed === null)
   try {
     for (;;) {
       const chunk = await source.next()
       if (chunk === null) break
       const current = live()
-      current.forEach((lane, i) => lane.push(i === current.length - 1 ? chunk : chunk.slice()))
+      // The last lane is the last transferring one, if any: it alone may take the chunk itself.
+      const last = current.length - 1
+      current.forEach((lane, i) => lane.push(lane.copies || i === last ? chunk : chunk.slice()))
       for (;;) {
         const paced = live().filter((lane) => lane.queuedBytes <= PACE_BYTES)
         if (live().length < need) return abortAll(lanes, source, 'too few replicas took the body')
@@ -129,7 +160,7 @@ export async function sendInline(
 ): Promise<void> {
   await Promise.allSettled(
     sinks.map(async (sink) => {
-      if (body.byteLength > 0) await sink.write(body.slice())
+      if (body.byteLength > 0) await sink.write(isCopyingSink(sink) ? body : body.slice())
       sink.end(trailers)
     }),
   )

@@ -27,23 +27,25 @@ export interface ReplicaWrite<T> {
 }
 
 /** Starts a write of a body (object.put, upload.part): the message goes now, the bytes follow on
- * the returned sink. */
+ * the returned sink: a stream port to the local store (its writes transfer the chunk), the
+ * transport's own sink to a remote one (its writes copy the chunk, in this thread). */
 export function writeToReplica<T>(
   ctx: Context,
   replica: Replica,
   msg: Extract<ObjectMsg, { kind: 'object.put' | 'upload.part' }>,
 ): ReplicaWrite<T> {
-  const [mine, theirs] = ctx.openStream()
   const { body: _inline, stream: _stream, ...head } = msg
-  const answer = replica.local
-    ? ctx.call<T>('replica-store', { ...head, stream: theirs })
-    : ctx.peers.callWithBody<T>(
-        replica.target,
-        'Replica.Write',
-        { msg: head },
-        theirs,
-        msg.deadlineMs,
-      )
+  if (!replica.local) {
+    const write = ctx.peers.openWrite<T>(
+      replica.target,
+      'Replica.Write',
+      { msg: head },
+      msg.deadlineMs,
+    )
+    return { replica, ...write }
+  }
+  const [mine, theirs] = ctx.openStream()
+  const answer = ctx.call<T>('replica-store', { ...head, stream: theirs })
   return { replica, sink: ctx.sink(mine, msg.deadlineMs), answer }
 }
 

@@ -1,18 +1,21 @@
 /** @module The calling side of the rpcs that carry a body (grpc-peers.ts makes and signs them).
- * `sendingCall` (Replica.Write): the head frame, then the local source's bytes as frames; the
- * answer is the handler's Result, and an answer before the body's end stops the sending. An abort
- * of the local source goes to the peer as an abort frame, and the call is cancelled
- * ABORT_GRACE_MS later if the peer has not answered by then. `readingCall` (Replica.Read): the
- * first frame is the handler's Result, checked by the caller's `accept`; the frames after an ok
- * go to the local sink, and a cancelled read cancels the call. Every failure (the peer gone, the
- * deadline, a bad frame) fails the local stream and the call together; each call is settled once,
- * by gRPC or by a backstop timer DEADLINE_BACKSTOP_MS past its deadline. */
+ * `sendingCall` (Replica.Write): the head frame, then the bytes the caller writes to a FrameSink
+ * (frame-sink.ts) in this thread; the answer is the handler's Result, and an answer before the
+ * body's end fails the sink. The sink's abort goes to the peer as an abort frame, and the call
+ * is cancelled ABORT_GRACE_MS later if the peer has not answered by then. `readingCall`
+ * (Replica.Read): the first frame is the handler's Result, checked by the caller's `accept`; the
+ * frames after an ok go to the local sink, and a cancelled read cancels the call. Every failure
+ * (the peer gone, the deadline, a bad frame) fails the sink or local stream and the call
+ * together; each call is settled once, by gRPC or by a backstop timer DEADLINE_BACKSTOP_MS past
+ * its deadline. */
+import assert from 'node:assert/strict'
 import type { Client, Metadata, ServiceError as GrpcError } from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { PeerMethod, PeerResult } from '../../protocol/cluster.js'
 import { fail, type ErrorCode } from '../../protocol/errors.js'
-import type { PortSink, PortSource } from '../stream-port.js'
-import { BodyReceiver, sendBody, type Frame } from './body-frames.js'
+import type { PortSink } from '../stream-port.js'
+import { BodyReceiver, type Frame } from './body-frames.js'
+import { FrameSink } from './frame-sink.js'
 import { statusCode, type JsonMessage } from './grpc-service.js'
 
 /** How long after its deadline a call is abandoned if gRPC has not ended it: the backstop. */
@@ -65,35 +68,45 @@ function failureOfCall(call: SignedCall, error: GrpcError): PeerResult<never> {
   return fail(code, `${call.method} to ${call.address}: ${error.details || error.message}`)
 }
 
-/** Sends the head and the bytes of `source`; resolves with the peer's answer or a failure. The
- * caller then cancels `source` with the outcome (a no-op after the body's end), so that its
- * writer's `write` rejects with it. */
+/** A Write call opened: the sink the caller writes the body to, and the peer's answer (or a
+ * failure), which the caller checks and then gives the sink (`stop`). */
+export interface SendingCall {
+  sink: FrameSink
+  answer: Promise<Answer | PeerResult<never>>
+}
+
+/** Sends the head now; the bytes follow as the caller writes them to the returned sink. A
+ * failure of the call fails the sink; the caller's abort is the answer, and the call is
+ * cancelled ABORT_GRACE_MS later if the peer has not answered by then. */
 export function sendingCall(
   client: Client,
   rpc: MethodDefinition<JsonMessage, JsonMessage>,
   call: SignedCall,
-  source: PortSource,
-): Promise<Answer | PeerResult<never>> {
+): SendingCall {
+  let sink: FrameSink | null = null
   let cancel = (): void => undefined
-  let ended = (): void => undefined
-  const stopped = new Promise<void>((resolve) => (ended = resolve))
   const onBackstop = (): void => {
-    ended()
     cancel()
-    source.cancel('timeout', `${call.method}: not done by the deadline`)
+    sink?.stop('timeout', `${call.method}: not done by the deadline`)
   }
-  return settledOnce<Answer>(call, onBackstop, (settle, finish) => {
+  const answer = settledOnce<Answer>(call, onBackstop, (settle, finish) => {
     let serverMetadata: Metadata | null = null
-    const stream = client.makeClientStreamRequest<Frame, JsonMessage>(
+    let grace: NodeJS.Timeout | undefined
+    // The sink encodes each frame as it is written (frame-sink.ts): gRPC gets its bytes.
+    const stream = client.makeClientStreamRequest<Buffer, JsonMessage>(
       rpc.path,
-      rpc.requestSerialize as unknown as (frame: Frame) => Buffer,
+      (bytes: Buffer) => bytes,
       rpc.responseDeserialize,
       call.metadata,
       { deadline: new Date(call.deadlineMs) },
       (error, reply) => {
-        ended()
         finish()
-        if (error !== null) return settle(failureOfCall(call, error))
+        clearTimeout(grace)
+        if (error !== null) {
+          const failure = failureOfCall(call, error)
+          if (!failure.ok) sink?.stop(failure.code, failure.detail)
+          return settle(failure)
+        }
         settle({ bytes: reply?.body ?? Buffer.alloc(0), metadata: serverMetadata })
       },
     )
@@ -101,15 +114,17 @@ export function sendingCall(
     // Failures arrive through the callback; a write racing the call's end is no failure of ours.
     stream.on('error', () => undefined)
     stream.on('metadata', (received: Metadata) => (serverMetadata = received))
-    stream.write({ head: call.request })
-    void sendBody(source, stream, stopped).then((outcome) => {
-      if (outcome.how !== 'aborted') return
-      // The writer failed the body: its code is the answer, and the peer has it in the frame.
-      settle(fail(outcome.code, outcome.detail))
-      const grace = setTimeout(cancel, ABORT_GRACE_MS)
-      void stopped.then(() => clearTimeout(grace))
+    const encode = rpc.requestSerialize as unknown as (frame: Frame) => Buffer
+    // The writer failed the body: its code is the answer, and the peer has it in the frame.
+    sink = new FrameSink(stream, encode, (code, detail) => {
+      settle(fail(code, detail))
+      grace = setTimeout(cancel, ABORT_GRACE_MS)
     })
+    stream.write(encode({ head: call.request }))
   })
+  // settledOnce ran the executor before returning: the sink is made.
+  assert(sink !== null)
+  return { sink, answer }
 }
 
 /** Asks for the head and then the body; `accept` checks the head (its signature, its Result).

@@ -7,8 +7,9 @@
  * `unavailable`, and the handler's own Result comes back as it is, with the id of the node that
  * answered. The partition filter cuts peers by id, as a cut network would: a call to one fails at
  * once, and an answer from one (a seed called by address) is dropped. Calls that carry a body
- * (callWithBody, callForBody) are checked and signed the same way, the head standing for the
- * request (body-calls.ts moves the bytes); any failure of theirs fails the local stream too. */
+ * (openWrite, callForBody) are checked and signed the same way, the head standing for the
+ * request (body-calls.ts moves the bytes); any failure of theirs fails the body's sink or local
+ * stream too. */
 import assert from 'node:assert/strict'
 import { Client, Metadata, type ServiceError as GrpcError } from '@grpc/grpc-js'
 import type { StreamHandle } from '../../protocol/actor.js'
@@ -20,9 +21,10 @@ import type {
   PeerResult,
   Peers,
   PeerTarget,
+  PeerWrite,
 } from '../../protocol/cluster.js'
 import { fail, type ErrorCode } from '../../protocol/errors.js'
-import { PortSink, PortSource } from '../stream-port.js'
+import { PortSink } from '../stream-port.js'
 import {
   DEADLINE_BACKSTOP_MS,
   readingCall,
@@ -32,6 +34,7 @@ import {
 } from './body-calls.js'
 import { CALL_METADATA, signCall, verifyAnswer, type Signer } from './call-auth.js'
 import { clusterKey } from './cluster-key.js'
+import { FrameSink } from './frame-sink.js'
 import {
   GRPC_OPTIONS,
   PEER_CALL_MS_MAX,
@@ -93,26 +96,29 @@ export class GrpcPeers implements Peers {
     return this.accept<T>(to, method, prepared.nonce, answer)
   }
 
-  async callWithBody<T>(
+  openWrite<T>(
     to: PeerTarget,
     method: BodySendingMethod,
     body: object,
-    source: StreamHandle,
     deadlineMs: number,
-  ): Promise<PeerResult<T>> {
-    const bytes = new PortSource(source)
+  ): PeerWrite<T> {
     const prepared = this.prepare(to, method, body, deadlineMs)
     if (!('nonce' in prepared)) {
-      if (!prepared.ok) bytes.cancel(prepared.code, prepared.detail)
-      return prepared
+      // `prepare` answers only failures; its type allows an ok.
+      const { code, detail } = prepared.ok ? { code: 'internal' as const, detail: '' } : prepared
+      return { sink: FrameSink.refused(code, detail), answer: Promise.resolve(fail(code, detail)) }
     }
     const client = this.clientFor(to.grpcAddr)
-    const answer = await sendingCall(client, rpcOf(method).definition, prepared, bytes)
-    const result = 'bytes' in answer ? this.accept<T>(to, method, prepared.nonce, answer) : answer
-    // The peer takes no more bytes: the writer learns why (after the body's end, a no-op).
-    if (result.ok) bytes.cancel('unavailable', `${method}: the peer answered before the body's end`)
-    else bytes.cancel(result.code, result.detail)
-    return result
+    const call = sendingCall(client, rpcOf(method).definition, prepared)
+    const answer = call.answer.then((answer) => {
+      const result = 'bytes' in answer ? this.accept<T>(to, method, prepared.nonce, answer) : answer
+      // The peer takes no more bytes: the writer learns why (after the body's end, a no-op).
+      if (result.ok)
+        call.sink.stop('unavailable', `${method}: the peer answered before the body's end`)
+      else call.sink.stop(result.code, result.detail)
+      return result
+    })
+    return { sink: call.sink, answer }
   }
 
   async callForBody<T>(

@@ -4,7 +4,7 @@
  * manual clock:
  * - the coordinator's `call('replica-store')` reaches n1's store, `call('gossiper')` answers a
  *   membership view whose statuses the test sets (as the stores' own calls do);
- * - `peers.call`, `callWithBody` and `callForBody` of any node go to the target store's `handle`
+ * - `peers.call`, `openWrite` and `callForBody` of any node go to the target store's `handle`
  *   as a PeerRequestMsg naming the caller in `from`, their bodies on the fake's memory streams,
  *   the one stream object standing for both ends (a Replica.Read's range is asked of the store's
  *   sink once its answer is ok, as the transport does; a failed Write or Read fails the stream);

@@ -473,8 +473,9 @@ export type CallHandler = (
   instance: number,
 ) => Promise<Result<unknown>> | Result<unknown>
 
-/** Answers a call to another node (ctx.peers); `stream` is the handle given to callWithBody or
- * callForBody, `deadlineMs` the call's own. */
+/** Answers a call to another node (ctx.peers); `stream` is the handle of openWrite's body (a
+ * memory stream, its sink the one openWrite returns) or the one given to callForBody,
+ * `deadlineMs` the call's own. */
 export type PeerCallHandler = (
   to: PeerTarget,
   method: PeerMethod,
@@ -610,8 +611,12 @@ export function fakeContext(options: FakeContextOptions = {}): FakeContext {
     // The real argon2id of the password pool's task, run in this thread.
     peers: {
       call: (to, method, body, deadlineMs) => askPeer(to, method, body, deadlineMs),
-      callWithBody: (to, method, body, source, deadlineMs) =>
-        askPeer(to, method, body, deadlineMs, source),
+      openWrite<T>(to: PeerTarget, method: PeerMethod, body: object, deadlineMs: number) {
+        const stream = memoryStream()
+        const answer = askPeer<T>(to, method, body, deadlineMs, stream.handle)
+        // A memory stream's sink copies each chunk it is given, as the transport's does.
+        return { sink: { ...stream.asSink(), copies: true as const }, answer }
+      },
       callForBody: (to, method, body, sink, deadlineMs) =>
         askPeer(to, method, body, deadlineMs, sink),
     },

@@ -3,13 +3,14 @@
  * at once on every failure: an abort, a handler that stops early, a server killed mid-stream, the
  * deadline, a partition, a caller without the key; and each end counts the bytes it sent.
  * Method: real gRPC servers and GrpcPeers on 127.0.0.1 ephemeral ports inside this process, real
- * stream ports (runtime/stream-port.ts) in this one thread, and a dispatch function standing in
+ * stream ports (runtime/stream-port.ts) in this one thread (a Write's caller writes to the sink
+ * openWrite returns, and must keep its buffers), and a dispatch function standing in
  * for the serving actor. Backpressure is measured by counting what the writer wrote against what
  * the reader read once the writer stopped making progress: no timing is asserted. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { createHash, randomBytes } from 'node:crypto'
-import type { StreamHandle } from '../../protocol/actor.js'
+import type { ByteSink, StreamHandle } from '../../protocol/actor.js'
 import type { PeerMethod, PeerTarget } from '../../protocol/cluster.js'
 import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
@@ -24,9 +25,9 @@ const KEY = Buffer.from('a cluster secret of at least 32 characters', 'utf8')
 /** Generous: no test depends on how loaded the machine is. */
 const CALL_MS = 60_000
 const MIB = 1024 * 1024
-/** What a stalled transfer may hold between writer and reader: each local stream's window
- * (512 KiB, twice), a chunk in each pump, the sender's unflushed frames and HTTP/2's windows
- * (under 1 MiB), and the receiving gRPC stream's read buffer (16 frames, 4 MiB). */
+/** What a stalled transfer may hold between writer and reader: a local stream's window (512 KiB)
+ * and a chunk in its pump on each side that has one, the sender's unflushed frames and HTTP/2's
+ * windows (under 1 MiB), and the receiving gRPC stream's read buffer (16 frames, 4 MiB). */
 const IN_FLIGHT_BYTES_MAX = 8 * MIB
 /** What a 2 MiB body's call sends besides the body: its head, end and answer, under 1 KiB each,
  * and a few bytes of protobuf framing for each of its 8 chunks. */
@@ -135,7 +136,7 @@ function patternChunk(offset: number, length: number): Uint8Array {
 /** Writes `total` pattern bytes to a sink, counting them; ends with trailers and MD5 unless
  * `abortAfter` says when to abort instead. Resolves with the write's failure, if any. */
 function writeBody(
-  sink: PortSink,
+  sink: ByteSink,
   total: number,
   counter: { written: number },
   abortAfter?: number,
@@ -151,7 +152,6 @@ function writeBody(
         const length = Math.min(STREAM_CHUNK_BYTES, total - offset)
         const chunk = patternChunk(offset, length)
         md5.update(chunk)
-        // The write transfers the chunk's buffer: its length reads 0 afterwards.
         await sink.write(chunk)
         counter.written += length
       }
@@ -187,11 +187,10 @@ function writeCall(
   total: number,
   options: { writer?: { written: number }; abortAfter?: number; deadlineMs?: number } = {},
 ) {
-  const [mine, theirs] = openStream()
   const writer = options.writer ?? { written: 0 }
-  const writing = writeBody(new PortSink(mine), total, writer, options.abortAfter)
   const deadlineMs = options.deadlineMs ?? deadline()
-  const answer = caller.peers.callWithBody(target, 'Replica.Write', {}, theirs, deadlineMs)
+  const { sink, answer } = caller.peers.openWrite(target, 'Replica.Write', {}, deadlineMs)
+  const writing = writeBody(sink, total, writer, options.abortAfter)
   return { answer, writing: within(writing, 'the writer') }
 }
 
@@ -239,16 +238,15 @@ test('a 20 MiB body crosses with its MD5 and trailers, and the Result returns', 
     return ok({ method, from, body, ...read })
   })
   const caller = await startNode('n1', noHandler)
-  const [mine, theirs] = openStream()
   const total = 20 * MIB
-  const writing = writeBody(new PortSink(mine), total, { written: 0 })
-  const answer = await caller.peers.callWithBody<Record<string, unknown>>(
+  const write = caller.peers.openWrite<Record<string, unknown>>(
     server.target,
     'Replica.Write',
     { key: 'k' },
-    theirs,
     deadline(),
   )
+  const writing = writeBody(write.sink, total, { written: 0 })
+  const answer = await write.answer
   assert.is(await within(writing, 'the writer'), null)
   const expected = createHash('md5').update(patternChunk(0, total)).digest('hex')
   assert.equal(answer, {
@@ -264,6 +262,43 @@ test('a 20 MiB body crosses with its MD5 and trailers, and the Result returns', 
     },
     answeredBy: 'n2',
   })
+})
+
+test("a write neither keeps nor detaches the caller's chunk: it is the caller's again at once", async () => {
+  const server = await startNode('n2', async (_method, _from, _body, stream) => {
+    assert.ok(stream !== undefined)
+    return ok(await readBody(new PortSource(stream)))
+  })
+  const caller = await startNode('n1', noHandler)
+  const { sink, answer } = caller.peers.openWrite<{ bytes: number; md5: string }>(
+    server.target,
+    'Replica.Write',
+    {},
+    deadline(),
+  )
+  // Written without waiting, so gRPC still has earlier frames to send when each write returns;
+  // the chunk, one buffer reused, is overwritten at once.
+  const chunk = new Uint8Array(STREAM_CHUNK_BYTES)
+  const md5 = createHash('md5')
+  const writes: Promise<void>[] = []
+  for (let n = 0; n < 16; n++) {
+    chunk.set(patternChunk(n * STREAM_CHUNK_BYTES, STREAM_CHUNK_BYTES))
+    md5.update(chunk)
+    writes.push(sink.write(chunk))
+    assert.is(chunk.length, STREAM_CHUNK_BYTES)
+  }
+  chunk.fill(0)
+  await within(Promise.all(writes), 'the writes')
+  sink.end({}, md5.digest('hex'))
+  const result = await answer
+  assert.ok(result.ok)
+  assert.is(result.value.bytes, 16 * STREAM_CHUNK_BYTES)
+  assert.is(
+    result.value.md5,
+    createHash('md5')
+      .update(patternChunk(0, 4 * MIB))
+      .digest('hex'),
+  )
 })
 
 test('the bytes a body carries are counted as sent, by the writer and by the reader', async () => {
