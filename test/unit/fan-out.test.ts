@@ -98,7 +98,7 @@ test('copying sinks take each chunk before the transferring sink takes it, uncop
   assert.ok(local.chunks.every((chunk, n) => chunk === made[n]))
 })
 
-test('a copying sink whose writes stop resolving is cut off, and the quorum ends the body', async () => {
+test('a copying sink that stops taking chunks is cut off; the quorum ends the body', async () => {
   const local = recorded()
   const fast = recorded()
   const stuck = recorded()

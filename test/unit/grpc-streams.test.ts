@@ -264,7 +264,7 @@ test('a 20 MiB body crosses with its MD5 and trailers, and the Result returns', 
   })
 })
 
-test("a write neither keeps nor detaches the caller's chunk: it is the caller's again at once", async () => {
+test("a write neither keeps nor detaches the caller's chunk: it is free at once", async () => {
   const server = await startNode('n2', async (_method, _from, _body, stream) => {
     assert.ok(stream !== undefined)
     return ok(await readBody(new PortSource(stream)))
