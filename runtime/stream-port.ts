@@ -42,6 +42,8 @@ class Waiter<T> {
       this.timer = setTimeout(() => {
         this.fail(new ServiceError('timeout', `stream idle too long waiting for ${what}`))
       }, STREAM_IDLE_TIMEOUT_MS)
+      // The bound of a wait, not a reason to live: a process with nothing else to do can end.
+      this.timer.unref()
     })
   }
   get waiting(): boolean {

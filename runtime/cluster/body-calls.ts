@@ -59,6 +59,8 @@ function settledOnce<T>(
       },
       Math.max(0, call.deadlineMs - Date.now()) + DEADLINE_BACKSTOP_MS,
     )
+    // A backstop waits for nothing the process needs: it must not keep the process alive.
+    backstop.unref()
     run(settle, () => clearTimeout(backstop))
   })
 }
