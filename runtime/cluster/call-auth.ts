@@ -10,7 +10,14 @@
  * the answer's body), so a caller trusts an answer, and the id of the node that gave it, only
  * from a holder of the key. TLS, when configured, adds confidentiality; this alone authenticates.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import {
+  createHash,
+  createHmac,
+  createSecretKey,
+  randomBytes,
+  timingSafeEqual,
+  type KeyObject,
+} from 'node:crypto'
 
 /** How far a call's timestamp may be from the server's clock, either way. */
 export const CALL_CLOCK_WINDOW_MS = 60_000
@@ -53,8 +60,17 @@ export function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex')
 }
 
+/** The cluster key as a KeyObject, made once per key: an HMAC keyed by raw bytes builds one on
+ * every call (about 20 µs against 4 µs, measured; four MACs go with each call). */
+const keyObjects = new WeakMap<Uint8Array, KeyObject>()
+
 function mac(key: Uint8Array, fields: readonly string[]): string {
-  return createHmac('sha256', key).update(fields.join('|')).digest('hex')
+  let keyObject = keyObjects.get(key)
+  if (keyObject === undefined) {
+    keyObject = createSecretKey(key)
+    keyObjects.set(key, keyObject)
+  }
+  return createHmac('sha256', keyObject).update(fields.join('|')).digest('hex')
 }
 
 /** The metadata of one call of `method` (`Service.Rpc`) carrying `body`. */

@@ -25,6 +25,9 @@ interface Waiting {
   reject: (error: ServiceError) => void
 }
 
+/** The failure of a sink stopped after its end: no write can follow, so it is never thrown. */
+const ENDED = new ServiceError('unavailable', 'the body had ended')
+
 export class FrameSink implements CopyingSink {
   readonly copies = true
   private written = 0
@@ -101,6 +104,13 @@ export class FrameSink implements CopyingSink {
    * the body's end the writes waiting resolve instead: the answer says how the body fared. */
   stop(code: ErrorCode, detail: string): void {
     if (this.failure !== null) return
+    // After the body's end nobody can be told: a ServiceError (its stack) is made only when some
+    // writer would read it, not on every call that ends well.
+    if (this.finished && this.waiting.length === 0) {
+      this.failure = ENDED
+      for (const resolve of this.demandWaiters.splice(0)) resolve(null)
+      return
+    }
     this.failure = new ServiceError(code, detail)
     for (const waiting of this.waiting.splice(0)) {
       if (this.finished) waiting.resolve()
