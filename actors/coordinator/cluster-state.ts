@@ -7,6 +7,7 @@ import type { Member } from '../../protocol/cluster.js'
 import { HlcClock, nodeTag } from '../../protocol/hlc.js'
 import type { CoordinatorCounters } from '../../protocol/messages.js'
 import { parsePoolNodes } from '../../protocol/placement.js'
+import type { ReplicaAnswer } from './reads.js'
 
 /** Version tokens count wall-clock microseconds: a stamp's counter must stay below 1,000. */
 export const STAMP_LOGICAL_MAX = 999
@@ -36,6 +37,8 @@ export interface ClusterState {
   counters: CoordinatorCounters
   /** Read repairs in flight (repair.ts bounds them). */
   repairsRunning: number
+  /** Quorum decisions of GETs' first looks, by request id, for their second request (reads.ts). */
+  firstLooks: Map<string, { at: string; winner: ReplicaAnswer; atMs: number }>
 }
 
 /** The coordinator's cluster state, or null on a single node (or a config without a pool). */
@@ -60,5 +63,6 @@ export function clusterState(ctx: Context): ClusterState | null {
     bucketPools: new Map(),
     counters: { quorumWrites: 0, quorumReads: 0, readRepairs: 0 },
     repairsRunning: 0,
+    firstLooks: new Map(),
   }
 }

@@ -84,14 +84,21 @@ export async function getObject(
   ctx: Context,
   msg: GetMsg,
 ): Promise<Result<GetResult | MarkerResult>> {
-  const set = await replicasOf(cluster, ctx, msg, msg.deadlineMs)
-  if (!set.ok) return cancelStream(ctx, msg, set)
-  const read = await readQuorum(cluster, ctx, msg, set.value.reachable)
+  const read =
+    (msg.stream === undefined ? null : followUp(cluster, ctx, msg)) ??
+    (await quorumRead(cluster, ctx, msg))
   if (!read.ok) return cancelStream(ctx, msg, read)
-  const { winner, answers } = read.value
-  repairStale(cluster, ctx, msg, winner, answers)
+  const { winner } = read.value
   const answer = clientAnswer(msg, winner.answer)
   if (!answer.ok || 'marker' in answer.value || msg.stream === undefined) {
+    if (
+      answer.ok &&
+      'info' in answer.value &&
+      msg.inline === true &&
+      answer.value.body === undefined
+    ) {
+      remember(cluster, ctx, msg, winner)
+    }
     return cancelStream(ctx, msg, answer)
   }
   if (winner.replica.local) {
@@ -103,6 +110,42 @@ export async function getObject(
   void relayBody(ctx, msg, winner, pinned)
   return ok(head)
 }
+
+async function quorumRead(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: GetMsg,
+): Promise<Result<QuorumRead>> {
+  const set = await replicasOf(cluster, ctx, msg, msg.deadlineMs)
+  if (!set.ok) return set
+  const read = await readQuorum(cluster, ctx, msg, set.value.reachable)
+  if (read.ok) repairStale(cluster, ctx, msg, read.value.winner, read.value.answers)
+  return read
+}
+
+/** A GET of a large object is two requests of the ingress with one request id: a first look
+ * (`inline`), then the read with a stream. The second takes the first's quorum decision instead
+ * of asking R replicas again: the read happened at the first, as a single read would. */
+function remember(cluster: ClusterState, ctx: Context, msg: GetMsg, winner: ReplicaAnswer): void {
+  if (cluster.firstLooks.size >= FIRST_LOOKS_MAX) cluster.firstLooks.clear()
+  cluster.firstLooks.set(msg.requestId, { at: lookKey(msg), winner, atMs: ctx.now() })
+}
+
+function followUp(cluster: ClusterState, ctx: Context, msg: GetMsg): Result<QuorumRead> | null {
+  const look = cluster.firstLooks.get(msg.requestId)
+  if (look === undefined) return null
+  cluster.firstLooks.delete(msg.requestId)
+  if (look.at !== lookKey(msg) || ctx.now() - look.atMs > FIRST_LOOK_TTL_MS) return null
+  return ok({ winner: look.winner, answers: [look.winner] })
+}
+
+function lookKey(msg: GetMsg): string {
+  return JSON.stringify([msg.bucket, msg.key, msg.versionId ?? null, msg.partNumber ?? null])
+}
+
+/** First looks kept at once, and how long one serves its second request. */
+const FIRST_LOOKS_MAX = 10_000
+const FIRST_LOOK_TTL_MS = 5_000
 
 /** The read of the winner's bytes names what the head answered: its version when it has one, and
  * its key stamp, checked when the bytes come (a change in between fails the stream). */
