@@ -53,9 +53,9 @@ export function askInTurn<R, T>(
   need: number,
   ask: (replica: R) => Promise<Result<T>>,
   after: (ms: number, task: () => void) => () => void,
-): Promise<Gathered<T> & { asked: R[] }> {
+): Promise<Gathered<T>> {
   return new Promise((resolve) => {
-    const gathered: Gathered<T> & { asked: R[] } = { oks: [], failures: [], asked: [] }
+    const gathered: Gathered<T> = { oks: [], failures: [] }
     let pending = 0
     let next = 0
     let done = false
@@ -72,7 +72,6 @@ export function askInTurn<R, T>(
       const replica = replicas[next]
       if (done || replica === undefined) return
       const index = next++
-      gathered.asked.push(replica)
       pending++
       let settled = false
       timers.push(after(HEDGE_MS, () => (settled ? undefined : start())))
