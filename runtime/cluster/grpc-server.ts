@@ -46,6 +46,7 @@ import {
   type JsonMessage,
 } from './grpc-service.js'
 import { serverCredentials, type GrpcTls } from './grpc-tls.js'
+import { openServerWindows } from './http2-windows.js'
 
 /** Calls in progress at once; one more is refused at once (the caller sees `busy`). */
 export const GRPC_CALLS_MAX = 256
@@ -167,6 +168,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       else reject(grpcBindFailure(error, options.address))
     })
   })
+  openServerWindows(server)
   return { port, shutdown: (graceMs) => shutdown(server, graceMs) }
 }
 

@@ -18,6 +18,7 @@ import {
 } from '../../protocol/cluster.js'
 import type { Logger } from '../../protocol/actor.js'
 import type { ErrorCode } from '../../protocol/errors.js'
+import { CALLER_WINDOW_OPTION } from './http2-windows.js'
 import { countingSerialize } from './peer-bytes.js'
 
 /** The largest message either end sends or accepts. A longer answer is streamed (Snapshot). */
@@ -47,6 +48,7 @@ export const GRPC_OPTIONS: ChannelOptions = {
   'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS,
   'grpc.initial_reconnect_backoff_ms': RECONNECT_BACKOFF_MIN_MS,
   'grpc.max_reconnect_backoff_ms': RECONNECT_BACKOFF_MAX_MS,
+  ...CALLER_WINDOW_OPTION,
 }
 
 /** The message of both directions: a JSON body, or a chunk of one. */

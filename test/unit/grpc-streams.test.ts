@@ -26,9 +26,10 @@ const KEY = Buffer.from('a cluster secret of at least 32 characters', 'utf8')
 const CALL_MS = 60_000
 const MIB = 1024 * 1024
 /** What a stalled transfer may hold between writer and reader: a local stream's window (512 KiB)
- * and a chunk in its pump on each side that has one, the sender's unflushed frames and HTTP/2's
- * windows (under 1 MiB), and the receiving gRPC stream's read buffer (16 frames, 4 MiB). */
-const IN_FLIGHT_BYTES_MAX = 8 * MIB
+ * and a chunk in its pump on each side that has one, the sender's unflushed frames (512 KiB),
+ * HTTP/2's stream window (STREAM_WINDOW_BYTES, 4 MiB), and the receiving gRPC stream's read
+ * buffer (16 frames, 4 MiB). */
+const IN_FLIGHT_BYTES_MAX = 12 * MIB
 /** What a 2 MiB body's call sends besides the body: its head, end and answer, under 1 KiB each,
  * and a few bytes of protobuf framing for each of its 8 chunks. */
 const FRAMING_BYTES_MAX = 4096

@@ -11,6 +11,7 @@ import * as assert from 'uvu/assert'
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { connect } from 'node:http2'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
@@ -29,6 +30,10 @@ import { GrpcPeers } from '../../runtime/cluster/grpc-peers.js'
 import { startGrpcServer, type GrpcServer } from '../../runtime/cluster/grpc-server.js'
 import { PEER_MESSAGE_BYTES_MAX, rpcOf } from '../../runtime/cluster/grpc-service.js'
 import { readGrpcTls, type GrpcTls } from '../../runtime/cluster/grpc-tls.js'
+import {
+  CONNECTION_WINDOW_BYTES,
+  STREAM_WINDOW_BYTES,
+} from '../../runtime/cluster/http2-windows.js'
 import { peerBytesSent } from '../../runtime/cluster/peer-bytes.js'
 import { startIngress } from '../support/grpc-ingress.js'
 
@@ -392,6 +397,23 @@ test('clients are bounded: the least recently used closes past the bound', async
     assert.equal(peers.clientAddresses, addresses.slice(1))
   } finally {
     peers.close()
+  }
+})
+
+test('the server opens its HTTP/2 windows past the 64 KiB default to every session', async () => {
+  const node = await startNode('n1', {})
+  const session = connect(`http://${node.address}`)
+  try {
+    // The windows come after the session's first settings: a second SETTINGS, a WINDOW_UPDATE.
+    const opened = (): boolean =>
+      session.remoteSettings.initialWindowSize === STREAM_WINDOW_BYTES &&
+      session.state.remoteWindowSize === CONNECTION_WINDOW_BYTES
+    const until = Date.now() + CALL_MS
+    while (!opened() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10))
+    assert.is(session.remoteSettings.initialWindowSize, STREAM_WINDOW_BYTES)
+    assert.is(session.state.remoteWindowSize, CONNECTION_WINDOW_BYTES)
+  } finally {
+    session.destroy()
   }
 })
 
