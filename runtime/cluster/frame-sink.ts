@@ -10,7 +10,13 @@
 import type { CopyingSink } from '../../protocol/cluster.js'
 import { ServiceError, type ErrorCode } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
-import { abortFrame, endFrame, SENDING_WINDOW_FRAMES, type Frame } from './body-frames.js'
+import {
+  abortFrame,
+  endFrame,
+  FRAME_CHUNK_BYTES,
+  SENDING_WINDOW_FRAMES,
+  type Frame,
+} from './body-frames.js'
 
 /** The gRPC stream the encoded frames go to (a caller's Write call). */
 export interface EncodedOutput {
@@ -61,8 +67,8 @@ export class FrameSink implements CopyingSink {
   write(chunk: Uint8Array): Promise<void> {
     if (this.failure !== null) return Promise.reject(this.failure)
     if (this.finished) return Promise.reject(new ServiceError('internal', 'write after the end'))
-    for (let offset = 0; offset < chunk.length; offset += STREAM_CHUNK_BYTES) {
-      this.send({ chunk: chunk.subarray(offset, offset + STREAM_CHUNK_BYTES) }, true)
+    for (let offset = 0; offset < chunk.length; offset += FRAME_CHUNK_BYTES) {
+      this.send({ chunk: chunk.subarray(offset, offset + FRAME_CHUNK_BYTES) }, true)
     }
     const mark = this.written - (SENDING_WINDOW_FRAMES - 1)
     if (this.flushed >= mark) return Promise.resolve()
