@@ -23,6 +23,7 @@ import type {
   ListPage,
   ListRequest,
   ObjectInfo,
+  ObjectSummary,
 } from './objects.js'
 import type { Role } from './identity.js'
 import type { Tag } from './tagging.js'
@@ -58,6 +59,12 @@ export interface GetResult {
   /** Cluster mode (`stamped` requests): the stamp of the newest change of the key this replica
    * holds, deletions included; null when it holds none. */
   keyStamp?: string | null
+}
+/** What a replica holds of a key, for a merged listing: the stamp of the key's newest change here
+ * (null: none), and the current object with its write stamp (null: none, or deleted). */
+export interface KeyHead {
+  stamp: string | null
+  object: (ObjectSummary & { stamp: string; contentType: string }) | null
 }
 /** A `stamped` GET of a key or version this replica does not hold (never held, or deleted). */
 export interface AbsentResult {
@@ -246,6 +253,9 @@ export type ObjectMsg =
   /** Cluster mode: the stamp of the newest change of each key this replica holds (null: none),
    * deletions included, so that a listing can tell a key deleted here from one never received. */
   | (Request & { kind: 'object.stamps'; bucket: string; keys: string[] })
+  /** Cluster mode: a merged listing's point check of keys this replica did not list: each key's
+   * newest change here and its current object, if any (KeyHead). */
+  | (Request & { kind: 'object.heads'; bucket: string; keys: string[] })
   /** Cluster mode: whether each version was deleted by id here (its tombstone is kept). */
   | (Request & {
       kind: 'object.versions-deleted'
@@ -413,6 +423,7 @@ export type ObjectReply = {
   'object.delete': DeleteResult
   'object.delete-many': DeleteManyResult
   'object.stamps': (string | null)[]
+  'object.heads': KeyHead[]
   'object.versions-deleted': boolean[]
   'upload.states': UploadState[]
   'key.claim': { granted: boolean }

@@ -85,6 +85,7 @@ async function coordinate(
     case 'bucket.tagging.get':
     // Point checks of a merged listing, asked of a store directly.
     case 'object.stamps':
+    case 'object.heads':
     case 'object.versions-deleted':
     case 'upload.states':
     case 'key.claim':

@@ -2,14 +2,16 @@
  * pool lists its own page, and the pages merge into one. The merged page is whole only up to the
  * lowest last entry of a truncated page (past it some replica said nothing yet), and only when
  * every partition had R of its replicas answer. A key listed by some replicas and not by others
- * is either new to those (a write they missed) or deleted there: the others are asked for their
- * stamp of the key (its tombstone), and the newest change decides. Versions and uploads merge
- * the same way, asking whether a version was deleted by id or an upload ended. Pages are the
- * store's own, so the answer's shape and pagination are a single node's. */
+ * is either new to those (a write they missed) or deleted there: the others are asked what they
+ * hold of it now (its newest change, and its current object), and the newest change decides: a
+ * deletion hides the key, and an object written there since their page was made is listed.
+ * Versions and uploads merge the same way, asking whether a version was deleted by id or an upload
+ * ended. Pages are the store's own, so the answer's shape and pagination are a single node's. */
 import type { Context } from '../../protocol/actor.js'
 import { ok, type Result } from '../../protocol/errors.js'
 import { compareUtf8 } from '../../protocol/key-order.js'
 import type {
+  KeyHead,
   ObjectMsg,
   PartInfo,
   PartListing,
@@ -98,6 +100,13 @@ async function askSilent<T>(
   return answers
 }
 
+function summaryOf(object: NonNullable<KeyHead['object']>, withContentType: boolean) {
+  const { key, size, etag, lastModifiedMs, contentType } = object
+  const summary: ObjectSummary = { key, size, etag, lastModifiedMs }
+  if (withContentType) summary.contentType = contentType
+  return summary
+}
+
 /** The lowest last entry of the truncated pages: the merged page is whole up to there. */
 function boundOf(lasts: (string | null)[]): string | null {
   let bound: string | null = null
@@ -139,26 +148,32 @@ export async function listObjects(
     })
   }
   const listedKeys = [...newest].map(([key, entry]) => ({ item: key, key, by: entry.by }))
-  const stamps = await askSilent<string | null>(
-    ctx,
-    pages,
-    table,
-    msg.bucket,
-    listedKeys,
-    (keys) => ({
-      kind: 'object.stamps',
-      bucket: msg.bucket,
-      keys,
-      requestId: msg.requestId,
-      deadlineMs: msg.deadlineMs,
-    }),
-  )
-  const live = [...newest].filter(([key, entry]) =>
-    [...stamps.values()].every((held) => (held.get(key) ?? '') <= entry.stamp),
-  )
+  const heads = await askSilent<KeyHead>(ctx, pages, table, msg.bucket, listedKeys, (keys) => ({
+    kind: 'object.heads',
+    bucket: msg.bucket,
+    keys,
+    requestId: msg.requestId,
+    deadlineMs: msg.deadlineMs,
+  }))
+  const live: [string, ObjectSummary][] = []
+  for (const [key, entry] of newest) {
+    let stamp = entry.stamp
+    let summary: ObjectSummary | null = entry.summary
+    for (const held of heads.values()) {
+      const head = held.get(key)
+      if (head === undefined) continue
+      // A silent replica's current object newer than the one listed replaces it (written there
+      // after its page was made); a newest change with no current object is a deletion.
+      const changed = head.object?.stamp ?? head.stamp
+      if (changed === null || changed <= stamp) continue
+      stamp = changed
+      summary = head.object === null ? null : summaryOf(head.object, msg.withContentType === true)
+    }
+    if (summary !== null) live.push([key, summary])
+  }
   type Item = { name: string; summary: ObjectSummary | null }
   const items: Item[] = [
-    ...live.map(([name, entry]) => ({ name, summary: entry.summary })),
+    ...live.map(([name, summary]) => ({ name, summary })),
     ...[...prefixes].map((name) => ({ name, summary: null })),
   ].sort((a, b) => compareUtf8(a.name, b.name))
   const taken = items.slice(0, msg.maxKeys)

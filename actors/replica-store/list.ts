@@ -116,14 +116,14 @@ function takeRows(
 
 /** The stamp of the write that made an object: its own, or for one written unstamped (before the
  * cluster, or on a single node) its Last-Modified as a stamp older than any stamped one of it. */
-function writeStamp(record: ObjectRecord): string {
+export function writeStamp(record: ObjectRecord): string {
   if (typeof record.stamp === 'string') return record.stamp
   return hlcString({ wallMs: Math.max(0, Math.floor(record.lastModifiedMs)), logical: 0, node: 0 })
 }
 
 /** The record decoder checks that `http` is an object; its Content-Type is checked here, where it
  * is read, since only the admin listing reads it from a summary. */
-function contentTypeOf(record: ObjectRecord): string {
+export function contentTypeOf(record: ObjectRecord): string {
   const contentType: unknown = record.http.contentType
   if (typeof contentType !== 'string') throw new ServiceError('corrupt', 'object: bad contentType')
   return contentType

@@ -22,6 +22,7 @@ const KINDS: Partial<Record<PeerMethod, ReadonlySet<Kind>>> = {
     'object.delete',
     'object.delete-many',
     'object.stamps',
+    'object.heads',
     'object.versions-deleted',
     'object.list',
     'object.list-versions',
@@ -51,6 +52,7 @@ const KEYLESS = new Set<Kind>([
   'bucket.delete',
   'object.delete-many',
   'object.stamps',
+  'object.heads',
   'object.versions-deleted',
   'object.list',
   'object.list-versions',
@@ -109,6 +111,7 @@ function kindFieldsValid(kind: Kind, m: Fields): boolean {
       )
     }
     case 'object.stamps':
+    case 'object.heads':
       return Array.isArray(m['keys']) && m['keys'].every(isKey)
     case 'object.versions-deleted': {
       const versions = m['versions']

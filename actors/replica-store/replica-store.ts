@@ -54,7 +54,7 @@ import {
   putObjectTagging,
 } from './tagging.js'
 import { abortUpload, createUpload, listParts, listUploads, uploadStates } from './uploads.js'
-import { objectStamps, versionsDeleted } from './point-checks.js'
+import { objectHeads, objectStamps, versionsDeleted } from './point-checks.js'
 import { replicaMessage } from './replica-calls.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
 import { countHints, putHints } from './hints.js'
@@ -216,6 +216,8 @@ function dispatch(
       return listUploads(msg, ctx)
     case 'object.stamps':
       return objectStamps(msg, ctx)
+    case 'object.heads':
+      return objectHeads(msg, ctx)
     case 'object.versions-deleted':
       return versionsDeleted(msg, ctx)
     case 'upload.states':

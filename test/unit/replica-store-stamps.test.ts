@@ -18,6 +18,7 @@ import type { PeerMethod } from '../../protocol/cluster.js'
 import type {
   DeleteResult,
   GetResult,
+  KeyHead,
   PartInfo,
   PutResult,
   StoreMsg,
@@ -353,6 +354,26 @@ test('object.stamps and the bound of every point check', async () => {
     keys: ['k', 'gone', 'never'],
   })
   assert.equal(value(stamps), [stamp(1000), stamp(2000), null])
+  // A listing's point check: each key's newest change and current object, with its stamp.
+  value(await store.send(put('b', 'again', 'body', stamp(3000))))
+  value(await store.send({ kind: 'object.delete', bucket: 'b', key: 'again', stamp: stamp(2500) }))
+  const heads = value(
+    await store.send<KeyHead[]>({
+      kind: 'object.heads',
+      bucket: 'b',
+      keys: ['k', 'gone', 'never', 'again'],
+    }),
+  )
+  assert.equal(
+    heads.map((head) => [head.stamp, head.object?.stamp ?? null, head.object?.size ?? null]),
+    [
+      [stamp(1000), stamp(1000), 4],
+      [stamp(2000), null, null],
+      [null, null, null],
+      [stamp(3000), stamp(3000), 4],
+    ],
+  )
+  assert.is(heads[0]?.object?.contentType, 'application/octet-stream')
   const many = Array.from({ length: 1001 }, (_, index) => `k${index}`)
   const checks: Body[] = [
     { kind: 'object.stamps', bucket: 'b', keys: many },
@@ -544,6 +565,7 @@ test('Replica.Op, Write and Read run the object requests each allows, nothing el
     ['Replica.Op', { msg: { kind: 'object.delete', bucket: '', key: 'k' } }],
     ['Replica.Op', { msg: { kind: 'object.delete', bucket: 'b', key: 7 } }],
     ['Replica.Op', { msg: { kind: 'object.stamps', bucket: 'b', keys: 'k' } }],
+    ['Replica.Op', { msg: { kind: 'object.heads', bucket: 'b', keys: [7] } }],
     ['Replica.Op', { msg: { kind: 'object.list', bucket: 'b', prefix: '' } }],
     ['Replica.Op', { msg: 'object.get' }],
     ['Replica.Op', null],
