@@ -115,7 +115,12 @@ export class MemoryKv implements KvStore {
   /** Batches landed so far, and how many commits each grouped (for group-commit tests). */
   readonly landed: number[] = []
 
-  constructor(initial: SortedMap = new SortedMap()) {
+  /** `land` runs a landing later: the next macrotask by default, an event of the simulator's
+   * virtual time in a simulation. */
+  constructor(
+    initial: SortedMap = new SortedMap(),
+    private readonly land: (task: () => void) => void = (task) => setImmediate(task),
+  ) {
     this.visible = initial.copy()
     this.durable = initial.copy()
   }
@@ -164,9 +169,9 @@ export class MemoryKv implements KvStore {
     return this.queue.length
   }
 
-  /** What a crash now would leave: only landed batches. */
-  durableCopy(): MemoryKv {
-    return new MemoryKv(this.durable)
+  /** What a crash now would leave: only landed batches (landing later by `land`, when given). */
+  durableCopy(land?: (task: () => void) => void): MemoryKv {
+    return new MemoryKv(this.durable, land ?? this.land)
   }
 
   get durableSize(): number {
@@ -177,7 +182,7 @@ export class MemoryKv implements KvStore {
     if (this.landing || this.paused || this.queue.length === 0) return
     this.landing = true
     // One macrotask later, every commit queued by then lands as one group.
-    setImmediate(() => {
+    this.land(() => {
       this.landing = false
       if (this.paused) return
       const group = this.queue
@@ -199,7 +204,7 @@ function missing(what: string): Error {
   return Object.assign(new Error(`ENOENT: ${what}`), { code: 'ENOENT' })
 }
 
-interface TemporaryFile {
+export interface TemporaryFile {
   chunks: Uint8Array[]
   synced: boolean
 }

@@ -88,6 +88,23 @@ test('actors do no effects of their own', () => {
   assert.equal(wrong, [])
 })
 
+/** The simulated world (test/sim/) takes time, randomness and every effect from the simulation:
+ * the one real macrotask is the scheduler's wait for the microtask queue to drain, and the command
+ * line's driver prints. */
+test('the simulation reads no real clock, randomness, timers, files or sockets', () => {
+  const wrong: string[] = []
+  for (const file of files.filter((f) => f.startsWith('test/sim/') && f !== 'test/sim/cli.ts')) {
+    let source = text.get(file) ?? ''
+    if (file === 'test/sim/scheduler.ts') {
+      source = source.replace('new Promise((resolve) => setImmediate(resolve))', 'drained')
+    }
+    for (const [pattern, what] of ACTOR_BANS) {
+      if (pattern.test(source)) wrong.push(`${file}: ${what}`)
+    }
+  }
+  assert.equal(wrong, [])
+})
+
 test('no fix-me marker, no line over 100 columns, a module comment on top', () => {
   const wrong: string[] = []
   for (const file of files) {

@@ -1,0 +1,441 @@
+/** @module One simulated run from a seed: 3 to 5 nodes of one pool (RF 3, W 2, R 2) on virtual
+ * time, clients issuing S3 operations while the seed's faults happen, then a calm in which every
+ * node runs again and the network heals, and the checks:
+ * - every read and listing of the history saw an acknowledged write or a newer one (history.ts),
+ *   with whole bytes, and no read's body stalled;
+ * - no actor failed an assertion;
+ * - after the calm and two sweeps of reads through every node (read repair), every replica of
+ *   each key of the plain bucket holds the same record, and in the versioned bucket replicas that
+ *   hold the same stamp for a key hold the same version;
+ * - each store's references and counters match its records (store-audit.ts).
+ * At most RF − W = 1 node is down or cut off at any time, as the guarantee asks. The faults of a
+ * run are chosen by its seed, each kind on or off. */
+import { loadClusterSettings } from '../../runtime/cluster-config.js'
+import { clusterKey } from '../../runtime/cluster/cluster-key.js'
+import { loadConfig } from '../../runtime/config.js'
+import { loadNodeSecrets } from '../../runtime/node-secrets.js'
+import { partitionOf, partitionTable } from '../../protocol/placement.js'
+import type { Result } from '../../protocol/errors.js'
+import type { AbsentResult, GetResult, MarkerResult, StoreMsg } from '../../protocol/messages.js'
+import {
+  PLAIN_BUCKET,
+  SIM_KEYS,
+  SimClient,
+  Values,
+  VERSIONED_BUCKET,
+  type ClientWorld,
+} from './client.js'
+import { memoryStream } from '../support/fake-context.js'
+import { checkReads, formatHistory, type Op } from './history.js'
+import { SimNetwork } from './network.js'
+import { SimRandom } from './random.js'
+import { Scheduler, SIM_EPOCH_MS } from './scheduler.js'
+import { SimNode } from './sim-node.js'
+import { auditStore } from './store-audit.js'
+import { Trace } from './trace.js'
+
+export interface SimOptions {
+  seed: number
+  /** Keep a readable trace of the run's events. */
+  trace?: boolean
+  /** W and R (2 and 2 unless given): weaker ones let the checks show they can fail. */
+  quorums?: { write: number; read: number }
+}
+
+/** The faults one seed turns on. */
+export interface FaultPlan {
+  nodes: number
+  clients: number
+  delay: boolean
+  loss: boolean
+  duplication: boolean
+  partitions: boolean
+  nodeCrashes: boolean
+  actorCrashes: boolean
+  clockSkew: boolean
+  corruptBlobs: boolean
+}
+
+export interface SimReport {
+  seed: number
+  plan: FaultPlan
+  problems: string[]
+  history: Op[]
+  /** Operations that answered ok, of all. */
+  acknowledged: number
+  events: number
+  virtualMs: number
+  trace: string
+  /** The history as text: equal for two runs of one seed. */
+  fingerprint: string
+}
+
+/** Virtual time the clients run while faults happen, and the calm after. */
+const FAULT_PHASE_MS = 20_000
+const CALM_MS = 15_000
+const OPS_PER_CLIENT_MAX = 40
+const CLUSTER_NAME = 'sim'
+const ROOT_PASSWORD = 'sim-root-password-1'
+
+export function planOf(seed: number): FaultPlan {
+  const random = new SimRandom(seed).fork(1)
+  return {
+    nodes: random.between(3, 5),
+    clients: random.between(2, 4),
+    delay: random.chance(0.5),
+    loss: random.chance(0.4),
+    duplication: random.chance(0.4),
+    partitions: random.chance(0.4),
+    nodeCrashes: random.chance(0.4),
+    actorCrashes: random.chance(0.4),
+    clockSkew: random.chance(0.5),
+    corruptBlobs: random.chance(0.3),
+  }
+}
+
+export async function simulate(options: SimOptions): Promise<SimReport> {
+  const { seed } = options
+  const plan = planOf(seed)
+  const random = new SimRandom(seed)
+  const scheduler = new Scheduler()
+  const trace = new Trace(options.trace === true, scheduler.nowMs)
+  const network = new SimNetwork(scheduler, random.fork(2))
+  const quorums = options.quorums ?? { write: 2, read: 2 }
+  const nodes = await makeNodes(plan, quorums, scheduler, network, random, trace)
+  if (plan.clockSkew) {
+    const skews = random.fork(3)
+    for (const node of nodes.slice(1)) node.skewMs = skews.between(-2_000, 2_000)
+  }
+  for (const node of nodes) void node.start()
+  const world: ClientWorld = { scheduler, nodes, values: new Values(), history: [], problems: [] }
+  const admin = new SimClient(0, world, random.fork(4))
+
+  // Start: the nodes find each other, then the buckets exist before the faults begin.
+  await scheduler.run(scheduler.nowMs + 5_000)
+  await setUp(world, admin)
+  const setupOps = world.history.length
+
+  // Faults, with clients running.
+  network.faults = {
+    latencyMs: plan.delay ? [0.1, 40] : [0.1, 2],
+    lossRate: plan.loss ? 0.02 : 0,
+    duplicateRate: plan.duplication ? 0.05 : 0,
+  }
+  const faultsUntil = scheduler.nowMs + FAULT_PHASE_MS
+  scheduleFaults(plan, world, network, random.fork(5), trace, faultsUntil)
+  const clients = Array.from(
+    { length: plan.clients },
+    (_, index) => new SimClient(index + 1, world, random.fork(10 + index)),
+  )
+  let running = clients.length
+  for (const client of clients) {
+    void client.run(faultsUntil, OPS_PER_CLIENT_MAX).finally(() => running--)
+  }
+  await scheduler.run(faultsUntil + 60_000, () => running === 0 && scheduler.nowMs >= faultsUntil)
+
+  // Calm: every node up, the network whole and quiet; then two sweeps of reads.
+  network.faults = { latencyMs: [0.1, 2], lossRate: 0, duplicateRate: 0 }
+  network.heal()
+  for (const node of nodes) if (!node.up) void node.start()
+  await scheduler.run(scheduler.nowMs + CALM_MS)
+  for (let sweep = 0; sweep < 2; sweep++) {
+    await drive(scheduler, sweepReads(world, admin))
+    await scheduler.run(scheduler.nowMs + 2_000)
+  }
+
+  const problems = [...world.problems]
+  problems.push(...checkReads(world.history, () => [...SIM_KEYS]))
+  for (const node of nodes) problems.push(...node.crashes.map((crash) => `actor crash: ${crash}`))
+  problems.push(...(await drive(scheduler, compareReplicas(world))))
+  for (const node of nodes) {
+    problems.push(...auditStore(node.kv).map((line) => `${node.id} store: ${line}`))
+  }
+  const history = world.history
+  const fingerprint = formatHistory(history)
+  return {
+    seed,
+    plan,
+    problems,
+    history,
+    acknowledged: history.slice(setupOps).filter((op) => op.outcome === 'ok').length,
+    events: scheduler.steps,
+    virtualMs: scheduler.nowMs - SIM_EPOCH_MS,
+    trace: trace.format(),
+    fingerprint,
+  }
+}
+
+async function makeNodes(
+  plan: FaultPlan,
+  quorums: { write: number; read: number },
+  scheduler: Scheduler,
+  network: SimNetwork,
+  random: SimRandom,
+  trace: Trace,
+): Promise<SimNode[]> {
+  const ids = Array.from({ length: plan.nodes }, (_, index) => `n${index + 1}`)
+  const addressOf = (index: number): string => `127.0.0.1:${19_101 + index}`
+  const poolNodes = ids.map((id, index) => `${id}:${addressOf(index)}`).join(',')
+  const nodes: SimNode[] = []
+  for (const [index, id] of ids.entries()) {
+    const env = {
+      SVC_MODE: 'cluster',
+      SVC_CLUSTER_NAME: CLUSTER_NAME,
+      SVC_CLUSTER_SECRET: 'a simulated cluster secret of 32 chars',
+      SVC_NODE_ID: id,
+      SVC_NODE_GRPC_ADDR: addressOf(index),
+      SVC_NODE_HTTP_ADDR: `127.0.0.1:${19_001 + index}`,
+      SVC_SEEDS: ids.map((_, other) => addressOf(other)).join(','),
+      SVC_POOL_NAME: 'p1',
+      SVC_WRITE_QUORUM: String(quorums.write),
+      SVC_READ_QUORUM: String(quorums.read),
+      SVC_POOL_NODES: poolNodes,
+      SVC_ROOT_USERNAME: 'root',
+      SVC_ROOT_PASSWORD: ROOT_PASSWORD,
+      SVC_ACCESS_KEY_ID: 'SIMACCESSKEY0000001',
+      SVC_SECRET_ACCESS_KEY: 'sim-secret-access-key-of-forty-chars-00',
+      SVC_DATA_DIR: `sim-data-${id}`,
+    }
+    const config = loadConfig(env)
+    const cluster = loadClusterSettings(env, 'cluster')
+    const actorConfig = { ...config.actorConfig, ...cluster.actorConfig }
+    const secrets = await loadNodeSecrets('', env, clusterKey(actorConfig).key)
+    const node = new SimNode(
+      id,
+      addressOf(index),
+      { ...actorConfig, ...secrets, SVC_VERSION: 'sim' },
+      scheduler,
+      network,
+      random.fork(100 + index),
+      trace,
+    )
+    network.add(node)
+    nodes.push(node)
+  }
+  return nodes
+}
+
+/** The two buckets, through n1, retried until they exist (the nodes may still be joining). */
+async function setUp(world: ClientWorld, admin: SimClient): Promise<void> {
+  const node = world.nodes[0] as SimNode
+  const steps: StoreMsgBody[] = [
+    { kind: 'bucket.create', bucket: PLAIN_BUCKET, owner: 'root' },
+    { kind: 'bucket.create', bucket: VERSIONED_BUCKET, owner: 'root' },
+    { kind: 'bucket.versioning.put', bucket: VERSIONED_BUCKET, status: 'Enabled' },
+  ]
+  for (const step of steps) {
+    let answer: Result<unknown> = { ok: false, code: 'unavailable', detail: 'not asked' }
+    for (let attempt = 0; attempt < 20 && !answer.ok; attempt++) {
+      answer = await drive(world.scheduler, admin.control(node, step))
+      if (answer.ok || answer.code === 'bucket_owned_by_you') break
+      await world.scheduler.run(world.scheduler.nowMs + 1_000)
+    }
+    if (!answer.ok && answer.code !== 'bucket_owned_by_you') {
+      const nodes = world.nodes.map((one) => `${one.id}: ${[...one.actors.keys()].join(', ')}`)
+      throw new Error(`set-up ${step.kind} failed: ${answer.detail}; running ${nodes.join('; ')}`)
+    }
+  }
+}
+
+type StoreMsgBody = { kind: string; bucket: string } & Record<string, unknown>
+
+/** Runs the scheduler until `promise` settles (bounded by virtual time). */
+async function drive<T>(scheduler: Scheduler, promise: Promise<T>): Promise<T> {
+  let done = false
+  void promise.finally(() => (done = true))
+  await scheduler.run(scheduler.nowMs + 600_000, () => done)
+  if (!done) throw new Error('the simulation went quiet with a request unanswered')
+  return promise
+}
+
+/** Reads every key through every node, and lists each bucket through each. */
+async function sweepReads(world: ClientWorld, admin: SimClient): Promise<void> {
+  for (const node of world.nodes) {
+    for (const bucket of [PLAIN_BUCKET, VERSIONED_BUCKET]) {
+      for (const key of SIM_KEYS) await admin.read(node, bucket, key)
+      await admin.list(node, bucket)
+    }
+  }
+}
+
+/** Asks each replica's store directly what it holds of each key, and compares. */
+async function compareReplicas(world: ClientWorld): Promise<string[]> {
+  const problems: string[] = []
+  const byId = new Map(world.nodes.map((node) => [node.id, node]))
+  const table = partitionTable(
+    world.nodes.map((node) => node.id),
+    3,
+  )
+  for (const bucket of [PLAIN_BUCKET, VERSIONED_BUCKET]) {
+    for (const key of SIM_KEYS) {
+      const replicas = table[partitionOf(bucket, key)] as string[]
+      const held: { node: string; stamp: string; record: string }[] = []
+      let corrupt = false
+      for (const id of replicas) {
+        const node = byId.get(id) as SimNode
+        const msg: StoreMsg = {
+          kind: 'object.get',
+          bucket,
+          key,
+          stamped: true,
+          requestId: 'check',
+          deadlineMs: node.now() + 30_000,
+        }
+        const answer = (await node.deliver('replica-store', msg, { alive: true })) as Result<
+          GetResult | AbsentResult | MarkerResult
+        >
+        if (!answer.ok) {
+          problems.push(`${id} cannot say what it holds of ${bucket}/${key}: ${answer.code}`)
+          continue
+        }
+        const copy = await bytesHeld(world, node, bucket, key, answer.value)
+        if (copy === 'corrupt') corrupt = true
+        else if (copy !== null) problems.push(`${id} holds ${bucket}/${key}: ${copy}`)
+        held.push({ node: id, ...describe(answer.value) })
+      }
+      // A corrupt copy is the scrubber's to heal, not read repair's.
+      if (!corrupt) problems.push(...disagreements(bucket, key, held))
+    }
+  }
+  return problems
+}
+
+/** Reads one replica's copy of a key straight from its store: null when its bytes are the value
+ * its ETag says (or it holds none), 'corrupt' when the store found its blob corrupt, else what is
+ * wrong. */
+async function bytesHeld(
+  world: ClientWorld,
+  node: SimNode,
+  bucket: string,
+  key: string,
+  held: GetResult | AbsentResult | MarkerResult,
+): Promise<string | null> {
+  if (!('info' in held)) return null
+  const stream = memoryStream()
+  const msg: StoreMsg = {
+    kind: 'object.get',
+    bucket,
+    key,
+    stream: stream.handle,
+    requestId: 'check',
+    deadlineMs: node.now() + 30_000,
+  }
+  const answer = (await node.deliver('replica-store', msg, { alive: true })) as Result<GetResult>
+  if (!answer.ok)
+    return answer.code === 'corrupt' ? 'corrupt' : `a read that failed: ${answer.code}`
+  let bytes = answer.value.body
+  if (bytes === undefined) {
+    stream.request(0, answer.value.info.size - 1)
+    const got = await stream.received()
+    if (!got.ended) return got.code === 'corrupt' ? 'corrupt' : `a body that failed: ${got.code}`
+    bytes = got.bytes
+  }
+  const seen = world.values.identify(bytes)
+  return 'problem' in seen ? seen.problem : null
+}
+
+function describe(answer: GetResult | AbsentResult | MarkerResult): {
+  stamp: string
+  record: string
+} {
+  const stamp = answer.keyStamp ?? 'none'
+  if ('absent' in answer) return { stamp, record: 'absent' }
+  if ('marker' in answer) {
+    return { stamp, record: `marker ${answer.marker.versionId} ${answer.marker.lastModifiedMs}` }
+  }
+  const info = answer.info
+  return {
+    stamp,
+    record: `${info.etag} ${info.size} ${info.lastModifiedMs} ${info.versionId ?? ''}`,
+  }
+}
+
+/** A multipart object's ETag: "<md5>-<parts>". */
+const MULTIPART_ETAG = /^"[0-9a-f]{32}-\d+"/
+
+function disagreements(
+  bucket: string,
+  key: string,
+  held: { node: string; stamp: string; record: string }[],
+): string[] {
+  const problems: string[] = []
+  const byStamp = new Map<string, Set<string>>()
+  for (const one of held) {
+    const records = byStamp.get(one.stamp) ?? new Set()
+    records.add(one.record)
+    byStamp.set(one.stamp, records)
+  }
+  for (const [stamp, records] of byStamp) {
+    if (records.size > 1) {
+      problems.push(`${bucket}/${key}: replicas at stamp ${stamp} hold ${[...records].join(' / ')}`)
+    }
+  }
+  // Read repair brings deletions and single-part objects to every replica it reads; a multipart
+  // object, and a tombstone's stamp, converge only by anti-entropy, which is not built yet.
+  const visible = new Set(held.map((one) => one.record))
+  const multipart = held.some((one) => MULTIPART_ETAG.test(one.record))
+  if (bucket === PLAIN_BUCKET && visible.size > 1 && !multipart) {
+    const states = held.map((one) => `${one.node}@${one.stamp}: ${one.record}`).join(', ')
+    problems.push(`${bucket}/${key}: replicas differ after read repair: ${states}`)
+  }
+  return problems
+}
+
+function scheduleFaults(
+  plan: FaultPlan,
+  world: ClientWorld,
+  network: SimNetwork,
+  random: SimRandom,
+  trace: Trace,
+  untilMs: number,
+): void {
+  const { scheduler, nodes } = world
+  /** The one node down or cut off now, if any: at most RF − W = 1 at once. */
+  let troubled: string | null = null
+  const tick = (): void => {
+    if (scheduler.nowMs >= untilMs) return
+    scheduler.after(random.between(200, 2_000), tick)
+    const roll = random.float()
+    if (troubled === null) {
+      const node = random.pick(nodes)
+      if (plan.nodeCrashes && roll < 0.3) {
+        troubled = node.id
+        node.crash()
+        scheduler.after(random.between(500, 5_000), () => {
+          void node.start()
+          troubled = null
+        })
+        return
+      }
+      if (plan.partitions && roll < 0.6) {
+        troubled = node.id
+        trace.add(scheduler.nowMs, node.id, 'partitioned from the others')
+        network.partition([node.id])
+        scheduler.after(random.between(500, 5_000), () => {
+          trace.add(scheduler.nowMs, node.id, 'partition heals')
+          network.heal()
+          troubled = null
+        })
+        return
+      }
+    }
+    if (plan.actorCrashes && roll >= 0.6 && roll < 0.8) {
+      const node = random.pick(nodes)
+      if (node.up)
+        node.crashActor(random.pick(['replica-store', 'coordinator', 'iam', 'gossiper'] as const))
+      return
+    }
+    if (plan.corruptBlobs && roll >= 0.8) {
+      const node = random.pick(nodes)
+      const files = [...node.blobs.permanent.keys()].sort()
+      if (files.length > 0) {
+        const id = random.pick(files)
+        trace.add(scheduler.nowMs, node.id, `blob ${id} corrupted`)
+        node.blobs.corrupt(id, random.int((node.blobs.permanent.get(id) as Uint8Array).byteLength))
+      }
+    }
+  }
+  scheduler.after(random.between(100, 1_000), tick)
+}
+
+export { formatHistory }
