@@ -5,10 +5,11 @@
 import type { PeerRequestMsg, Peers } from './cluster.js'
 import type { ErrorCode, Result } from './errors.js'
 import type { GossiperMsg } from './membership.js'
-import type { CoordinatorMsg, IamMsg, IngressMsg, SystemMsg } from './messages.js'
+import type { CoordinatorMsg, HintQueueMsg, IamMsg, IngressMsg, SystemMsg } from './messages.js'
 
 /** Every request one actor may send another. */
-export type AnyMsg = CoordinatorMsg | SystemMsg | IamMsg | IngressMsg | PeerRequestMsg | GossiperMsg
+export type AnyMsg =
+  CoordinatorMsg | SystemMsg | IamMsg | IngressMsg | PeerRequestMsg | GossiperMsg | HintQueueMsg
 
 export type ActorName =
   | 'http-ingress'
@@ -19,6 +20,8 @@ export type ActorName =
   // to the gossiper and Catalog.* to replica-store.
   | 'grpc-ingress'
   | 'gossiper'
+  // Cluster mode: delivers the hints this node keeps to replicas that come back.
+  | 'hint-queue'
 
 /** Every request between actors carries these. `deadlineMs` is absolute, on ctx.now()'s clock. */
 export interface Request {

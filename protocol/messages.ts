@@ -376,6 +376,16 @@ export type UploadMsg =
   | (Request & { kind: 'hint.put'; hints: Hint[] })
   /** Cluster mode: how many hints this node keeps. */
   | (Request & { kind: 'hint.count' })
+  /** Cluster mode: the hints kept for `node`, after the one named `after` (bucket and key; none:
+   * from the first), at most `limit`, in order. */
+  | (Request & {
+      kind: 'hint.page'
+      node: string
+      after: { bucket: string; key: string } | null
+      limit: number
+    })
+  /** Cluster mode: hints delivered or expired: each is removed unless a newer one replaced it. */
+  | (Request & { kind: 'hint.done'; hints: Hint[] })
   | (Request & {
       kind: 'upload.list-parts'
       bucket: string
@@ -430,6 +440,8 @@ export type ObjectReply = {
   'key.release': null
   'hint.put': null
   'hint.count': number
+  'hint.page': Hint[]
+  'hint.done': number
   'object.copy': PutResult
   'object.list': ListPage
   'object.tagging.put': TaggingResult
@@ -499,6 +511,24 @@ export type CoordinatorMsg =
   /** Cluster mode: what the coordinator counted (quorum reads and writes, read repairs), for
    * /metrics. */
   | (Request & { kind: 'coordinator.counters' })
+  /** Cluster mode: brings replica `node` of a key up to the newest state the key's reachable
+   * replicas hold, which must be at least the hinted change `stamp` (a hint's delivery). */
+  | (Request & { kind: 'key.bring'; bucket: string; key: string; node: string; stamp: string })
+
+/** What `key.bring` did: the replica held the newest state already, was brought to it, or holds
+ * an older one that only anti-entropy can bring (a change repair does not replay). */
+export type KeyBrought = 'current' | 'repaired' | 'unsupported'
+
+/** What the hint queue counted since it started, for /metrics and repair-status. */
+export interface HintQueueCounters {
+  delivered: number
+  expired: number
+  /** Hints whose replica holds a state repair cannot replay (left for anti-entropy). */
+  unsupported: number
+}
+
+/** Requests to the hint queue. */
+export type HintQueueMsg = Request & { kind: 'hint-queue.counters' }
 
 /** Requests to iam: the key lookup behind SigV4, and the admin API's identity operations. Ingress
  * checks a bearer token with iam.authorize before it sends any other admin request. */

@@ -20,6 +20,11 @@ export async function loadActor(name: ActorName): Promise<Actor<unknown, never>>
         unknown,
         never
       >
+    case 'hint-queue':
+      return (await import('../actors/hint-queue/hint-queue.js')).hintQueue as unknown as Actor<
+        unknown,
+        never
+      >
     case 'http-ingress':
       return (await import('./ingress-host.js')).httpIngress as unknown as Actor<unknown, never>
     case 'grpc-ingress':
@@ -56,6 +61,7 @@ export const CLUSTER_NODE_ACTORS: readonly ActorName[] = [
   'iam',
   'gossiper',
   'grpc-ingress',
+  'hint-queue',
   'http-ingress',
 ]
 
@@ -72,6 +78,12 @@ export const CLUSTER_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = 
   ['http-ingress', 'gossiper'],
   // The quorum path asks gossip which replicas are reachable.
   ['coordinator', 'gossiper'],
+  // Hints: who came back (gossip), the hints (the store), their delivery (the coordinator).
+  ['hint-queue', 'gossiper'],
+  ['hint-queue', 'replica-store'],
+  ['hint-queue', 'coordinator'],
+  // Its counters, for /metrics and the repair status.
+  ['http-ingress', 'hint-queue'],
 ]
 
 /** A gateway: no storage and no identities of its own. Its ingress forwards every request to a

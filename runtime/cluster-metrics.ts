@@ -1,13 +1,14 @@
 /** @module The seven `svc_cluster_*` series of SPEC.md, as this node sees them, for /metrics of a
  * cluster node or gateway, and the read repairs the coordinator made. Nodes alive come from gossip
  * at each scrape (storage nodes in Alive state, this one included); quorum reads and writes, read
- * repairs and hints kept from the coordinator and its store (a gateway coordinates nothing: 0).
+ * repairs and hints kept from the coordinator and its store, hints delivered and expired from the
+ * hint queue (a gateway coordinates nothing and keeps no hints: 0).
  * The scrubber's three counters read 0 until it runs, rather than being absent, so dashboards and
  * alerts have their series from the start. */
 import { Counter, Gauge, Registry } from 'prom-client'
 import { hintsPending, membershipView } from '../http/admin/cluster-app.js'
 import type { Mesh } from '../protocol/actor.js'
-import type { CoordinatorCounters } from '../protocol/messages.js'
+import type { CoordinatorCounters, HintQueueCounters } from '../protocol/messages.js'
 
 /** A scrape waits this long for gossip; without an answer the gauge is left out. */
 const VIEW_TIMEOUT_MS = 1_000
@@ -27,6 +28,19 @@ const COORDINATOR_COUNTERS: readonly [string, string, keyof CoordinatorCounters]
     'svc_cluster_read_repairs_total',
     'Stale replicas a read coordinated here brought up to date',
     'readRepairs',
+  ],
+]
+
+const HINT_COUNTERS: readonly [string, string, keyof HintQueueCounters][] = [
+  [
+    'svc_cluster_hints_delivered_total',
+    'Hints whose replica this node brought up to date',
+    'delivered',
+  ],
+  [
+    'svc_cluster_hints_expired_total',
+    'Hints dropped undelivered after SVC_HINT_TTL_HOURS',
+    'expired',
   ],
 ]
 
@@ -63,6 +77,14 @@ export async function clusterMetricsText(mesh: Mesh): Promise<string> {
   })
   for (const [name, help, field] of COORDINATOR_COUNTERS) {
     new Counter({ name, help, registers }).inc(counted.ok ? counted.value[field] : 0)
+  }
+  const hints = await mesh.call<HintQueueCounters>('hint-queue', {
+    kind: 'hint-queue.counters',
+    requestId: 'metrics',
+    deadlineMs: mesh.now() + VIEW_TIMEOUT_MS,
+  })
+  for (const [name, help, field] of HINT_COUNTERS) {
+    new Counter({ name, help, registers }).inc(hints.ok ? hints.value[field] : 0)
   }
   return registry.metrics()
 }

@@ -43,6 +43,8 @@ export const WORKER_YOUNG_GENERATION_MB: Readonly<Record<ActorName, number>> = {
   // Node-to-node messages are small JSON (at most 4 MiB each, rarely near it).
   'grpc-ingress': 4,
   gossiper: 4,
+  // Pages of at most 512 hints, and a few deliveries at once.
+  'hint-queue': 4,
 }
 /** Native memory trimming (runtime/native-trim.ts): how often the node's RSS is looked at; the
  * growth since the last trim that makes the next one worth its ~1 ms; and, for memory freed without

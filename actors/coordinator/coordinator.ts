@@ -8,6 +8,7 @@
 import type { Actor, Context } from '../../protocol/actor.js'
 import { ok, type Result } from '../../protocol/errors.js'
 import type { CoordinatorMsg, TaggingResult } from '../../protocol/messages.js'
+import { bringKey } from './bring.js'
 import { deleteBucket } from './bucket-delete.js'
 import { clusterState, type ClusterState } from './cluster-state.js'
 import { copyObject, copyPart } from './copies.js'
@@ -72,6 +73,8 @@ async function coordinate(
       return storeStats(cluster, ctx, msg)
     case 'coordinator.counters':
       return ok({ ...cluster.counters })
+    case 'key.bring':
+      return bringKey(cluster, ctx, msg)
     // The catalog: every node holds it, and the store publishes its changes.
     case 'bucket.create':
     case 'bucket.head':
@@ -92,6 +95,8 @@ async function coordinate(
     case 'key.release':
     case 'hint.put':
     case 'hint.count':
+    case 'hint.page':
+    case 'hint.done':
       return ctx.call('replica-store', msg)
   }
 }

@@ -43,7 +43,8 @@ export function repairStale(
   }
 }
 
-function repairOne(
+/** Brings `stale` to the winner's state, or null when that state is not one repair replays. */
+export function repairOne(
   ctx: Context,
   msg: GetMsg,
   winner: ReplicaAnswer,

@@ -2,19 +2,25 @@
  * recorded by the node that coordinated it, durably before the client's answer when the miss was
  * known then, so nothing acknowledged rests on the other replicas alone without a record of what
  * the missing one lacks. One record per replica and key (`J\0`), the newest stamp kept: the
- * replica will need the key's newest state, not every change. The hint queue delivers them; here
- * they are kept and counted (the count is read at start and kept by every batch). */
-import type { Context } from '../../protocol/actor.js'
-import { ok, type Result } from '../../protocol/errors.js'
+ * replica will need the key's newest state, not every change. The hint queue (actors/hint-queue)
+ * pages through them and removes each once delivered or expired; here they are kept and counted,
+ * in all and per replica (the counts are read at start and kept by every batch). */
+import type { Context, KvOp } from '../../protocol/actor.js'
+import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
 import type { Hint } from '../../protocol/messages.js'
 import { HINT_END, HINT_PREFIX, hintKey } from './keys.js'
+import { decodeText } from './records.js'
 import { durably, type StoreState } from './store-state.js'
 
 /** Hints one request records at most (a DeleteObjects batch of 1000 keys for two replicas). */
 export const HINTS_PER_REQUEST_MAX = 2_000
-/** Hints kept at most (CLUSTER.md section 6): past it new ones are refused and logged, and the
- * replicas they name wait for anti-entropy, which finds every difference without them. */
+/** Hints kept at most (CLUSTER.md section 6), in all and for one replica: past either, new ones
+ * are refused and logged, and the replicas they name wait for anti-entropy, which finds every
+ * difference without them. */
 export const HINTS_MAX = 4_000_000
+export const HINTS_PER_NODE_MAX = 1_000_000
+/** Hints one page or one `hint.done` names at most. */
+export const HINT_PAGE_MAX = 1_000
 /** Rows read per scan when counting the hints at start. */
 const COUNT_SCAN_ROWS = 10_000
 
@@ -30,11 +36,15 @@ export async function putHints(
     const held = ctx.kv.get(key)
     const heldStamp = held === undefined ? '' : Buffer.from(held).toString('utf8')
     if (heldStamp >= hint.stamp || seen.has(key)) continue
-    if (held === undefined && state.hintsPending >= HINTS_MAX) {
+    const forNode = state.hintsPerNode.get(hint.node) ?? 0
+    if (held === undefined && (state.hintsPending >= HINTS_MAX || forNode >= HINTS_PER_NODE_MAX)) {
       ctx.log.error({ node: hint.node, bucket: hint.bucket }, 'hint refused: too many kept')
       continue
     }
-    if (held === undefined) state.hintsPending++
+    if (held === undefined) {
+      state.hintsPending++
+      state.hintsPerNode.set(hint.node, forNode + 1)
+    }
     seen.add(key)
     ops.push({ type: 'put' as const, key, value: new Uint8Array(Buffer.from(hint.stamp, 'utf8')) })
   }
@@ -42,15 +52,87 @@ export async function putHints(
   return ok(null)
 }
 
-/** The hints kept, counted once at start. */
-export function countHints(ctx: Context): number {
-  let count = 0
+/** The hints kept, in all and per replica, counted once at start. */
+export function countHints(ctx: Context): { all: number; perNode: Map<string, number> } {
+  let all = 0
+  const perNode = new Map<string, number>()
   let from: { gte: string } | { gt: string } = { gte: HINT_PREFIX }
   for (;;) {
     const rows = ctx.kv.scan({ ...from, lt: HINT_END, limit: COUNT_SCAN_ROWS })
-    count += rows.length
+    for (const [key] of rows) {
+      const node = parseHintKey(key).node
+      perNode.set(node, (perNode.get(node) ?? 0) + 1)
+    }
+    all += rows.length
     const last = rows[rows.length - 1]
-    if (last === undefined || rows.length < COUNT_SCAN_ROWS) return count
+    if (last === undefined || rows.length < COUNT_SCAN_ROWS) return { all, perNode }
     from = { gt: last[0] }
+  }
+}
+
+/** The hints kept for `node` after `after`, in key order. */
+export function pageHints(
+  ctx: Context,
+  node: string,
+  after: { bucket: string; key: string } | null,
+  limit: number,
+): Result<Hint[]> {
+  if (!Number.isInteger(limit) || limit < 1 || limit > HINT_PAGE_MAX) {
+    return fail('invalid_request', `a page of 1 to ${HINT_PAGE_MAX} hints`)
+  }
+  if (node.length === 0 || node.includes('\0')) return fail('invalid_request', 'a malformed node')
+  const prefix = `${HINT_PREFIX}${node}\0`
+  const from = after === null ? { gte: prefix } : { gt: hintKey(node, after.bucket, after.key) }
+  const rows = ctx.kv.scan({ ...from, lt: `${HINT_PREFIX}${node}\x01`, limit })
+  return ok(
+    rows.map(([key, value]) => ({
+      ...parseHintKey(key),
+      stamp: decodeText(value, 'hint'),
+    })),
+  )
+}
+
+/** Removes delivered or expired hints, each only if no newer one replaced it since. */
+export async function hintsDone(
+  state: StoreState,
+  ctx: Context,
+  hints: readonly Hint[],
+): Promise<Result<number>> {
+  if (hints.length > HINT_PAGE_MAX) {
+    return fail('invalid_request', `more than ${HINT_PAGE_MAX} hints at once`)
+  }
+  const keys = hints.map((hint) => hintKey(hint.node, hint.bucket, hint.key))
+  const held = ctx.kv.getMany(keys)
+  const ops: KvOp[] = []
+  const removed = new Set<string>()
+  hints.forEach((hint, index) => {
+    const stored = held[index]
+    const key = keys[index] as string
+    if (stored === undefined || removed.has(key)) return
+    if (decodeText(stored, 'hint') !== hint.stamp) return
+    removed.add(key)
+    ops.push({ type: 'del', key })
+  })
+  if (ops.length === 0) return ok(0)
+  await durably(state, ctx, ctx.kv.commit(ops))
+  // Counted once durable: a crash before would leave the hints, and the count found at start.
+  for (const key of removed) {
+    const node = parseHintKey(key).node
+    state.hintsPending--
+    state.hintsPerNode.set(node, (state.hintsPerNode.get(node) ?? 1) - 1)
+  }
+  return ok(ops.length)
+}
+
+function parseHintKey(stored: string): { node: string; bucket: string; key: string } {
+  const rest = stored.slice(HINT_PREFIX.length)
+  const nodeEnd = rest.indexOf('\0')
+  const bucketEnd = rest.indexOf('\0', nodeEnd + 1)
+  if (nodeEnd <= 0 || bucketEnd <= nodeEnd)
+    throw new ServiceError('corrupt', 'a malformed hint key')
+  return {
+    node: rest.slice(0, nodeEnd),
+    bucket: rest.slice(nodeEnd + 1, bucketEnd),
+    key: rest.slice(bucketEnd + 1),
   }
 }

@@ -57,7 +57,7 @@ import { abortUpload, createUpload, listParts, listUploads, uploadStates } from 
 import { objectHeads, objectStamps, versionsDeleted } from './point-checks.js'
 import { replicaMessage } from './replica-calls.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
-import { countHints, putHints } from './hints.js'
+import { countHints, hintsDone, pageHints, putHints } from './hints.js'
 import { claimKeyFor, releaseKey } from './key-claims.js'
 import { recover } from './recovery.js'
 import { createState, track, type StoreState } from './store-state.js'
@@ -84,7 +84,9 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
     ctx.log.info({ ...report }, 'replica-store recovered')
     scheduleExpiry(state, ctx)
     if (ctx.config['SVC_MODE'] === 'cluster') {
-      state.hintsPending = countHints(ctx)
+      const hints = countHints(ctx)
+      state.hintsPending = hints.all
+      state.hintsPerNode = hints.perNode
       state.catalog = new CatalogState(ctx.config['SVC_NODE_ID'] ?? '', () => ctx.now())
       startCatalogSync(state, ctx)
     }
@@ -226,6 +228,10 @@ function dispatch(
       return putHints(state, ctx, msg.hints)
     case 'hint.count':
       return ok(state.hintsPending)
+    case 'hint.page':
+      return pageHints(ctx, msg.node, msg.after, msg.limit)
+    case 'hint.done':
+      return hintsDone(state, ctx, msg.hints)
     case 'key.claim':
       return claimKeyFor(state, msg, ctx.now())
     case 'key.release':

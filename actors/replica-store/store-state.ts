@@ -34,6 +34,8 @@ export interface StoreState {
   readonly keyClaims: Map<string, { claimant: string; expiresMs: number }>
   /** Cluster mode: hints kept (hints.ts), counted at start. */
   hintsPending: number
+  /** Hints kept per replica they name. */
+  hintsPerNode: Map<string, number>
 }
 
 /** GET streams at once. Every other task is bounded by the requests in flight (the runtime's
@@ -54,6 +56,7 @@ export function createState(): StoreState {
     catalog: null,
     keyClaims: new Map(),
     hintsPending: 0,
+    hintsPerNode: new Map(),
   }
 }
 

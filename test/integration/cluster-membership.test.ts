@@ -133,7 +133,8 @@ test('cluster health, node health and the cluster metrics', async () => {
     actors: Record<string, { up: boolean; restarts: number; mailbox_depth: number }>
   }>(cluster.server('n1'), 'GET', '/admin/node/health')
   assert.equal([node.id, node.mode, node.phase], ['n1', 'cluster', 'serving'])
-  for (const actor of ['replica-store', 'coordinator', 'iam', 'gossiper', 'grpc-ingress']) {
+  const actors = ['replica-store', 'coordinator', 'iam', 'gossiper', 'grpc-ingress', 'hint-queue']
+  for (const actor of actors) {
     assert.is(node.actors[actor]?.up, true, actor)
   }
   const gateway = await adminJson<{ id: string; mode: string }>(
@@ -195,7 +196,7 @@ test('a partition called on one side cuts both directions and heals', async () =
 })
 
 test('the cluster actors can be killed: they restart and the node is Alive again', async () => {
-  for (const actor of ['gossiper', 'grpc-ingress']) {
+  for (const actor of ['gossiper', 'grpc-ingress', 'hint-queue']) {
     const killed = await signedRequest(cluster.server('n2').url, {
       method: 'POST',
       path: `/admin/chaos/kill/${actor}`,

@@ -17,7 +17,10 @@ async function main(): Promise<void> {
     console.log(`# seed ${one}: ${JSON.stringify(report.plan)}`)
     console.log('# trace\n' + report.trace)
     console.log('# history\n' + report.fingerprint)
-    console.log(`# ${report.acknowledged} operations acknowledged, ${report.events} events`)
+    console.log(
+      `# ${report.acknowledged} operations acknowledged, ${report.hintsDelivered} hints ` +
+        `delivered, ${report.events} events`,
+    )
     if (report.problems.length === 0) console.log('# no problem found')
     else console.log('# problems\n' + report.problems.join('\n'))
     process.exitCode = report.problems.length === 0 ? 0 : 1
@@ -27,8 +30,10 @@ async function main(): Promise<void> {
   const from = option('from') ?? 1
   const started = process.hrtime.bigint()
   let failed = 0
+  let hints = 0
   for (let seed = from; seed < from + count; seed++) {
     const report = await simulate({ seed })
+    hints += report.hintsDelivered
     if (report.problems.length > 0) {
       failed++
       console.log(
@@ -40,7 +45,7 @@ async function main(): Promise<void> {
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
   console.log(
     `${count} seeds from ${from}: ${count - failed} passed, ${failed} failed, ` +
-      `${(count / seconds).toFixed(2)} seeds/s`,
+      `${(count / seconds).toFixed(2)} seeds/s, ${hints} hints delivered`,
   )
   process.exitCode = failed === 0 ? 0 : 1
 }

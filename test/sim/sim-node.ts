@@ -1,5 +1,5 @@
 /** @module One simulated node: the real actors of a cluster node (replica-store, coordinator, iam,
- * gossiper) on contexts whose every effect goes through the simulation: the clock is virtual time
+ * gossiper, hint-queue) on contexts whose every effect goes through the simulation: the clock is virtual time
  * plus the node's skew, randomness comes from the seed, timers and calls between actors are
  * events of the scheduler (each hop between threads a small random delay), the kv and blob files
  * are in memory, and calls to other nodes go through the simulated network. Each actor gets its
@@ -14,6 +14,7 @@
 import { AssertionError } from 'node:assert'
 import { coordinator } from '../../actors/coordinator/coordinator.js'
 import { gossiper } from '../../actors/gossiper/gossiper.js'
+import { hintQueue } from '../../actors/hint-queue/hint-queue.js'
 import { iam } from '../../actors/iam/iam.js'
 import { replicaStore } from '../../actors/replica-store/replica-store.js'
 import type {
@@ -41,7 +42,7 @@ import type { SimNetwork } from './network.js'
 import type { Trace } from './trace.js'
 
 /** The actors of a storage node, in the order the supervisor starts them. */
-export const SIM_ACTORS = ['replica-store', 'coordinator', 'iam', 'gossiper'] as const
+export const SIM_ACTORS = ['replica-store', 'coordinator', 'iam', 'gossiper', 'hint-queue'] as const
 export type SimActorName = (typeof SIM_ACTORS)[number]
 
 const ACTORS: Record<SimActorName, Actor<unknown, never>> = {
@@ -49,6 +50,7 @@ const ACTORS: Record<SimActorName, Actor<unknown, never>> = {
   coordinator: coordinator as unknown as Actor<unknown, never>,
   iam: iam as unknown as Actor<unknown, never>,
   gossiper: gossiper as unknown as Actor<unknown, never>,
+  'hint-queue': hintQueue as unknown as Actor<unknown, never>,
 }
 
 /** A hop between two threads of a node: postMessage and a turn of the receiver's loop. */

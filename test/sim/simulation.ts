@@ -10,6 +10,7 @@
  * - each store's references and counters match its records (store-audit.ts).
  * At most RF − W = 1 node is down or cut off at any time, as the guarantee asks. The faults of a
  * run are chosen by its seed, each kind on or off. */
+import type { HintQueueState } from '../../actors/hint-queue/hint-queue.js'
 import { loadClusterSettings } from '../../runtime/cluster-config.js'
 import { clusterKey } from '../../runtime/cluster/cluster-key.js'
 import { loadConfig } from '../../runtime/config.js'
@@ -30,7 +31,7 @@ import { checkReads, formatHistory, type Op } from './history.js'
 import { SimNetwork } from './network.js'
 import { SimRandom } from './random.js'
 import { Scheduler, SIM_EPOCH_MS } from './scheduler.js'
-import { SimNode } from './sim-node.js'
+import { SIM_ACTORS, SimNode } from './sim-node.js'
 import { auditStore } from './store-audit.js'
 import { Trace } from './trace.js'
 
@@ -63,6 +64,8 @@ export interface SimReport {
   history: Op[]
   /** Operations that answered ok, of all. */
   acknowledged: number
+  /** Hints the nodes' hint queues delivered (since their last start). */
+  hintsDelivered: number
   events: number
   virtualMs: number
   trace: string
@@ -158,11 +161,17 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
     problems,
     history,
     acknowledged: history.slice(setupOps).filter((op) => op.outcome === 'ok').length,
+    hintsDelivered: nodes.reduce((sum, node) => sum + hintsDeliveredBy(node), 0),
     events: scheduler.steps,
     virtualMs: scheduler.nowMs - SIM_EPOCH_MS,
     trace: trace.format(),
     fingerprint,
   }
+}
+
+function hintsDeliveredBy(node: SimNode): number {
+  const state = node.stateOf('hint-queue') as HintQueueState | undefined
+  return state?.counters.delivered ?? 0
 }
 
 async function makeNodes(
@@ -421,8 +430,7 @@ function scheduleFaults(
     }
     if (plan.actorCrashes && roll >= 0.6 && roll < 0.8) {
       const node = random.pick(nodes)
-      if (node.up)
-        node.crashActor(random.pick(['replica-store', 'coordinator', 'iam', 'gossiper'] as const))
+      if (node.up) node.crashActor(random.pick(SIM_ACTORS))
       return
     }
     if (plan.corruptBlobs && roll >= 0.8) {

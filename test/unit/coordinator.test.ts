@@ -19,6 +19,8 @@ import type {
   CoordinatorCounters,
   DeleteManyResult,
   GetResult,
+  Hint,
+  KeyBrought,
   MarkerResult,
   PutResult,
   StoreMsg,
@@ -226,6 +228,59 @@ test('a replica that misses a PUT is hinted; two missing refuse it, its body unr
   await cluster.settle()
   assert.ok(await isAbsent(cluster, 'n1', 'refused'), 'nothing written locally either')
   assert.is(await hintCount(cluster), 2, 'no hint for a change no replica took')
+})
+
+test('hints are paged and delivered by key.bring: objects, deletions, never a lost change', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  await put(cluster, 'gone', text('to delete'))
+  cluster.cut('n3')
+  const written = await put(cluster, 'k', large(9))
+  value(await cluster.send({ kind: 'object.delete', bucket: BUCKET, key: 'gone' }))
+  // Written and deleted while n3 was away: n3 must still get the tombstone.
+  await put(cluster, 'never', text('brief'))
+  value(await cluster.send({ kind: 'object.delete', bucket: BUCKET, key: 'never' }))
+  await cluster.settle()
+  const page = value(
+    await cluster.send<Hint[]>({ kind: 'hint.page', node: 'n3', after: null, limit: 10 }),
+  )
+  assert.equal(
+    page.map((hint) => [hint.node, hint.key]),
+    [
+      ['n3', 'gone'],
+      ['n3', 'k'],
+      ['n3', 'never'],
+    ],
+  )
+  const bring = (hint: Hint) =>
+    cluster.send<KeyBrought>({ kind: 'key.bring', ...hint, node: hint.node })
+  // n3 still cut: the delivery fails, and the hints stay.
+  assert.is(code(await bring(page[1] as Hint)), 'unavailable')
+  cluster.heal('n3')
+  // A change no reachable replica holds (it rests on nodes out of reach) is never delivered.
+  const unheld = { ...(page[1] as Hint), stamp: `${(page[1] as Hint).stamp}z` }
+  assert.is(code(await bring(unheld)), 'unavailable')
+  assert.equal(value(await bring(page[1] as Hint)), 'repaired')
+  assert.equal(value(await bring(page[0] as Hint)), 'repaired')
+  await cluster.settle()
+  const held = await heldBy(cluster, 'n3', 'k')
+  assert.ok('info' in held, 'n3 holds the object')
+  assert.is((held as GetResult).info.etag, written.etag)
+  assert.is((held as GetResult).info.lastModifiedMs, written.lastModifiedMs)
+  assert.ok(await isAbsent(cluster, 'n3', 'gone'), 'n3 deleted the key')
+  assert.equal(value(await bring(page[2] as Hint)), 'repaired')
+  const tombstone = await heldBy(cluster, 'n3', 'never')
+  assert.equal(tombstone, { absent: true, keyStamp: (page[2] as Hint).stamp })
+  assert.equal(value(await bring(page[1] as Hint)), 'current')
+  // Done: removed, unless a newer hint of the key replaced it meanwhile.
+  const newer = { ...(page[0] as Hint), stamp: `${(page[0] as Hint).stamp}z` }
+  value(await cluster.send({ kind: 'hint.put', hints: [newer] }))
+  assert.is(value(await cluster.send<number>({ kind: 'hint.done', hints: page })), 2)
+  const left = value(
+    await cluster.send<Hint[]>({ kind: 'hint.page', node: 'n3', after: null, limit: 10 }),
+  )
+  assert.equal(left, [newer])
+  assert.is(await hintCount(cluster), 1)
 })
 
 test('a DELETE that n3 missed wins over its stale object, which read repair removes', async () => {

@@ -1,0 +1,92 @@
+/** @module key.bring: a hint's delivery. Every reachable replica of the key (the named one among
+ * them) is asked for its stamped state; the newest must be at least the hinted change (else it
+ * rests on replicas out of reach, and the hint waits). When the named replica's key stamp is older
+ * than the newest, read repair's change (repair.ts) is replayed to it alone: a deletion, or a plain object
+ * with its bytes from the replica that holds the newest. A newest state repair does not replay
+ * (a multipart object, a version, tags) is `unsupported`: anti-entropy exchanges records, and the
+ * hint waits for it until it expires. A deletion of a key the replica never received is replayed
+ * too (read repair need not: both show nothing), so that it keeps the tombstone. */
+import type { Context } from '../../protocol/actor.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type { CoordinatorMsg, KeyBrought } from '../../protocol/messages.js'
+import type { ClusterState } from './cluster-state.js'
+import { gather } from './quorum.js'
+import type { GetMsg, ReplicaAnswer, StampedAnswer } from './reads.js'
+import { repairOne } from './repair.js'
+import { askReplica } from './replica-calls.js'
+import { replicasOf } from './replicas.js'
+
+type BringMsg = Extract<CoordinatorMsg, { kind: 'key.bring' }>
+
+export async function bringKey(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: BringMsg,
+): Promise<Result<KeyBrought>> {
+  const at = { bucket: msg.bucket, key: msg.key }
+  const replicas = await replicasOf(cluster, ctx, at, msg.deadlineMs)
+  if (!replicas.ok) return replicas
+  if (!replicas.value.all.includes(msg.node)) return ok('current')
+  const reachable = replicas.value.reachable
+  const target = reachable.find((replica) => replica.id === msg.node)
+  if (target === undefined) return fail('unavailable', `${msg.node} is not reachable`)
+  const read: GetMsg = {
+    kind: 'object.get',
+    ...at,
+    requestId: msg.requestId,
+    deadlineMs: msg.deadlineMs,
+  }
+  const head: GetMsg = { ...read, stamped: true }
+  const gathered = await gather(
+    reachable.map((replica) => askReplica<StampedAnswer>(ctx, replica, head)),
+    reachable.length,
+  )
+  const answers: ReplicaAnswer[] = gathered.oks.map(({ index, value }) => ({
+    replica: reachable[index] as (typeof reachable)[number],
+    answer: value,
+  }))
+  const held = answers.find((one) => one.replica.id === msg.node)
+  if (held === undefined) return fail('unavailable', `${msg.node} did not answer`)
+  let winner = held
+  for (const one of answers) {
+    if ((one.answer.keyStamp ?? '') > (winner.answer.keyStamp ?? '')) winner = one
+  }
+  const newest = winner.answer.keyStamp ?? ''
+  // The hinted change may rest on replicas out of reach now: then nothing here can bring it.
+  if (newest < msg.stamp) return fail('unavailable', 'no reachable replica holds the change')
+  if ((held.answer.keyStamp ?? '') >= newest) return ok('current')
+  const repair =
+    'absent' in winner.answer && 'absent' in held.answer
+      ? await keepTombstone(ctx, msg, held, newest)
+      : repairOne(ctx, read, winner, held, newest)
+  if (repair === null) return ok('unsupported')
+  if (!(await repair)) return fail('unavailable', `${msg.node} was not brought up to date`)
+  cluster.counters.readRepairs++
+  return ok('repaired')
+}
+
+/** A key deleted while the replica held nothing of it: it is shown the same, but without the
+ * tombstone a write older than the deletion, arriving late, would bring the key back there. In a
+ * bucket without versioning the deletion is replayed; with versions, anti-entropy's to bring. */
+async function keepTombstone(
+  ctx: Context,
+  msg: BringMsg,
+  held: ReplicaAnswer,
+  newest: string,
+): Promise<Promise<boolean> | null> {
+  const versioning = await ctx.call<{ status: string | null }>('replica-store', {
+    kind: 'bucket.versioning.get',
+    bucket: msg.bucket,
+    requestId: msg.requestId,
+    deadlineMs: msg.deadlineMs,
+  })
+  if (!versioning.ok || versioning.value.status !== null) return null
+  return askReplica(ctx, held.replica, {
+    kind: 'object.delete',
+    bucket: msg.bucket,
+    key: msg.key,
+    stamp: newest,
+    requestId: msg.requestId,
+    deadlineMs: msg.deadlineMs,
+  }).then((result) => result.ok)
+}
