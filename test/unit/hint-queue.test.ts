@@ -1,0 +1,134 @@
+/** Goal: the hint queue delivers a replica's hints once gossip shows it Alive (at once at start,
+ * within 5 s of its coming back, again 5 s after a pass that could not reach it), drops hints
+ * older than SVC_HINT_TTL_HOURS without delivering them, leaves hints repair cannot bring, and
+ * removes each delivered one.
+ * Method: the real hint-queue on a fake context whose calls the test answers: gossip's view (the
+ * test sets each member's status), the store's hint pages and removals (a list the test keeps),
+ * and the coordinator's key.bring (the test says whether the replica is reachable). */
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { hintQueue, LOOK_MS, UNREACHED_RETRY_MS } from '../../actors/hint-queue/hint-queue.js'
+import type { MemberStatus } from '../../protocol/cluster.js'
+import { fail, ok } from '../../protocol/errors.js'
+import { hlcString } from '../../protocol/hlc.js'
+import type { Hint } from '../../protocol/messages.js'
+import { fakeContext, type FakeContext } from '../support/fake-context.js'
+
+const HOUR_MS = 3_600_000
+
+interface World {
+  ctx: FakeContext
+  hints: Hint[]
+  status: Map<string, MemberStatus>
+  reachable: Set<string>
+  brought: string[]
+  unsupported: Set<string>
+}
+
+function world(): World {
+  const ctx = fakeContext({
+    self: 'hint-queue',
+    config: { SVC_NODE_ID: 'n1', SVC_HINT_TTL_HOURS: '1' },
+  })
+  const w: World = {
+    ctx,
+    hints: [],
+    status: new Map([
+      ['n2', 'Alive'],
+      ['n3', 'Dead'],
+    ]),
+    reachable: new Set(['n2', 'n3']),
+    brought: [],
+    unsupported: new Set(),
+  }
+  ctx.onCall((to, msg) => {
+    const body = msg as unknown as Record<string, unknown>
+    if (to === 'gossiper') {
+      const members = [...w.status].map(([id, status]) => ({ id, kind: 'node', status }))
+      return ok({ members })
+    }
+    if (to === 'replica-store' && msg.kind === 'hint.page') {
+      const node = body['node'] as string
+      const after = body['after'] as { key: string } | null
+      const page = w.hints
+        .filter((hint) => hint.node === node && (after === null || hint.key > after.key))
+        .slice(0, body['limit'] as number)
+      return ok(page)
+    }
+    if (to === 'replica-store' && msg.kind === 'hint.done') {
+      const done = body['hints'] as Hint[]
+      const before = w.hints.length
+      w.hints = w.hints.filter((hint) => !done.some((one) => one.key === hint.key))
+      return ok(before - w.hints.length)
+    }
+    if (to === 'coordinator' && msg.kind === 'key.bring') {
+      const node = body['node'] as string
+      if (!w.reachable.has(node)) return fail('unavailable', `${node} unreachable`)
+      const key = body['key'] as string
+      if (w.unsupported.has(key)) return ok('unsupported')
+      w.brought.push(`${node}/${key}`)
+      return ok('repaired')
+    }
+    return fail('unavailable', `${to} ${msg.kind} is not wired`)
+  })
+  return w
+}
+
+function hint(node: string, key: string, ageMs: number, now: number): Hint {
+  return { node, bucket: 'b', key, stamp: hlcString({ wallMs: now - ageMs, logical: 0, node: 1 }) }
+}
+
+/** Lets the queue's calls (each a promise) run, the clock standing still. */
+async function settle(): Promise<void> {
+  for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve))
+}
+
+async function step(w: World, ms: number): Promise<void> {
+  for (let passed = 0; passed < ms; passed += LOOK_MS) {
+    w.ctx.advance(LOOK_MS)
+    await settle()
+  }
+}
+
+test('an Alive replica gets its hints; an expired one is dropped, not delivered', async () => {
+  const w = world()
+  const now = w.ctx.now()
+  w.hints.push(hint('n2', 'fresh', 60_000, now), hint('n2', 'old', 2 * HOUR_MS, now))
+  w.hints.push(hint('n3', 'later', 1_000, now))
+  w.unsupported.add('multipart')
+  w.hints.push(hint('n2', 'multipart', 1_000, now))
+  const state = await hintQueue.init(w.ctx)
+  await step(w, LOOK_MS)
+  assert.equal(w.brought, ['n2/fresh'])
+  assert.equal(state.counters, { delivered: 1, expired: 1, unsupported: 1 })
+  assert.equal(
+    w.hints.map((one) => one.key),
+    ['later', 'multipart'],
+    'the Dead replica keeps its hint, and so does the one repair cannot bring',
+  )
+  // n3 comes back: its pass starts within the 0-5 s jitter.
+  w.status.set('n3', 'Alive')
+  await step(w, 5 * LOOK_MS + LOOK_MS)
+  assert.equal(w.brought, ['n2/fresh', 'n3/later'])
+  hintQueue.stop?.(state, w.ctx)
+})
+
+test('a pass that cannot reach its replica ends, and the next comes 5 s later', async () => {
+  const w = world()
+  const now = w.ctx.now()
+  w.hints.push(hint('n2', 'a', 1_000, now), hint('n2', 'b', 1_000, now))
+  w.reachable.delete('n2')
+  const state = await hintQueue.init(w.ctx)
+  await step(w, LOOK_MS)
+  assert.equal(w.brought, [])
+  assert.is(w.hints.length, 2, 'nothing removed')
+  w.reachable.add('n2')
+  await step(w, UNREACHED_RETRY_MS - 2 * LOOK_MS)
+  assert.equal(w.brought, [], 'not before its retry')
+  await step(w, 3 * LOOK_MS)
+  assert.equal(w.brought, ['n2/a', 'n2/b'])
+  assert.is(w.hints.length, 0)
+  hintQueue.stop?.(state, w.ctx)
+})
+
+test.run()
