@@ -110,7 +110,7 @@ test('an Alive replica gets its hints; an expired one is dropped, not delivered'
   w.status.set('n3', 'Alive')
   await step(w, 5 * LOOK_MS + LOOK_MS)
   assert.equal(w.brought, ['n2/fresh', 'n3/later'])
-  hintQueue.stop?.(state, w.ctx)
+  await hintQueue.stop?.(state, w.ctx)
 })
 
 test('a pass that cannot reach its replica ends, and the next comes 5 s later', async () => {
@@ -128,7 +128,7 @@ test('a pass that cannot reach its replica ends, and the next comes 5 s later', 
   await step(w, 3 * LOOK_MS)
   assert.equal(w.brought, ['n2/a', 'n2/b'])
   assert.is(w.hints.length, 0)
-  hintQueue.stop?.(state, w.ctx)
+  await hintQueue.stop?.(state, w.ctx)
 })
 
 test.run()
