@@ -8,7 +8,7 @@
  * Versions and uploads merge the same way, asking whether a version was deleted by id or an upload
  * ended. Pages are the store's own, so the answer's shape and pagination are a single node's. */
 import type { Context } from '../../protocol/actor.js'
-import { ok, type Result } from '../../protocol/errors.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
 import { compareUtf8 } from '../../protocol/key-order.js'
 import type {
   KeyHead,
@@ -68,7 +68,9 @@ interface Listed {
 }
 
 /** Asks each replica that answered, holds an entry's partition and did not list it about those
- * entries, in one request per replica; its answers by item, per replica. */
+ * entries, in one request per replica (asked twice when the first fails: a lost call); its answers
+ * by item, per replica. A replica that answers neither fails the listing: its page's silence about
+ * an entry may be a deletion, which only its answer tells. */
 async function askSilent<T>(
   ctx: Context,
   pages: readonly Answered<unknown>[],
@@ -76,7 +78,7 @@ async function askSilent<T>(
   bucket: string,
   listed: Iterable<Listed>,
   ask: (items: string[]) => ReplicaMsg,
-): Promise<Map<string, Map<string, T>>> {
+): Promise<Result<Map<string, Map<string, T>>>> {
   const questions = new Map<string, string[]>()
   for (const { item, key, by } of listed) {
     const replicas = table[partitionOf(bucket, key)] as string[]
@@ -88,16 +90,22 @@ async function askSilent<T>(
     }
   }
   const answers = new Map<string, Map<string, T>>()
+  let silent: string | null = null
   await Promise.all(
     [...questions].map(async ([id, items]) => {
       const replica = pages.find((answer) => answer.replica.id === id)?.replica
       if (replica === undefined) return
-      const result = await askReplica<T[]>(ctx, replica, ask(items))
-      if (!result.ok) return
+      let result = await askReplica<T[]>(ctx, replica, ask(items))
+      if (!result.ok) result = await askReplica<T[]>(ctx, replica, ask(items))
+      if (!result.ok) {
+        silent = id
+        return
+      }
       answers.set(id, new Map(items.map((item, index) => [item, result.value[index] as T])))
     }),
   )
-  return answers
+  if (silent !== null) return fail('unavailable', `replica ${silent} did not answer a point check`)
+  return ok(answers)
 }
 
 function summaryOf(object: NonNullable<KeyHead['object']>, withContentType: boolean) {
@@ -155,11 +163,12 @@ export async function listObjects(
     requestId: msg.requestId,
     deadlineMs: msg.deadlineMs,
   }))
+  if (!heads.ok) return heads
   const live: [string, ObjectSummary][] = []
   for (const [key, entry] of newest) {
     let stamp = entry.stamp
     let summary: ObjectSummary | null = entry.summary
-    for (const held of heads.values()) {
+    for (const held of heads.value.values()) {
       const head = held.get(key)
       if (head === undefined) continue
       // A silent replica's current object newer than the one listed replaces it (written there
@@ -262,8 +271,9 @@ export async function listVersions(
       deadlineMs: msg.deadlineMs,
     }),
   )
+  if (!deleted.ok) return deleted
   const kept = [...versions]
-    .filter(([id]) => [...deleted.values()].every((answers) => answers.get(id) !== true))
+    .filter(([id]) => [...deleted.value.values()].every((answers) => answers.get(id) !== true))
     .map(([, held]) => ({ ...held.entry, isLatest: held.latest }))
     .sort(compareVersions)
   // A version is the latest only if no newer one of its key is listed.
@@ -351,8 +361,9 @@ export async function listUploads(
       deadlineMs: msg.deadlineMs,
     }),
   )
+  if (!states.ok) return states
   const open = [...uploads]
-    .filter(([id]) => [...states.values()].every((answers) => answers.get(id) !== 'ended'))
+    .filter(([id]) => [...states.value.values()].every((answers) => answers.get(id) !== 'ended'))
     .map(([, held]) => held.upload)
   type Item = { key: string; upload: UploadSummary | null }
   const items: Item[] = [

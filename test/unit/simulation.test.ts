@@ -25,6 +25,13 @@ const FOUND_SEEDS: { seed: number; found: string }[] = [
       "a listing showed a stale replica's old object where the silent replica had deleted the " +
       'key and then written it again after its page (the point check now returns the object)',
   },
+  {
+    seed: 3971,
+    found:
+      'a listing showed an object a replica had deleted (a marker) because its point check was ' +
+      'lost: an unanswered point check counted as no deletion (now asked again, then the ' +
+      'listing fails)',
+  },
 ]
 
 test('200 seeds and every seed that once found a bug run without a problem', async () => {
