@@ -68,6 +68,9 @@ export function createListener(
   return { listener: inOrder(listener), keys: caches.keys }
 }
 
+/** Marks a 503 of a node that is not serving (starting or stopping): nothing of the request ran. */
+export const NOT_SERVING_HEADER = 'x-svc-not-serving'
+
 /** /health's body while object writes are refused for lack of space. */
 export const HEALTH_FULL = 'ok; data volume full: object writes answer 507 InsufficientStorage'
 
@@ -105,7 +108,13 @@ function isSigV4(incoming: IncomingMessage, query: string): boolean {
  * one (to this node once it serves, or through a load balancer to another). */
 function notServing(request: Request): Response {
   const requestId = newRequestId()
-  const headers = { 'retry-after': '1', connection: 'close', 'x-amz-request-id': requestId }
+  // NOT_SERVING_HEADER: the request was not run, so a gateway may send it to another node.
+  const headers = {
+    'retry-after': '1',
+    connection: 'close',
+    'x-amz-request-id': requestId,
+    [NOT_SERVING_HEADER]: '1',
+  }
   const resource = new URL(request.url).pathname
   if (request.method === 'GET' && resource === '/health') {
     return new Response('unavailable', { status: 503, headers })

@@ -6,14 +6,15 @@
  * /health (200 while a node can serve), /metrics (its own actors and cluster series) and
  * /admin/node/health (its own state, once a node has accepted the caller's credentials for the
  * same request). A request that finds no node, or whose node cannot be reached before any of its
- * body was read, answers S3's 503 with Retry-After; a node lost in the middle of an answer cuts
- * the connection, as that node's own death would. */
+ * body was read, answers S3's 503 with Retry-After, and so does one a node refused as it started
+ * or stopped when its body had been sent (without a body, the next node is tried); a node lost in
+ * the middle of an answer cuts the connection, as that node's own death would. */
 import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Mesh } from '../protocol/actor.js'
 import type { Member } from '../protocol/cluster.js'
 import { errorXml } from '../protocol/s3-xml.js'
 import { membershipView } from './admin/cluster-app.js'
-import type { IngressState, Listener } from './app.js'
+import { NOT_SERVING_HEADER, type IngressState, type Listener } from './app.js'
 import { inOrder } from './in-order.js'
 import { s3ErrorFor } from './s3/errors.js'
 import { newRequestId } from './s3/router.js'
@@ -142,6 +143,15 @@ function sendTo(
       timeout: ANSWER_TIMEOUT_MS,
     })
     upstream.on('response', (answer) => {
+      if (answer.statusCode === 503 && answer.headers[NOT_SERVING_HEADER] !== undefined) {
+        // The node is starting or stopping and ran nothing: a request whose body was not sent
+        // goes to the next node.
+        if (!incoming.readableDidRead) {
+          answer.resume()
+          resolve(false)
+          return
+        }
+      }
       if (ownHealth && answer.statusCode === 200) {
         // The node accepted the caller: the gateway answers for itself.
         answer.resume()

@@ -39,6 +39,8 @@ const SOCKET_IDLE_TIMEOUT_MS = 120_000
 const METRICS_SCRAPE_TIMEOUT_MS = METRICS_GATHER_TIMEOUT_MS + 1_000
 /** Once the port is closed, connections still open after this long are cut. */
 const CLOSE_TIMEOUT_MS = 1_000
+/** How long a stopping cluster node serves on after telling gossip, before it drains. */
+export const STOPPING_NOTICE_MS = 3_000
 
 interface IngressActorState extends IngressState {
   server: Server
@@ -124,6 +126,7 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
     }
   },
   async stop(state, ctx) {
+    if (ctx.config['SVC_MODE'] === 'cluster') await announceStopping(ctx)
     state.stopping = true
     state.serving = false
     // The port stays open while admitted requests finish: new ones (health checks included) are
@@ -146,6 +149,22 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       state.server.closeAllConnections()
     }
   },
+}
+
+/** A cluster node that stops first tells gossip (phase `stopping`), so that gateways stop sending
+ * it requests, and serves on for STOPPING_NOTICE_MS while the news spreads (a probe a second, and
+ * a gateway's view at most a second old); only then does it refuse new requests and drain. Refused
+ * at once, the requests still routed here would each cost its client a retry (measured: 1-7 per
+ * stop under four clients; none with the notice). */
+async function announceStopping(ctx: Context): Promise<void> {
+  const told = await ctx.call('gossiper', {
+    kind: 'membership.update-self',
+    phase: 'stopping',
+    requestId: 'stopping',
+    deadlineMs: ctx.now() + STOPPING_NOTICE_MS,
+  })
+  if (!told.ok) return
+  await new Promise<void>((resolve) => ctx.after(STOPPING_NOTICE_MS, resolve))
 }
 
 /** Counts the requests admitted while the node serves until their response closes (sent, or the
