@@ -1,10 +1,10 @@
 /** @module One simulated node: the real actors of a cluster node (replica-store, coordinator, iam,
- * gossiper, hint-queue) on contexts whose every effect goes through the simulation: the clock is virtual time
- * plus the node's skew, randomness comes from the seed, timers and calls between actors are
- * events of the scheduler (each hop between threads a small random delay), the kv and blob files
- * are in memory, and calls to other nodes go through the simulated network. Each actor gets its
- * requests through the runtime's own Mailbox (bounded, deadlines, a thrown assertion is a crash),
- * as on a worker thread.
+ * gossiper, hint-queue) on contexts whose every effect goes through the simulation: the clock is
+ * virtual time plus the node's skew, randomness comes from the seed, timers and calls between
+ * actors are events of the scheduler (each hop between threads a small random delay), the kv and
+ * blob files are in memory, and calls to other nodes go through the simulated network. Each actor
+ * gets its requests through the runtime's own Mailbox (bounded, deadlines, a thrown assertion is a
+ * crash), as on a worker thread.
  *
  * A crash of an actor drops its state and its timers, fails the calls it was handling with
  * `unavailable` (as a dead thread's are), and starts it again after the supervisor's backoff, on

@@ -230,7 +230,7 @@ test('a replica that misses a PUT is hinted; two missing refuse it, its body unr
   assert.is(await hintCount(cluster), 2, 'no hint for a change no replica took')
 })
 
-test('hints are paged and delivered by key.bring: objects, deletions, never a lost change', async () => {
+test('hints are paged and delivered by key.bring: objects, deletions, no lost change', async () => {
   const cluster = await CoordinatedCluster.start()
   await newBucket(cluster)
   await put(cluster, 'gone', text('to delete'))
