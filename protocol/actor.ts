@@ -6,10 +6,19 @@ import type { PeerRequestMsg, Peers } from './cluster.js'
 import type { ErrorCode, Result } from './errors.js'
 import type { GossiperMsg } from './membership.js'
 import type { CoordinatorMsg, HintQueueMsg, IamMsg, IngressMsg, SystemMsg } from './messages.js'
+import type { BlobMsg, ScrubberMsg } from './scrubbing.js'
 
 /** Every request one actor may send another. */
 export type AnyMsg =
-  CoordinatorMsg | SystemMsg | IamMsg | IngressMsg | PeerRequestMsg | GossiperMsg | HintQueueMsg
+  | CoordinatorMsg
+  | SystemMsg
+  | BlobMsg
+  | IamMsg
+  | IngressMsg
+  | PeerRequestMsg
+  | GossiperMsg
+  | HintQueueMsg
+  | ScrubberMsg
 
 export type ActorName =
   | 'http-ingress'
@@ -22,6 +31,8 @@ export type ActorName =
   | 'gossiper'
   // Cluster mode: delivers the hints this node keeps to replicas that come back.
   | 'hint-queue'
+  // Storage nodes (single and cluster mode): checks every blob's CRC32, heals corrupt copies.
+  | 'scrubber'
 
 /** Every request between actors carries these. `deadlineMs` is absolute, on ctx.now()'s clock. */
 export interface Request {

@@ -26,6 +26,7 @@ import type {
   ObjectSummary,
 } from './objects.js'
 import type { Role } from './identity.js'
+import type { BlobMsg } from './scrubbing.js'
 import type { Tag } from './tagging.js'
 
 /** The trailer that carries a part's stamp at the end of its body, cluster mode only: of two
@@ -471,6 +472,10 @@ export type SystemMsg =
   /** The node's phase as the store knows it: `joining` until a cluster node's first catalog pull,
    * `serving` after (and always on a single node). Gossip asks it when it (re)starts. */
   | (Request & { kind: 'system.phase' })
+  /** Records of this node alone (the scrubber's cursor), outside the catalog: a cluster never
+   * publishes them. */
+  | (Request & { kind: 'system.local-get'; name: string })
+  | (Request & { kind: 'system.local-put'; name: string; value: Uint8Array })
 
 export interface SystemRecord {
   name: string
@@ -493,8 +498,9 @@ export interface StoreStats {
   totalReferences: number
 }
 
-/** What the store takes: also, in cluster mode, the catalog calls of other nodes. */
-export type StoreMsg = ObjectMsg | SystemMsg | PeerRequestMsg
+/** What the store takes: also the scrubber's requests, and in cluster mode the catalog and
+ * replica calls of other nodes. */
+export type StoreMsg = ObjectMsg | SystemMsg | BlobMsg | PeerRequestMsg
 
 /** What a cluster node's coordinator counted since it started. */
 export interface CoordinatorCounters {

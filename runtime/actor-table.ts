@@ -25,6 +25,11 @@ export async function loadActor(name: ActorName): Promise<Actor<unknown, never>>
         unknown,
         never
       >
+    case 'scrubber':
+      return (await import('../actors/scrubber/scrubber.js')).scrubber as unknown as Actor<
+        unknown,
+        never
+      >
     case 'http-ingress':
       return (await import('./ingress-host.js')).httpIngress as unknown as Actor<unknown, never>
     case 'grpc-ingress':
@@ -40,6 +45,7 @@ export const SINGLE_NODE_ACTORS: readonly ActorName[] = [
   'replica-store',
   'coordinator',
   'iam',
+  'scrubber',
   'http-ingress',
 ]
 
@@ -51,6 +57,11 @@ export const SINGLE_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = [
   ['http-ingress', 'iam'],
   // iam announces changed keys so the ingress drops its cached lookups.
   ['iam', 'http-ingress'],
+  // The scrubber reads blobs through the store, which reports the corrupt ones its reads meet;
+  // /metrics asks the scrubber for its counts.
+  ['scrubber', 'replica-store'],
+  ['replica-store', 'scrubber'],
+  ['http-ingress', 'scrubber'],
 ]
 
 /** A storage node of a cluster: the single node's actors, then gossip and the node-to-node server
@@ -60,6 +71,7 @@ export const CLUSTER_NODE_ACTORS: readonly ActorName[] = [
   'coordinator',
   'iam',
   'gossiper',
+  'scrubber',
   'grpc-ingress',
   'hint-queue',
   'http-ingress',
@@ -84,6 +96,8 @@ export const CLUSTER_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = 
   ['hint-queue', 'coordinator'],
   // Its counters, for /metrics and the repair status.
   ['http-ingress', 'hint-queue'],
+  // A heal asks gossip which nodes of the pool may hold a good copy.
+  ['scrubber', 'gossiper'],
 ]
 
 /** A gateway: no storage and no identities of its own. Its ingress forwards every request to a

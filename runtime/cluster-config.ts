@@ -20,7 +20,8 @@ export interface ClusterSettings {
 
 type Env = NodeJS.ProcessEnv
 
-/** Numbers of SPEC.md's tuning table: [variable, default, integer?]. */
+/** Numbers of SPEC.md's tuning table: [variable, default, integer?]. SVC_SCRUBBER_FULL_SCAN_DAYS
+ * is config.ts's: single nodes scrub too. */
 const TUNING: readonly [string, string, boolean][] = [
   ['SVC_REPLICATION_FACTOR', '3', true],
   ['SVC_WRITE_QUORUM', '2', true],
@@ -28,7 +29,6 @@ const TUNING: readonly [string, string, boolean][] = [
   ['SVC_GC_GRACE_DAYS', '7', false],
   ['SVC_MAX_REJOIN_DOWNTIME_DAYS', '3', false],
   ['SVC_ANTI_ENTROPY_INTERVAL_SECS', '600', false],
-  ['SVC_SCRUBBER_FULL_SCAN_DAYS', '30', false],
   ['SVC_HINT_TTL_HOURS', '3', false],
 ]
 

@@ -2,13 +2,13 @@
  * cluster node or gateway, and the read repairs the coordinator made. Nodes alive come from gossip
  * at each scrape (storage nodes in Alive state, this one included); quorum reads and writes, read
  * repairs and hints kept from the coordinator and its store, hints delivered and expired from the
- * hint queue (a gateway coordinates nothing and keeps no hints: 0).
- * The scrubber's three counters read 0 until it runs, rather than being absent, so dashboards and
- * alerts have their series from the start. */
+ * hint queue (a gateway coordinates nothing and keeps no hints: 0); the scrubber's three counters
+ * from the scrubber (scrubber-metrics.ts, 0 on a gateway). */
 import { Counter, Gauge, Registry } from 'prom-client'
 import { hintsPending, membershipView } from '../http/admin/cluster-app.js'
 import type { Mesh } from '../protocol/actor.js'
 import type { CoordinatorCounters, HintQueueCounters } from '../protocol/messages.js'
+import { scrubberMetricsText } from './scrubber-metrics.js'
 
 /** A scrape waits this long for gossip; without an answer the gauge is left out. */
 const VIEW_TIMEOUT_MS = 1_000
@@ -44,12 +44,6 @@ const HINT_COUNTERS: readonly [string, string, keyof HintQueueCounters][] = [
   ],
 ]
 
-const COUNTERS: readonly [string, string][] = [
-  ['svc_cluster_blobs_scanned_total', 'Blobs whose CRC32 the scrubber checked'],
-  ['svc_cluster_corruptions_found_total', 'Blob copies the scrubber found corrupt'],
-  ['svc_cluster_corruptions_healed_total', 'Corrupt blob copies replaced from a replica'],
-]
-
 export async function clusterMetricsText(mesh: Mesh): Promise<string> {
   const registry = new Registry()
   const registers = [registry]
@@ -69,7 +63,6 @@ export async function clusterMetricsText(mesh: Mesh): Promise<string> {
     help: 'Hints this node keeps for replicas that missed writes',
     registers,
   }).set(await hintsPending(mesh))
-  for (const [name, help] of COUNTERS) new Counter({ name, help, registers })
   const counted = await mesh.call<CoordinatorCounters>('coordinator', {
     kind: 'coordinator.counters',
     requestId: 'metrics',
@@ -86,5 +79,5 @@ export async function clusterMetricsText(mesh: Mesh): Promise<string> {
   for (const [name, help, field] of HINT_COUNTERS) {
     new Counter({ name, help, registers }).inc(hints.ok ? hints.value[field] : 0)
   }
-  return registry.metrics()
+  return (await registry.metrics()) + (await scrubberMetricsText(mesh))
 }

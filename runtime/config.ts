@@ -73,6 +73,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     SVC_HTTP_PORT: String(http.port),
     SVC_HTTP_WORKERS: String(httpWorkers),
     SVC_CHAOS: env['SVC_CHAOS'] === '1' ? '1' : '0',
+    SVC_SCRUBBER_FULL_SCAN_DAYS: String(scanDays(env['SVC_SCRUBBER_FULL_SCAN_DAYS'])),
   }
   for (const name of PASSED_THROUGH) {
     const value = env[name]
@@ -132,6 +133,23 @@ function checkStorageSettings(env: NodeJS.ProcessEnv): void {
       `SVC_MULTIPART_EXPIRY_HOURS must be hours above 0, at most ${MULTIPART_EXPIRY_HOURS_MAX}`,
     )
   }
+}
+
+/** The scrubber's full scan cycle (single and cluster mode): days above 0, fractions allowed (a
+ * test scans in seconds), at most ten years. */
+const SCAN_DAYS_DEFAULT = 30
+const SCAN_DAYS_MAX = 3_650
+
+function scanDays(value: string | undefined): number {
+  if (value === undefined || value === '') return SCAN_DAYS_DEFAULT
+  const days = Number(value)
+  if (!/^\d+(\.\d+)?$/.test(value) || days <= 0 || days > SCAN_DAYS_MAX) {
+    throw new ConfigError(
+      `SVC_SCRUBBER_FULL_SCAN_DAYS must be days above 0, at most ${SCAN_DAYS_MAX}, got ` +
+        JSON.stringify(value),
+    )
+  }
+  return days
 }
 
 /** A JWT lifetime above a week makes a stolen token too valuable; below a second, unusable. */

@@ -20,6 +20,7 @@ import { createGatewayListener } from '../http/gateway.js'
 import { KeyCache } from '../http/s3/key-cache.js'
 import { readVolumeStatus, SAMPLE_INTERVAL_MS as VOLUME_LOOK_MS } from './data-volume.js'
 import { clusterMetricsText } from './cluster-metrics.js'
+import { scrubberMetricsText } from './scrubber-metrics.js'
 import { HttpMetrics } from './http-metrics.js'
 import { METRICS_GATHER_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
 import type { GatheredMetrics, SupervisorApi } from './supervisor.js'
@@ -76,8 +77,9 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       metricsText: async () => {
         // A volume that cannot be looked at leaves its gauges out, not the scrape.
         const volume = volumeStatus().then(volumeMetricsText, () => '')
+        // A single node's scrubber reports the cluster's three scrubber series too (SPEC.md).
         const cluster =
-          ctx.config['SVC_MODE'] === 'single' ? Promise.resolve('') : clusterMetricsText(mesh)
+          ctx.config['SVC_MODE'] === 'single' ? scrubberMetricsText(mesh) : clusterMetricsText(mesh)
         const [text, gauges, clusterText] = await Promise.all([
           metricsText(supervisor, mesh),
           volume,

@@ -33,6 +33,7 @@ export const VARIABLES: readonly Variable[] = [
     fallback: '24',
     meaning: 'incomplete uploads aborted after',
   },
+  { name: 'SVC_SCRUBBER_FULL_SCAN_DAYS', fallback: '30', meaning: 'CRC32 full scan cycle' },
   // Cluster and gateway modes.
   { name: 'SVC_CLUSTER_NAME', fallback: 'unset', meaning: 'cluster name, equal on every member' },
   { name: 'SVC_NODE_ID', fallback: 'unset', meaning: "this member's name (n1, g1...)" },
@@ -50,7 +51,6 @@ export const VARIABLES: readonly Variable[] = [
   { name: 'SVC_GC_GRACE_DAYS', fallback: '7', meaning: 'days tombstones are kept' },
   { name: 'SVC_MAX_REJOIN_DOWNTIME_DAYS', fallback: '3', meaning: 'days down before bootstrap' },
   { name: 'SVC_ANTI_ENTROPY_INTERVAL_SECS', fallback: '600', meaning: 'Merkle sync interval' },
-  { name: 'SVC_SCRUBBER_FULL_SCAN_DAYS', fallback: '30', meaning: 'CRC32 full scan cycle' },
   { name: 'SVC_HINT_TTL_HOURS', fallback: '3', meaning: 'hinted handoff lifetime' },
 ]
 

@@ -3,9 +3,15 @@
  * marker or nothing (a tombstone), so a deleted key reads as deleted even from a replica that
  * missed the delete. The bytes come from the winner: this node's store when it holds the winning
  * change, else another node streamed through here. Replicas that answered an older key stamp are
- * repaired in the background (repair.ts). */
+ * repaired in the background (repair.ts).
+ *
+ * A corrupt copy never wins a read of bytes once its store knows it (the store answers `corrupt`
+ * before any byte, and a quorum read counts that replica as failed). A relayed read whose replica
+ * fails before the first byte (a copy found corrupt as it was read, a replica gone) takes the same
+ * version from the next replica that holds it, its key stamp equal; the corrupt node's store has
+ * told its own scrubber to heal the copy. Once bytes went, a failure can only cut the stream. */
 import type { Context } from '../../protocol/actor.js'
-import { fail, ok, type Result } from '../../protocol/errors.js'
+import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 import type { AbsentResult, GetResult, MarkerResult, ObjectMsg } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
 import { askInTurn, quorumFailure, unreachable } from './quorum.js'
@@ -107,7 +113,7 @@ export async function getObject(
   }
   const { body: _body, ...head } = answer.value
   const pinned = pinnedRead(msg, winner)
-  void relayBody(ctx, msg, winner, pinned)
+  void relayBody(cluster, ctx, msg, winner, pinned)
   return ok(head)
 }
 
@@ -156,8 +162,10 @@ function pinnedRead(msg: GetMsg, winner: ReplicaAnswer): GetMsg {
   return { ...rest, ...(versionId === undefined ? {} : { versionId }), stamped: true }
 }
 
-/** Streams the bytes the ingress asks for from the winning replica to the ingress's stream. */
+/** Streams the bytes the ingress asks for to the ingress's stream, from the winning replica, or
+ * when it fails before the first byte, from the next replica holding the same version. */
 async function relayBody(
+  cluster: ClusterState,
   ctx: Context,
   msg: GetMsg,
   winner: ReplicaAnswer,
@@ -166,26 +174,90 @@ async function relayBody(
   const sink = ctx.sink(msg.stream as object, msg.deadlineMs)
   const range = await sink.demand().catch(() => null)
   if (range === null) return
-  const { answer, source } = readFromReplica<StampedAnswer>(ctx, winner.replica, pinned, range)
+  const tried = new Set<string>()
+  let holder: Replica | null = winner.replica
+  let failure: RelayFailure = { started: false, code: 'unavailable', detail: 'no replica' }
+  while (holder !== null) {
+    tried.add(holder.id)
+    const relayed = await relayFrom(ctx, holder, pinned, range, winner.answer.keyStamp, sink)
+    if (relayed === null) return
+    failure = relayed
+    if (failure.started) break
+    ctx.log.warn({ replica: holder.id, code: failure.code }, 'a replica failed a read: next one')
+    holder = await nextHolder(cluster, ctx, msg, tried)
+  }
+  sink.abort(failure.code, failure.detail)
+}
+
+/** Why a relay from one replica failed, and whether bytes had gone to the ingress already. */
+interface RelayFailure {
+  started: boolean
+  code: ErrorCode
+  detail: string
+}
+
+/** Relays `range` from one replica; null once every byte went and the stream ended. */
+async function relayFrom(
+  ctx: Context,
+  holder: Replica,
+  pinned: GetMsg,
+  range: { start: number; end: number },
+  keyStamp: string | null | undefined,
+  sink: ReturnType<Context['sink']>,
+): Promise<RelayFailure | null> {
+  const { answer, source } = readFromReplica<StampedAnswer>(ctx, holder, pinned, range)
   const head = await answer
-  if (!head.ok || 'absent' in head.value || head.value.keyStamp !== winner.answer.keyStamp) {
+  if (!head.ok || 'absent' in head.value || head.value.keyStamp !== keyStamp) {
     const detail = head.ok ? 'the object changed while it was read' : head.detail
     source.cancel('unavailable', detail)
-    sink.abort('unavailable', detail)
-    return
+    return { started: false, code: head.ok ? 'unavailable' : relayCode(head.code), detail }
   }
+  // The local store answers a small body with its head, and sends nothing on the stream.
+  const body = 'info' in head.value ? head.value.body : undefined
+  if (body !== undefined) {
+    source.cancel('unavailable', 'the bytes came with the answer')
+    try {
+      await sink.write(body.slice(range.start, range.end + 1))
+      sink.end()
+      return null
+    } catch (error) {
+      return { started: true, code: 'unavailable', detail: String(error) }
+    }
+  }
+  let started = false
   try {
     for (;;) {
       const chunk = await source.next()
       if (chunk === null) break
+      started = true
       await sink.write(chunk)
     }
     sink.end()
+    return null
   } catch (error) {
     const detail = `relaying a replica's bytes failed: ${String(error)}`
     source.cancel('unavailable', detail)
-    sink.abort('unavailable', detail)
+    const code = error instanceof ServiceError ? relayCode(error.code) : 'unavailable'
+    return { started, code, detail }
   }
+}
+
+/** What the ingress is told of a relay's failure: a corrupt copy as such (it answers 500, or
+ * reads again), anything else as a replica unavailable (503, which a client retries). */
+function relayCode(code: ErrorCode): ErrorCode {
+  return code === 'corrupt' || code === 'timeout' ? code : 'unavailable'
+}
+
+/** A reachable replica of the key not tried yet, or null. */
+async function nextHolder(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: GetMsg,
+  tried: ReadonlySet<string>,
+): Promise<Replica | null> {
+  const set = await replicasOf(cluster, ctx, msg, msg.deadlineMs)
+  if (!set.ok) return null
+  return set.value.reachable.find((replica) => !tried.has(replica.id)) ?? null
 }
 
 /** A GET answered without this node's bytes: the ingress's stream gets none. */

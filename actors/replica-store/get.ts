@@ -9,13 +9,16 @@
  * one possible inline part (only the last part may be under the 5 MiB minimum) is read before the
  * reply. With `partNumber` the reply says which bytes that part holds; with `withParts`, each
  * part's size and checksum (GetObjectAttributes). A `stamped` GET (cluster mode) answers the key's
- * stamp with every ok answer, and a key or version not held as `absent` rather than an error. */
+ * stamp with every ok answer, and a key or version not held as `absent` rather than an error.
+ * A read of bytes (a first look with `inline`, or a stream) of a copy known damaged answers
+ * `corrupt` before any byte; one that finds a CRC32 mismatch reports it (damaged.ts). */
 import assert from 'node:assert/strict'
 import type { BlobReader, ByteSink, Context, StreamHandle } from '../../protocol/actor.js'
 import { crc32Update } from '../../protocol/checksums.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type { AbsentResult, GetResult, MarkerResult, ObjectMsg } from '../../protocol/messages.js'
+import { isDamaged, reportDamage } from './damaged.js'
 import { blobKey, bucketKey, inlineKey, keyStampKey, objectKey } from './keys.js'
 import { Mutation } from './mutation.js'
 import { blobsOf, objectInfo, type BlobRecord, type BlobRef, type ObjectRecord } from './records.js'
@@ -67,8 +70,13 @@ export async function getObject(
     if (msg.stream === undefined && msg.inline !== true) return ok(head)
     const blobs = blobsOf(record)
     if (blobs.length > 1) {
-      if (msg.stream === undefined) return ok(head)
-      return streamParts(state, ctx, view, msg.stream, msg.deadlineMs, blobs, head)
+      if (msg.stream !== undefined) {
+        return streamParts(state, ctx, view, msg.stream, msg.deadlineMs, blobs, head)
+      }
+      // A first look reads no part's record: the damage known in memory is what it can tell.
+      const damaged = blobs.find(({ sha256 }) => state.damaged.has(sha256))
+      if (damaged !== undefined) return fail('corrupt', `part blob ${damaged.sha256} is damaged`)
+      return ok(head)
     }
     const sha256 = (blobs[0] as { sha256: string }).sha256
     // Small objects are the common case: their bytes come with the blob record's read.
@@ -76,10 +84,11 @@ export async function getObject(
     const blob = view.blob(sha256)
     if (blob === undefined) return fail('corrupt', `blob ${sha256} has no record`)
     if (blob.file === undefined) {
-      const inline = inlineBody(ctx, view, info, sha256, blob)
+      const inline = inlineBody(state, ctx, view, info, sha256, blob)
       if (!inline.ok) return inline
       return ok({ ...inline.value, ...(part === undefined ? {} : { part }), ...stamped })
     }
+    if (isDamaged(state, sha256, blob)) return fail('corrupt', `blob ${sha256} is damaged`)
     if (msg.stream === undefined) return ok(head)
     if (state.streams.size >= GET_STREAMS_MAX) return fail('busy', 'too many GET streams open')
     await state.promoting.get(blob.file)?.catch(() => undefined)
@@ -87,14 +96,11 @@ export async function getObject(
     if (reader === undefined) continue
     if (reader.size !== blob.size) {
       await reader.close()
-      return fail('corrupt', `blob file ${blob.file} has ${reader.size} bytes, not ${blob.size}`)
+      const why = `blob file ${blob.file} has ${reader.size} bytes, not ${blob.size}`
+      reportDamage(state, ctx, sha256, why)
+      return fail('corrupt', why)
     }
-    const sink = ctx.sink(msg.stream, msg.deadlineMs)
-    const pump = sendRange(state, ctx, sink, reader, blob).catch((error: unknown) => {
-      ctx.log.error({ err: error, file: blob.file }, 'GET stream failed')
-    })
-    state.streams.set(pump, sink)
-    void pump.finally(() => state.streams.delete(pump))
+    startPump(state, ctx, ctx.sink(msg.stream, msg.deadlineMs), reader, { sha256, blob }, true)
     return ok(head)
   }
   return fail('corrupt', `blob file of ${msg.bucket}/${msg.key} is missing`)
@@ -154,6 +160,7 @@ export function streamBlobs(
     if (blob === undefined || blob.size !== size) {
       return fail('corrupt', `part blob ${sha256} has no record or another size`)
     }
+    if (isDamaged(state, sha256, blob)) return fail('corrupt', `part blob ${sha256} is damaged`)
     const inline = blob.file === undefined ? (ctx.kv.get(inlineKey(sha256)) ?? null) : null
     if (blob.file === undefined && inline === null) {
       return fail('corrupt', `inline blob ${sha256} has no bytes`)
@@ -232,7 +239,7 @@ async function sendSegment(
   const { blob } = segment
   if (segment.inline !== null) {
     if (crc32Update(0, segment.inline) !== blob.crc32) {
-      ctx.log.error({ sha256: segment.sha256 }, 'inline blob fails its CRC32')
+      reportDamage(state, ctx, segment.sha256, 'inline blob fails its CRC32')
       sink.abort('corrupt', 'blob fails its CRC32')
       return false
     }
@@ -244,30 +251,41 @@ async function sendSegment(
   const reader = await ctx.blobs.open(blob.file)
   if (reader === undefined || reader.size !== blob.size) {
     await reader?.close()
-    sink.abort('corrupt', `part file ${blob.file} is missing or has another size`)
+    const why = `part file ${blob.file} is missing or has another size`
+    reportDamage(state, ctx, segment.sha256, why)
+    sink.abort('corrupt', why)
     return false
   }
   try {
-    return await sendSlices(state, ctx, sink, reader, blob, from, to)
+    return await sendSlices(state, ctx, sink, reader, segment, from, to, true)
   } finally {
     await reader.close()
   }
 }
 
+/** A blob as a read names it: its content address and its record. */
+export interface BlobCopy {
+  sha256: string
+  blob: BlobRecord
+}
+
 /** Reads from..to of one blob file in STREAM_CHUNK_BYTES slices and sends them, reading the next
- * slice while the current one is checked and handed over. CRC32 is checked when the slices cover
- * the whole blob, before its last chunk goes out, so a corrupt blob never arrives complete. False
- * if it aborted the stream. */
+ * slice while the current one is checked and handed over. When `checked`, CRC32 is checked when
+ * the slices cover the whole blob, before its last chunk goes out, so a corrupt blob never arrives
+ * complete, and a mismatch is reported (the scrubber reads unchecked: it checks the bytes itself).
+ * False if it aborted the stream. */
 async function sendSlices(
   state: StoreState,
   ctx: Context,
   sink: ByteSink,
   reader: BlobReader,
-  blob: BlobRecord,
+  copy: BlobCopy,
   from: number,
   to: number,
+  checked: boolean,
 ): Promise<boolean> {
-  const whole = from === 0 && to === blob.size - 1
+  const { blob } = copy
+  const whole = checked && from === 0 && to === blob.size - 1
   const readSlice = (offset: number): Promise<Uint8Array> =>
     reader.read(offset, Math.min(STREAM_CHUNK_BYTES, to + 1 - offset))
   let crc = 0
@@ -284,12 +302,13 @@ async function sendSlices(
         return false
       }
       if (chunk.byteLength !== length) {
+        if (checked) reportDamage(state, ctx, copy.sha256, `blob file ${blob.file} is short`)
         sink.abort('corrupt', `blob file ended at ${offset + chunk.byteLength}`)
         return false
       }
       if (whole) crc = crc32Update(crc, chunk)
       if (whole && offset + length > to && crc !== blob.crc32) {
-        ctx.log.error({ file: blob.file }, 'blob file fails its CRC32')
+        reportDamage(state, ctx, copy.sha256, `blob file ${blob.file} fails its CRC32`)
         sink.abort('corrupt', 'blob fails its CRC32')
         return false
       }
@@ -303,20 +322,50 @@ async function sendSlices(
 }
 
 function inlineBody(
+  state: StoreState,
   ctx: Context,
   view: Mutation,
   info: GetResult['info'],
   sha256: string,
   blob: BlobRecord,
 ): Result<GetResult> {
+  const bytes = checkedInline(state, ctx, view, sha256, blob)
+  return bytes.ok ? ok({ info, body: bytes.value }) : bytes
+}
+
+/** An inline blob's bytes, checked against its size and CRC32 (every read: they are at hand), in
+ * a copy that owns its buffer (a reply's body is transferred to the receiver). */
+export function checkedInline(
+  state: StoreState,
+  ctx: Context,
+  view: Mutation,
+  sha256: string,
+  blob: BlobRecord,
+): Result<Uint8Array> {
   const stored = view.get(inlineKey(sha256))
   if (stored === undefined) return fail('corrupt', `inline blob ${sha256} has no bytes`)
   if (stored.byteLength !== blob.size || crc32Update(0, stored) !== blob.crc32) {
-    ctx.log.error({ sha256 }, 'inline blob fails its CRC32')
+    reportDamage(state, ctx, sha256, 'inline blob fails its CRC32')
     return fail('corrupt', `inline blob ${sha256} fails its CRC32`)
   }
-  // A copy that owns its buffer: the reply's body is transferred to the receiver.
-  return ok({ info, body: new Uint8Array(stored) })
+  return ok(new Uint8Array(stored))
+}
+
+/** Starts the background pump that sends the receiver's range of one blob file (see sendRange);
+ * `stop` aborts it. */
+export function startPump(
+  state: StoreState,
+  ctx: Context,
+  sink: ByteSink,
+  reader: BlobReader,
+  copy: BlobCopy,
+  checked: boolean,
+): void {
+  const pump = sendRange(state, ctx, sink, reader, copy, checked).catch((error: unknown) => {
+    ctx.log.error({ err: error, file: copy.blob.file }, 'blob stream failed')
+  })
+  state.streams.set(pump, sink)
+  void pump.finally(() => state.streams.delete(pump))
 }
 
 /** Streams the range the receiver asks for, then closes the reader whatever happened. */
@@ -325,14 +374,15 @@ async function sendRange(
   ctx: Context,
   sink: ByteSink,
   reader: BlobReader,
-  blob: BlobRecord,
+  copy: BlobCopy,
+  checked: boolean,
 ): Promise<void> {
-  assert.equal(reader.size, blob.size)
+  assert.equal(reader.size, copy.blob.size)
   try {
-    const want = await demandedRange(sink, blob.size)
+    const want = await demandedRange(sink, copy.blob.size)
     if (want === null) return
     const { start, end } = want
-    if (!(await sendSlices(state, ctx, sink, reader, blob, start, end))) return
+    if (!(await sendSlices(state, ctx, sink, reader, copy, start, end, checked))) return
     sink.end()
   } catch (error) {
     // A receiver that went away makes `write` reject; aborting then is a harmless no-op.

@@ -5,12 +5,15 @@
  *   R\0<bucket>         the bucket's CORS rules, if it has any; deleted with the bucket
  *   T\0<bucket>         the bucket's tags, if it has any; deleted with the bucket
  *   O\0<bucket>\0<key>  object record; a bucket's objects are one range, in S3's listing order
- *   H\0<sha256>         blob record (size, CRC32, reference count, file id if not inline)
+ *   H\0<sha256>         blob record (size, CRC32, reference count, file id if not inline, and
+ *                       whether the scrubber found the copy corrupt); the scrubber walks this range
  *   D\0<sha256>         bytes of an inline blob (at most INLINE_BLOB_BYTES_MAX)
  *   F\0<file id>        file -> sha256, so recovery can tell a committed temporary file
  *   G\0<file id>        garbage: a file whose blob lost its last reference, removed after commit
  *   C\0                 store-wide counters
  *   Y\0<name>           system records kept for other actors (iam)
+ *   L\0<name>           records of this node alone kept for other actors (the scrubber's cursor):
+ *                       never part of the catalog
  *   U\0<bucket>\0<key>\0<upload id>  multipart upload in progress; a bucket's uploads are one
  *                       range in (key, upload id) order, which is ListMultipartUploads' order
  *   P\0<upload id>\0<part number, 5 digits>  an uploaded part (it holds a blob reference)
@@ -102,6 +105,14 @@ export function objectEnd(bucket: string): string {
 export function objectKey(bucket: string, key: string): string {
   assert(key.length > 0, 'empty object key')
   return objectPrefix(bucket) + key
+}
+
+export const BLOB_PREFIX = 'H\0'
+/** The first key after every blob record. */
+export const BLOB_END = 'H\x01'
+
+export function isSha256(text: string): boolean {
+  return /^[0-9a-f]{64}$/.test(text)
 }
 
 export function blobKey(sha256Hex: string): string {
@@ -323,6 +334,11 @@ export function nullVersionKey(bucket: string, key: string): string {
 export function systemKey(name: string): string {
   assert(name.length > 0, 'empty system record name')
   return SYSTEM_PREFIX + name
+}
+
+export function localKey(name: string): string {
+  assert(name.length > 0, 'empty local record name')
+  return 'L\0' + name
 }
 
 const SURROGATE_FIRST = 0xd800

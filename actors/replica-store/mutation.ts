@@ -180,6 +180,43 @@ export class Mutation {
     }
   }
 
+  /** Replaces the bytes of blob `sha256` with a verified copy, whose corrupt mark goes with the
+   * old bytes: new inline bytes, or a new file (the old file becomes garbage, removed once the
+   * batch is durable, as a deleted blob's is). Nothing changes, and it answers false, when the
+   * blob is gone or its copy is no longer `expectedFile` (replaced or made again meanwhile). */
+  replaceBlob(
+    sha256: string,
+    expectedFile: string | undefined,
+    copy: { file: string } | { inline: Uint8Array },
+  ): boolean {
+    const existing = this.blob(sha256)
+    if (existing === undefined || existing.file !== expectedFile) return false
+    const { corrupt: _corrupt, file: oldFile, ...kept } = existing
+    if ('inline' in copy) {
+      assert(oldFile === undefined && copy.inline.byteLength === existing.size)
+      this.put(inlineKey(sha256), copy.inline)
+      this.put(blobKey(sha256), encodeRecord(kept))
+      return true
+    }
+    assert(oldFile !== undefined && oldFile !== copy.file)
+    this.put(fileKey(copy.file), new TextEncoder().encode(sha256))
+    this.del(fileKey(oldFile))
+    this.put(garbageKey(oldFile), new Uint8Array(0))
+    this.garbage.push(oldFile)
+    this.put(blobKey(sha256), encodeRecord({ ...kept, file: copy.file }))
+    return true
+  }
+
+  /** Sets or clears the scrubber's corrupt mark of blob `sha256`; false when there is no such
+   * blob (gone meanwhile). */
+  markBlob(sha256: string, corrupt: boolean): boolean {
+    const existing = this.blob(sha256)
+    if (existing === undefined) return false
+    const { corrupt: _corrupt, ...kept } = existing
+    this.put(blobKey(sha256), encodeRecord(corrupt ? { ...kept, corrupt: true } : kept))
+    return true
+  }
+
   /** Writes an object record; the caller has already added the references to its blobs (adding
    * before dropping keeps a blob alive when an object is overwritten with itself). */
   putObject(bucket: string, key: string, record: ObjectRecord): void {

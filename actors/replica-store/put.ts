@@ -232,7 +232,7 @@ async function receive(
 
 /** The sender's abort (or the stream's timeout) arrives as an error carrying a code; an error
  * without one means the body stopped short. */
-function senderFailure(error: unknown): ServiceError {
+export function senderFailure(error: unknown): ServiceError {
   if (error instanceof ServiceError) return error
   const code = (error as { code?: unknown } | null)?.code
   const detail = error instanceof Error ? error.message : 'body stream failed'
@@ -278,7 +278,7 @@ async function accept(
 
 /** Draws a file id no live or garbage file has. 128 random bits do not collide, but a replayed
  * random source (a simulation restarted with its seed) would: such an id is drawn again. */
-function newFileId(ctx: Context): string {
+export function newFileId(ctx: Context): string {
   for (let attempt = 0; attempt < FILE_ID_ATTEMPTS_MAX; attempt++) {
     const id = Buffer.from(ctx.randomBytes(FILE_ID_BYTES)).toString('hex')
     if (ctx.kv.getMany([fileKey(id), garbageKey(id)]).every((found) => found === undefined))
@@ -431,6 +431,8 @@ async function commitRecord<T>(
   const mutation = new Mutation(ctx.kv)
   const recorded = record(mutation, verified, created)
   if (!recorded.ok) return { result: recorded, createdBlob: false }
+  // A blob made anew is not the damaged copy of the same bytes that was deleted before.
+  if (recorded.value.createdBlob) state.damaged.delete(verified.sha256)
   // A stamped write its store already holds (sent again) changes nothing.
   if (mutation.hasWrites()) await commitMutation(state, ctx, mutation)
   return { result: ok(recorded.value.value), createdBlob: recorded.value.createdBlob }

@@ -111,6 +111,9 @@ export interface BlobRecord {
   refs: number
   /** File id of a large blob; absent for an inline blob, whose bytes are under D\0<sha256>. */
   file?: string
+  /** The scrubber found this copy corrupt (read twice) and no good copy replaced it yet: reads of
+   * its bytes answer `corrupt` at once rather than stream what they would cut short. */
+  corrupt?: true
 }
 
 /** Store-wide counters, updated in every mutating batch so that stats never need a scan. */
@@ -257,6 +260,9 @@ export function decodeBlob(encoded: Encoded): BlobRecord {
   requireFields(record, 'blob', ['size', 'crc32', 'refs'])
   if (record['file'] !== undefined && typeof record['file'] !== 'string') {
     throw new ServiceError('corrupt', 'blob record: bad file')
+  }
+  if (record['corrupt'] !== undefined && record['corrupt'] !== true) {
+    throw new ServiceError('corrupt', 'blob record: bad corrupt mark')
   }
   return record as unknown as BlobRecord
 }

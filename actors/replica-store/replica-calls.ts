@@ -4,14 +4,17 @@
  * on it (the transport asks for the body's `range` once the answer is ok). The message comes from
  * another process, so its shape is checked here, field by field where the store would otherwise
  * assert (an assertion failure restarts the actor): never a system.* or catalog request, and only
- * the kinds each method allows. The message then runs as a local one, with the call's request id,
- * deadline and stream. */
+ * the kinds each method allows. Replica.Read also serves `blob.read` of a blob by its sha256, for
+ * another node's scrubber healing its copy, always checked (never the scrubber's unchecked read).
+ * The message then runs as a local one, with the call's request id, deadline and stream. */
 import type { StreamHandle } from '../../protocol/actor.js'
 import type { PeerMethod, PeerRequestMsg } from '../../protocol/cluster.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { DELETE_OBJECTS_KEYS_MAX, PART_NUMBER_MAX } from '../../protocol/limits.js'
 import type { ObjectMsg, SystemMsg } from '../../protocol/messages.js'
+import type { BlobMsg } from '../../protocol/scrubbing.js'
 import { validateTags, type Tag } from '../../protocol/tagging.js'
+import { isSha256 } from './keys.js'
 
 type Kind = ObjectMsg['kind']
 
@@ -175,6 +178,7 @@ export function replicaMessage(call: PeerRequestMsg): Result<ReplicaCallMsg> {
   }
   const { body: _bytes, stream: _stream, requestId: _id, deadlineMs: _deadline, ...m } = body['msg']
   const kind = m['kind']
+  if (call.method === 'Replica.Read' && kind === 'blob.read') return blobRead(call, m)
   if (call.method === 'Replica.Op' && typeof kind === 'string' && FIGURES.has(kind)) {
     const ids = { requestId: call.requestId, deadlineMs: call.deadlineMs }
     return ok({ kind: kind as 'bucket.stats' | 'system.stats', ...ids })
@@ -203,5 +207,17 @@ export function replicaMessage(call: PeerRequestMsg): Result<ReplicaCallMsg> {
   return ok(local as unknown as ObjectMsg)
 }
 
-/** What a Replica.* call runs here: an object request, or the store's figures. */
-export type ReplicaCallMsg = ObjectMsg | Extract<SystemMsg, { kind: 'system.stats' }>
+/** A peer's read of a blob by its content address, checked as a GET's. */
+function blobRead(call: PeerRequestMsg, m: Fields): Result<ReplicaCallMsg> {
+  const sha256 = m['sha256']
+  if (typeof sha256 !== 'string' || !isSha256(sha256)) {
+    return fail('invalid_request', 'blob.read: a malformed sha256')
+  }
+  if (call.stream === undefined) return fail('invalid_request', 'Replica.Read needs a stream')
+  const ids = { requestId: call.requestId, deadlineMs: call.deadlineMs }
+  return ok({ kind: 'blob.read', sha256, stream: call.stream, ...ids })
+}
+
+/** What a Replica.* call runs here: an object request, the store's figures, or a blob's read. */
+export type ReplicaCallMsg =
+  ObjectMsg | Extract<SystemMsg, { kind: 'system.stats' }> | Extract<BlobMsg, { kind: 'blob.read' }>

@@ -2,8 +2,9 @@
  * bodies in blobs content-addressed by SHA-256 with reference counts: small blobs (at most
  * INLINE_BLOB_BYTES_MAX) inside the kv, larger ones as files through ctx.blobs. Handles every
  * ObjectMsg (buckets and their stats, forced bucket deletes, objects, tags, listing, multipart
- * uploads and their expiry after SVC_MULTIPART_EXPIRY_HOURS) and SystemMsg (system records for
- * iam, store-wide stats).
+ * uploads and their expiry after SVC_MULTIPART_EXPIRY_HOURS), SystemMsg (system records for
+ * iam, the scrubber's own record, store-wide stats) and BlobMsg (the scrubber's pages, reads,
+ * verdicts and replacements of blobs, blobs.ts and blob-replace.ts).
  *
  * Invariants: a put is acknowledged only once its bytes are synced and its metadata batch is
  * durable; nothing half-written is ever visible (one batch per mutation); reference counts and
@@ -27,6 +28,8 @@ import {
 import { CatalogState } from './catalog-state.js'
 import { startCatalogSync } from './catalog-sync.js'
 import { bucketStats, createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js'
+import { replaceBlob } from './blob-replace.js'
+import { listBlobs, markBlob, readBlob } from './blobs.js'
 import { copyObject } from './copy.js'
 import { deleteCors, getCors, putCors } from './cors.js'
 import { deleteObject, deleteObjects } from './delete.js'
@@ -63,8 +66,10 @@ import { recover } from './recovery.js'
 import { createState, track, type StoreState } from './store-state.js'
 import {
   deleteSystemRecord,
+  getLocalRecord,
   getSystemRecord,
   listSystemRecords,
+  putLocalRecord,
   putSystemRecord,
   storeStats,
 } from './system.js'
@@ -95,17 +100,23 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
 
   async handle(state, msg, ctx): Promise<Result<unknown>> {
     assert(!state.stopping, 'replica-store handled a request after stop')
-    let result = await handleOnce(state, msg, ctx)
-    // A request that frees space must work on a full volume: when even its batch found no room,
-    // a fresh look at the volume lets the reserve go and the database resumes once it sees room.
-    for (let retry = 1; retry <= FREEING_RETRIES_MAX && FREEING_KINDS.has(msg.kind); retry++) {
-      if (result.ok || result.code !== 'insufficient_storage') break
-      if (ctx.now() + FREEING_RETRY_MS >= msg.deadlineMs) break
-      await ctx.blobs.admits(0)
-      await new Promise<void>((resolve) => ctx.after(FREEING_RETRY_MS, resolve))
-      result = await handleOnce(state, msg, ctx)
+    state.handling++
+    try {
+      let result = await handleOnce(state, msg, ctx)
+      // A request that frees space must work on a full volume: when even its batch found no
+      // room, a fresh look at the volume lets the reserve go and the database resumes once it
+      // sees room.
+      for (let retry = 1; retry <= FREEING_RETRIES_MAX && FREEING_KINDS.has(msg.kind); retry++) {
+        if (result.ok || result.code !== 'insufficient_storage') break
+        if (ctx.now() + FREEING_RETRY_MS >= msg.deadlineMs) break
+        await ctx.blobs.admits(0)
+        await new Promise<void>((resolve) => ctx.after(FREEING_RETRY_MS, resolve))
+        result = await handleOnce(state, msg, ctx)
+      }
+      return result
+    } finally {
+      state.handling--
     }
-    return result
   },
 
   async stop(state) {
@@ -248,6 +259,18 @@ function dispatch(
       return storeStats(ctx)
     case 'system.phase':
       return ok(state.catalog === null || state.catalog.synced ? 'serving' : 'joining')
+    case 'system.local-get':
+      return getLocalRecord(msg.name, ctx)
+    case 'system.local-put':
+      return putLocalRecord(state, msg.name, msg.value, ctx)
+    case 'blob.list':
+      return listBlobs(state, msg, ctx)
+    case 'blob.read':
+      return readBlob(state, msg, ctx)
+    case 'blob.mark':
+      return markBlob(state, msg, ctx)
+    case 'blob.replace':
+      return replaceBlob(state, msg, ctx)
     default:
       return unreachable(msg)
   }

@@ -36,6 +36,12 @@ export interface StoreState {
   hintsPending: number
   /** Hints kept per replica they name. */
   hintsPerNode: Map<string, number>
+  /** Requests being handled now (with `streams`, the load the scrubber yields to). */
+  handling: number
+  /** Blobs whose bytes failed their CRC32 here since the store started (a GET met them, or the
+   * scrubber's verdict), until the scrubber clears or heals them: reads of their bytes answer
+   * `corrupt` at once (damaged.ts). Bounded by DAMAGED_MAX, oldest forgotten first. */
+  readonly damaged: Set<string>
 }
 
 /** GET streams at once. Every other task is bounded by the requests in flight (the runtime's
@@ -57,6 +63,8 @@ export function createState(): StoreState {
     keyClaims: new Map(),
     hintsPending: 0,
     hintsPerNode: new Map(),
+    handling: 0,
+    damaged: new Set(),
   }
 }
 

@@ -1,13 +1,15 @@
 /** @module system.get, system.put, system.delete, system.list and system.stats. System records are
  * small named values other actors keep here (iam's users and keys), in their own key range; a put
- * or delete is durable when it returns. A listing returns every record whose name starts with a
+ * or delete is durable when it returns. Local records (system.local-get and -put: the scrubber's
+ * cursor) are the same, of this node alone: outside the catalog, so a cluster never publishes
+ * them. A listing returns every record whose name starts with a
  * prefix, or fails: a silently cut list would make iam forget the users past the cut. Stats come
  * from the counters record, kept by every mutating batch: no scan. */
 import assert from 'node:assert/strict'
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { StoreStats, SystemRecord } from '../../protocol/messages.js'
-import { successor, SYSTEM_END, SYSTEM_PREFIX, systemKey } from './keys.js'
+import { localKey, successor, SYSTEM_END, SYSTEM_PREFIX, systemKey } from './keys.js'
 import { Mutation } from './mutation.js'
 import { durably, type StoreState } from './store-state.js'
 
@@ -75,6 +77,23 @@ export function listSystemRecords(prefix: string, ctx: Context): Result<SystemRe
     if (last === undefined || rows.length < limit) return ok(records)
     range = { gt: last[0] }
   }
+}
+
+export function getLocalRecord(name: string, ctx: Context): Result<Uint8Array | null> {
+  const stored = ctx.kv.get(localKey(name))
+  return ok(stored === undefined ? null : new Uint8Array(stored))
+}
+
+export async function putLocalRecord(
+  state: StoreState,
+  name: string,
+  value: Uint8Array,
+  ctx: Context,
+): Promise<Result<null>> {
+  assert(value.byteLength <= SYSTEM_RECORD_BYTES_MAX, 'local record too large')
+  const record = new Uint8Array(value)
+  await durably(state, ctx, ctx.kv.commit([{ type: 'put', key: localKey(name), value: record }]))
+  return ok(null)
 }
 
 export function storeStats(ctx: Context): Result<StoreStats> {

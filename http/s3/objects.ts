@@ -246,8 +246,16 @@ function getCall(ex: S3Exchange, at: ObjectTarget, extra: object, deadlineMs: nu
 
 /** GET and HEAD. A small object comes whole in the first reply; a larger one is read with a second
  * request that carries a stream, and the answer follows that second reply (the object may have
- * been replaced in between: what is sent is always one complete version). */
+ * been replaced in between: what is sent is always one complete version). A read that meets a
+ * corrupt copy before its first byte goes out is made once more: the store knows the copy damaged
+ * from then on, so the second read takes another replica's copy (cluster mode) or answers 500 at
+ * once, never the wrong bytes. */
 export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void> {
+  if ((await getOnce(ex, at, true)) === 'again') await getOnce(ex, at, false)
+}
+
+/** One read; 'again' (nothing sent yet) when `retry` and the copy read turned out corrupt. */
+async function getOnce(ex: S3Exchange, at: ObjectTarget, retry: boolean): Promise<'again' | void> {
   const versionId = ex.query.get('versionId')
   const part = requestedPart(ex)
   if (!part.ok) return sendError(ex, part.code, part.detail)
@@ -276,6 +284,7 @@ export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void>
   const source = ex.mesh.source(local, deadlineMs)
   if (!second.ok || 'marker' in second.value) {
     source.cancel('internal', 'request failed')
+    if (retry && !second.ok && second.code === 'corrupt') return 'again'
     if (second.ok) return sendMarker(ex, second.value as MarkerResult)
     return sendError(ex, second.code, second.detail)
   }
@@ -289,7 +298,8 @@ export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void>
   }
   source.request(answer.start, answer.end)
   const contentLength = answer.end - answer.start + 1
-  await streamOut(ex, answer.status, { ...answer.headers, 'content-length': contentLength }, source)
+  const headers = { ...answer.headers, 'content-length': contentLength }
+  return streamOut(ex, answer.status, headers, source, retry)
 }
 
 /** A delete marker where an object was asked for: 404 NoSuchKey for the current version, 405
@@ -323,18 +333,23 @@ function requestedPart(ex: S3Exchange): Result<number | null> {
   return parsePartNumber(value)
 }
 
+/** Sends the body once its first chunk came; 'again' (nothing sent) when `retry` and the stream
+ * failed before it as `corrupt`. */
 async function streamOut(
   ex: S3Exchange,
   status: number,
   headers: Record<string, string | number>,
   source: ReturnType<S3Exchange['mesh']['source']>,
-): Promise<void> {
+  retry: boolean,
+): Promise<'again' | void> {
   const out = ex.outgoing
   let first: Uint8Array | null
   try {
     first = await source.next()
   } catch (error) {
-    return sendError(ex, streamFailure(error), String(error))
+    const code = streamFailure(error)
+    if (retry && code === 'corrupt') return 'again'
+    return sendError(ex, code, String(error))
   }
   out.statusCode = status
   out.setHeader('x-amz-request-id', ex.requestId)

@@ -27,7 +27,7 @@ const ANSWER_BOUND_MS = 2_000
 const HANG_MS = 15_000
 /** Every actor is back within this after a kill (restart backoff is at most 2 s). */
 const ALL_UP_MS = 20_000
-const ACTORS = ['replica-store', 'coordinator', 'iam', 'http-ingress']
+const ACTORS = ['replica-store', 'coordinator', 'iam', 'scrubber', 'http-ingress']
 const PUT_BYTES = 1024 * 1024
 /** Larger than what loopback socket buffers and the stream window hold, so that the kill lands
  * while most of the body is still in the store. */
@@ -177,7 +177,7 @@ async function putThroughDeath(server: TestServer, actor: string, key: string): 
   const restarts = await restartsOf(server, actor)
   const killedAt = Date.now()
   await kill(server, actor)
-  if (actor === 'iam') {
+  if (actor === 'iam' || actor === 'scrubber') {
     await awaitExit(server, actor, restarts)
     // Not on the path of an authenticated PUT: the rest of the body completes it.
     request.end(body.subarray(firstBytes))

@@ -133,8 +133,15 @@ test('cluster health, node health and the cluster metrics', async () => {
     actors: Record<string, { up: boolean; restarts: number; mailbox_depth: number }>
   }>(cluster.server('n1'), 'GET', '/admin/node/health')
   assert.equal([node.id, node.mode, node.phase], ['n1', 'cluster', 'serving'])
-  const actors = ['replica-store', 'coordinator', 'iam', 'gossiper', 'grpc-ingress', 'hint-queue']
-  for (const actor of actors) {
+  for (const actor of [
+    'replica-store',
+    'coordinator',
+    'iam',
+    'gossiper',
+    'scrubber',
+    'grpc-ingress',
+    'hint-queue',
+  ]) {
     assert.is(node.actors[actor]?.up, true, actor)
   }
   const gateway = await adminJson<{ id: string; mode: string }>(

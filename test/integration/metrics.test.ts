@@ -1,7 +1,8 @@
 /** Goal: /metrics counts every S3 request under the operation it named, with its method and
  * status, and shows every actor (up, restarts, mailbox, messages) in one valid text exposition,
  * even while an actor is dead; figures of the whole process appear once, so that they add up, and
- * the store's figures and the build are gauges. Method: a real server; known requests, then exact
+ * the store's figures and the build are gauges; a single node shows the scrubber's three counters.
+ * Method: a real server; known requests, then exact
  * counter values from a scrape, each metric family's HELP and TYPE appearing exactly once, one
  * unlabelled series per process-wide metric whose resident memory is the process's own (its
  * /proc status), the store gauges equal to /api/stats after puts and deletes, `promtool check
@@ -27,7 +28,7 @@ import { pollUntil } from '../support/wait.js'
 let server: TestServer
 let s3: S3Client
 
-const ACTORS = ['replica-store', 'coordinator', 'iam', 'http-ingress']
+const ACTORS = ['replica-store', 'coordinator', 'iam', 'scrubber', 'http-ingress']
 /** Figures every thread of the process reads alike: once per node, or a sum counts them again. */
 const PROCESS_WIDE = [
   'process_resident_memory_bytes',
@@ -104,11 +105,18 @@ test('S3 requests are counted by operation, method and status', async () => {
 
 test('every actor is in one valid exposition', async () => {
   const text = await (await fetch(`${server.url}/metrics`)).text()
-  for (const actor of ['replica-store', 'coordinator', 'iam', 'http-ingress']) {
+  for (const actor of ACTORS) {
     assert.is(sample(text, 'svc_actor_up', `actor="${actor}"`), 1, actor)
     assert.is(sample(text, 'svc_actor_restarts_total', `actor="${actor}"`), 0, actor)
   }
   assert.match(text, /svc_actor_messages_total\{kind="object.put",actor="replica-store"\} \d+/)
+  for (const name of [
+    'svc_cluster_blobs_scanned_total',
+    'svc_cluster_corruptions_found_total',
+    'svc_cluster_corruptions_healed_total',
+  ]) {
+    assert.is(sample(text, name), 0, name)
+  }
   const seen = new Map<string, number>()
   for (const line of text.split('\n')) {
     if (line.startsWith('# HELP ') || line.startsWith('# TYPE ')) {

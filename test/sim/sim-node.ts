@@ -1,10 +1,10 @@
 /** @module One simulated node: the real actors of a cluster node (replica-store, coordinator, iam,
- * gossiper, hint-queue) on contexts whose every effect goes through the simulation: the clock is
- * virtual time plus the node's skew, randomness comes from the seed, timers and calls between
- * actors are events of the scheduler (each hop between threads a small random delay), the kv and
- * blob files are in memory, and calls to other nodes go through the simulated network. Each actor
- * gets its requests through the runtime's own Mailbox (bounded, deadlines, a thrown assertion is a
- * crash), as on a worker thread.
+ * gossiper, hint-queue, scrubber) on contexts whose every effect goes through the simulation: the
+ * clock is virtual time plus the node's skew, randomness comes from the seed, timers and calls
+ * between actors are events of the scheduler (each hop between threads a small random delay), the
+ * kv and blob files are in memory, and calls to other nodes go through the simulated network.
+ * Each actor gets its requests through the runtime's own Mailbox (bounded, deadlines, a thrown
+ * assertion is a crash), as on a worker thread.
  *
  * A crash of an actor drops its state and its timers, fails the calls it was handling with
  * `unavailable` (as a dead thread's are), and starts it again after the supervisor's backoff, on
@@ -17,6 +17,7 @@ import { gossiper } from '../../actors/gossiper/gossiper.js'
 import { hintQueue } from '../../actors/hint-queue/hint-queue.js'
 import { iam } from '../../actors/iam/iam.js'
 import { replicaStore } from '../../actors/replica-store/replica-store.js'
+import { scrubber } from '../../actors/scrubber/scrubber.js'
 import type {
   Actor,
   ActorName,
@@ -42,7 +43,14 @@ import type { SimNetwork } from './network.js'
 import type { Trace } from './trace.js'
 
 /** The actors of a storage node, in the order the supervisor starts them. */
-export const SIM_ACTORS = ['replica-store', 'coordinator', 'iam', 'gossiper', 'hint-queue'] as const
+export const SIM_ACTORS = [
+  'replica-store',
+  'coordinator',
+  'iam',
+  'gossiper',
+  'hint-queue',
+  'scrubber',
+] as const
 export type SimActorName = (typeof SIM_ACTORS)[number]
 
 const ACTORS: Record<SimActorName, Actor<unknown, never>> = {
@@ -51,6 +59,7 @@ const ACTORS: Record<SimActorName, Actor<unknown, never>> = {
   iam: iam as unknown as Actor<unknown, never>,
   gossiper: gossiper as unknown as Actor<unknown, never>,
   'hint-queue': hintQueue as unknown as Actor<unknown, never>,
+  scrubber: scrubber as unknown as Actor<unknown, never>,
 }
 
 /** A hop between two threads of a node: postMessage and a turn of the receiver's loop. */

@@ -8,7 +8,8 @@
  *   each single-part object and deletion of the plain bucket agree (hinted handoff brought them);
  * - after the calm and two sweeps of reads through every node (read repair), every replica of
  *   each key of the plain bucket holds the same record, and in the versioned bucket replicas that
- *   hold the same stamp for a key hold the same version;
+ *   hold the same stamp for a key hold the same version; every copy reads back whole and right
+ *   (the scrubber, a pass every SCRUB_PERIOD_MS, has healed the corrupt ones);
  * - each store's references and counters match its records (store-audit.ts).
  * At most RF − W = 1 node is down or cut off at any time, as the guarantee asks. The faults of a
  * run are chosen by its seed, each kind on or off. */
@@ -81,6 +82,7 @@ const CALM_MS = 15_000
 const OPS_PER_CLIENT_MAX = 40
 const CLUSTER_NAME = 'sim'
 const ROOT_PASSWORD = 'sim-root-password-1'
+const SCRUB_PERIOD_MS = 4_320
 
 export function planOf(seed: number): FaultPlan {
   const random = new SimRandom(seed).fork(1)
@@ -211,6 +213,9 @@ async function makeNodes(
       SVC_ACCESS_KEY_ID: 'SIMACCESSKEY0000001',
       SVC_SECRET_ACCESS_KEY: 'sim-secret-access-key-of-forty-chars-00',
       SVC_DATA_DIR: `sim-data-${id}`,
+      // A pass every 4.3 s of virtual time, so that the scrubber runs through the faults and
+      // heals corrupt copies in the calm.
+      SVC_SCRUBBER_FULL_SCAN_DAYS: String(SCRUB_PERIOD_MS / 86_400_000),
     }
     const config = loadConfig(env)
     const cluster = loadClusterSettings(env, 'cluster')
@@ -286,7 +291,6 @@ async function compareReplicas(world: ClientWorld, when: string): Promise<string
     for (const key of SIM_KEYS) {
       const replicas = table[partitionOf(bucket, key)] as string[]
       const held: { node: string; stamp: string; record: string }[] = []
-      let corrupt = false
       for (const id of replicas) {
         const node = byId.get(id) as SimNode
         const msg: StoreMsg = {
@@ -305,20 +309,18 @@ async function compareReplicas(world: ClientWorld, when: string): Promise<string
           continue
         }
         const copy = await bytesHeld(world, node, bucket, key, answer.value)
-        if (copy === 'corrupt') corrupt = true
-        else if (copy !== null) problems.push(`${id} holds ${bucket}/${key}: ${copy}`)
+        if (copy !== null) problems.push(`${id} holds ${bucket}/${key}: ${copy}`)
         held.push({ node: id, ...describe(answer.value) })
       }
-      // A corrupt copy is the scrubber's to heal, not read repair's.
-      if (!corrupt) problems.push(...disagreements(bucket, key, held, when))
+      problems.push(...disagreements(bucket, key, held, when))
     }
   }
   return problems
 }
 
 /** Reads one replica's copy of a key straight from its store: null when its bytes are the value
- * its ETag says (or it holds none), 'corrupt' when the store found its blob corrupt, else what is
- * wrong. */
+ * its ETag says (or it holds none), else what is wrong (a copy its store knows corrupt, which the
+ * scrubber has not healed, among them). */
 async function bytesHeld(
   world: ClientWorld,
   node: SimNode,
@@ -337,13 +339,12 @@ async function bytesHeld(
     deadlineMs: node.now() + 30_000,
   }
   const answer = (await node.deliver('replica-store', msg, { alive: true })) as Result<GetResult>
-  if (!answer.ok)
-    return answer.code === 'corrupt' ? 'corrupt' : `a read that failed: ${answer.code}`
+  if (!answer.ok) return `a read that failed: ${answer.code}`
   let bytes = answer.value.body
   if (bytes === undefined) {
     stream.request(0, answer.value.info.size - 1)
     const got = await stream.received()
-    if (!got.ended) return got.code === 'corrupt' ? 'corrupt' : `a body that failed: ${got.code}`
+    if (!got.ended) return `a body that failed: ${got.code}`
     bytes = got.bytes
   }
   const seen = world.values.identify(bytes)

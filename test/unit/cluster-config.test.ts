@@ -36,7 +36,6 @@ test('a storage node: SPEC defaults, its pool, no warning with a dedicated secre
   assert.is(config['SVC_GC_GRACE_DAYS'], '7')
   assert.is(config['SVC_MAX_REJOIN_DOWNTIME_DAYS'], '3')
   assert.is(config['SVC_ANTI_ENTROPY_INTERVAL_SECS'], '600')
-  assert.is(config['SVC_SCRUBBER_FULL_SCAN_DAYS'], '30')
   assert.is(config['SVC_HINT_TTL_HOURS'], '3')
   assert.is(config['SVC_SEEDS'], '127.0.0.1:9102,127.0.0.1:9103')
   assert.is(config['SVC_NODE_GRPC_ADDR'], '127.0.0.1:9101')

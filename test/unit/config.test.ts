@@ -2,7 +2,8 @@
  * (IPv6 in brackets); SVC_HTTP_WORKERS defaults to the cores beyond the two the store and the
  * coordinator keep busy (1 to 4), takes 1 to 64, and refuses anything else with a
  * ConfigError naming the variable, as does an SVC_LOG_LEVEL pino does not know; every actor gets
- * the values it needs in its flat record.
+ * the values it needs in its flat record, the scrubber's cycle in every mode (30 days, fractions
+ * accepted).
  * Method: loadConfig on literal environments. */
 import { availableParallelism } from 'node:os'
 import { test } from 'uvu'
@@ -39,6 +40,9 @@ test('bad values are configuration errors that name their variable', () => {
     [{ SVC_MODE: 'cloud' }, /SVC_MODE/],
     [{ SVC_LOG_LEVEL: 'verbose' }, /SVC_LOG_LEVEL must be one of trace, debug, info/],
     [{ SVC_LOG_LEVEL: 'INFO' }, /SVC_LOG_LEVEL/],
+    [{ SVC_SCRUBBER_FULL_SCAN_DAYS: '0' }, /SVC_SCRUBBER_FULL_SCAN_DAYS/],
+    [{ SVC_SCRUBBER_FULL_SCAN_DAYS: 'monthly' }, /SVC_SCRUBBER_FULL_SCAN_DAYS/],
+    [{ SVC_SCRUBBER_FULL_SCAN_DAYS: '1e3' }, /SVC_SCRUBBER_FULL_SCAN_DAYS/],
   ]
   for (const [env, message] of cases) {
     assert.throws(
@@ -47,6 +51,12 @@ test('bad values are configuration errors that name their variable', () => {
       JSON.stringify(env),
     )
   }
+})
+
+test("the scrubber's cycle: 30 days by default, fractions for tests, in single mode too", () => {
+  assert.is(loadConfig({}).actorConfig['SVC_SCRUBBER_FULL_SCAN_DAYS'], '30')
+  const env = { SVC_SCRUBBER_FULL_SCAN_DAYS: '0.0001' }
+  assert.is(loadConfig(env).actorConfig['SVC_SCRUBBER_FULL_SCAN_DAYS'], '0.0001')
 })
 
 test('every log level pino knows is accepted, and silent', () => {

@@ -5,12 +5,16 @@
  * replica, and read repair writes it there with the same record; a merged listing hides a key
  * deleted where one replica missed the delete, and shows a key only one replica holds; of two
  * racing If-None-Match PUTs one wins; DeleteObjects reaches every partition's replicas; a silent
- * replica costs a read the hedge, not its deadline.
+ * replica costs a read the hedge, not its deadline; a relayed read whose replica's copy fails its
+ * CRC32 before the first byte takes the same version from the next replica that holds it.
  * Method: test/support/coordinated-cluster.ts: three real replica-stores and n1's real
  * coordinator in this thread on fake contexts sharing one manual clock; a test cuts nodes (their
  * calls answer `unavailable`) or holds their answers, and reads each store's own record back. */
+import { createHash } from 'node:crypto'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { blobKey } from '../../actors/replica-store/keys.js'
+import { decodeBlob } from '../../actors/replica-store/records.js'
 import type { Result } from '../../protocol/errors.js'
 import { hlcString, nodeTag } from '../../protocol/hlc.js'
 import type {
@@ -324,6 +328,38 @@ test('a newer object n1 missed is relayed from a replica; n1 is repaired with it
   assert.is(await bytesOn(cluster, 'n1', 'k'), hex(newer), "n1's own bytes")
   const counters = value(await cluster.send<CoordinatorCounters>({ kind: 'coordinator.counters' }))
   assert.is(counters.readRepairs, 1)
+})
+
+test('a relay whose copy is corrupt takes the same version from the next replica', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  await put(cluster, 'k', large(7))
+  cluster.advance(10)
+  // A newer version on n2 and n3 only, so that the read relays it; n2's copy then goes bad.
+  const newer = large(8)
+  const stamp = hlcString({ wallMs: cluster.clock.nowMs, logical: 0, node: nodeTag('n2') })
+  value(await cluster.sendTo<PutResult>('n2', stampedPut('k', newer, stamp)))
+  value(await cluster.sendTo<PutResult>('n3', stampedPut('k', newer, stamp)))
+  await cluster.settle()
+  const n2 = cluster.store('n2')
+  const sha256 = createHash('sha256').update(newer).digest('hex')
+  const blob = decodeBlob(n2.ctx.kv.get(blobKey(sha256)) as Uint8Array)
+  n2.ctx.blobs.corrupt(blob.file as string, 99)
+  const asked = cluster.asked.length
+  assert.is(await getThrough(cluster, 'k'), hex(newer), 'the right bytes, from n3')
+  const reads = cluster.asked.slice(asked).filter((one) => one.kind === 'object.get')
+  // The quorum asked n1 and n2 (the winner: read repair reads it too, for n1); n3 only when
+  // n2's copy failed.
+  assert.equal(reads.slice(0, 2), [
+    { node: 'n1', from: 'n1', kind: 'object.get' },
+    { node: 'n2', from: 'n1', kind: 'object.get' },
+  ])
+  assert.ok(
+    reads.some((one) => one.node === 'n3'),
+    'n3 was read',
+  )
+  assert.ok(n2.state.damaged.has(sha256), "n2's store holds its copy damaged")
+  await cluster.settle()
 })
 
 test('a listing hides a key deleted where n3 missed it, and shows a key only n3 has', async () => {

@@ -537,7 +537,7 @@ test('a put is acknowledged only once its batch is durable', async () => {
   assert.ok(acknowledged)
 })
 
-test('corruption: a flipped bit fails a whole read; ranged reads still serve', async () => {
+test('corruption: a flipped bit fails a whole read, and then every read of that blob', async () => {
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   const body = pattern(600_000, 13)
@@ -546,20 +546,35 @@ test('corruption: a flipped bit fails a whole read; ranged reads still serve', a
   const [fileId] = [...store.ctx.blobs.permanent.keys()]
   assert.ok(fileId !== undefined)
   store.ctx.blobs.corrupt(fileId, 599_999)
+  // A range cannot be checked against the whole blob's CRC32: before the damage is known, it
+  // serves.
+  const before = await getBytes(store, 'b', 'k', { start: 0, end: 1000 })
+  assert.is(before.outcome, 'ended')
   const whole = await getBytes(store, 'b', 'k')
   assert.is(whole.outcome, 'corrupt')
   assert.ok(whole.bytes.byteLength < body.byteLength, 'the last chunk is held back')
-  const ranged = await getBytes(store, 'b', 'k', { start: 0, end: 1000 })
-  assert.is(ranged.outcome, 'ended')
+  // Known damaged from then on: no byte of it is served until the scrubber heals or clears it.
+  const small = await store.send({ kind: 'object.get', bucket: 'b', key: 'k' })
+  assert.is(code(small), 'ok', 'the head still answers')
+  const after = memoryStream()
+  const ranged = await store.send({
+    kind: 'object.get',
+    bucket: 'b',
+    key: 'k',
+    stream: after.handle,
+  })
+  assert.is(code(ranged), 'corrupt')
   // Inline blobs are checked on every read.
   value(await store.send(putBody('b', 'small', pattern(50))))
   const sha = createHash('sha256').update(pattern(50)).digest('hex')
   const stored = store.ctx.kv.get(`D\0${sha}`)
   assert.ok(stored !== undefined)
   stored[0] = (stored[0] ?? 0) ^ 1
-  const small = memoryStream()
+  const inline = memoryStream()
   assert.is(
-    code(await store.send({ kind: 'object.get', bucket: 'b', key: 'small', stream: small.handle })),
+    code(
+      await store.send({ kind: 'object.get', bucket: 'b', key: 'small', stream: inline.handle }),
+    ),
     'corrupt',
   )
   await idle(store.state)
