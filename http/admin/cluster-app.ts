@@ -1,5 +1,7 @@
 /** @module Cluster administration on the HTTP port (CLUSTER-INTERFACE.md): GET
- * /admin/cluster/topology, /admin/cluster/health and /admin/node/health, as JSON, for a SuperUser
+ * /admin/cluster/topology, /admin/cluster/health, /admin/cluster/repair-status (hints and the
+ * scrubber; anti-entropy and bootstrap are not built yet) and /admin/node/health, as JSON, for a
+ * SuperUser
  * signed in either way the node knows: SigV4 with S3 keys, or an admin bearer token. Membership
  * comes from the gossiper (`membership.view`), the actors' state from the supervisor. With
  * SVC_CHAOS=1, POST and DELETE /admin/chaos/partition cut and heal this node's node-to-node
@@ -9,6 +11,8 @@ import { Hono } from 'hono'
 import type { Mesh } from '../../protocol/actor.js'
 import type { Member, MemberStatus } from '../../protocol/cluster.js'
 import type { MembershipView } from '../../protocol/membership.js'
+import type { HintQueueCounters } from '../../protocol/messages.js'
+import type { ScrubberStatus } from '../../protocol/scrubbing.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { authenticate, type AuthCaches } from '../s3/authenticate.js'
 import { newExchange } from '../s3/router.js'
@@ -127,6 +131,38 @@ export async function hintsPending(mesh: Mesh): Promise<number> {
   return counted.ok ? counted.value : 0
 }
 
+/** What this node's repair workers did (CLUSTER-INTERFACE.md): the hints it keeps and delivered,
+ * and its scrubber's pass. A worker that does not answer (a gateway runs neither) is left out. */
+async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
+  const deadlineMs = mesh.now() + 1_000
+  const [pending, hints, scrubber] = await Promise.all([
+    hintsPending(mesh),
+    mesh.call<HintQueueCounters>('hint-queue', {
+      kind: 'hint-queue.counters',
+      requestId: 'repair-status',
+      deadlineMs,
+    }),
+    mesh.call<ScrubberStatus>('scrubber', {
+      kind: 'scrubber.status',
+      requestId: 'repair-status',
+      deadlineMs,
+    }),
+  ])
+  return {
+    ...(hints.ok
+      ? {
+          hints: {
+            pending,
+            delivered: hints.value.delivered,
+            expired: hints.value.expired,
+            unsupported: hints.value.unsupported,
+          },
+        }
+      : {}),
+    ...(scrubber.ok ? { scrubber: scrubber.value } : {}),
+  }
+}
+
 export function createClusterApp(mesh: Mesh, caches: AuthCaches): Hono<AdminEnv> {
   const app = new Hono<AdminEnv>()
   app.use('*', exchangeMiddleware(mesh))
@@ -159,6 +195,10 @@ export function createClusterApp(mesh: Mesh, caches: AuthCaches): Hono<AdminEnv>
       'ClusterHealth',
       withView(async (view) => clusterHealthJson(mesh, view, await hintsPending(mesh))),
     ),
+  )
+  app.get(
+    '/cluster/repair-status',
+    guarded('RepairStatus', async (c) => sendJson(c, 200, await repairStatusJson(mesh))),
   )
   app.get(
     '/node/health',

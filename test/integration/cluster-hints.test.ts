@@ -104,6 +104,18 @@ test('a node cut off during 300 writes holds them all within 60 s of healing', a
   const metrics = await (await fetch(`${cluster.server('n1').url}/metrics`)).text()
   const delivered = sample(metrics, 'svc_cluster_hints_delivered_total') ?? 0
   assert.ok(delivered >= expected.size, `${delivered} hints delivered`)
+  const status = await signedRequest(cluster.server('n1').url, {
+    method: 'GET',
+    path: '/admin/cluster/repair-status',
+  })
+  assert.is(status.status, 200)
+  const repair = JSON.parse(status.body.toString()) as {
+    hints: { pending: number; delivered: number; expired: number }
+    scrubber: { blobs_scanned: number; full_scan_progress: number }
+  }
+  assert.equal([repair.hints.pending, repair.hints.delivered], [0, delivered])
+  assert.is(repair.hints.expired, 0)
+  assert.type(repair.scrubber.blobs_scanned, 'number')
 })
 
 test.run()
