@@ -1,5 +1,6 @@
 /** @module Test runner: runs every compiled uvu suite (unit first, then integration), each in its
- * own child process, so a suite that starts servers or threads cannot leak into the next, then
+ * own child process (unit suites two at a time, integration suites one at a time), so a suite
+ * that starts servers or threads cannot leak into the next, then
  * the S3 suites (those built on test/support/s3-suite.ts) again against a 3-node cluster, through
  * a node and through a gateway (TEST_TARGET; one cluster per pass), and prints the closing line
  * `N passed, N failed`. A suite that exits non-zero without a uvu summary counts as one failure.
@@ -15,6 +16,9 @@ import { startCluster, type TestCluster } from './support/cluster.js'
 const here = dirname(fileURLToPath(import.meta.url))
 const SUITE_TIMEOUT_MS = 10 * 60 * 1000
 const groups = ['unit', 'integration']
+/** Unit suites run two at a time (the machine's cores); integration suites, which start servers
+ * of several threads each, one at a time. */
+const UNIT_SUITES_AT_ONCE = 2
 
 function suitesOf(group: string): string[] {
   const folder = join(here, group)
@@ -30,9 +34,11 @@ function suitesOf(group: string): string[] {
 interface Outcome {
   passed: number
   failed: number
+  output: string
 }
 
-function runSuite(file: string, env: Record<string, string> = {}): Promise<Outcome> {
+/** Runs one suite; its output goes to stdout as it comes, or, `held`, only in the outcome. */
+function runSuite(file: string, env: Record<string, string> = {}, held = false): Promise<Outcome> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [file], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -41,7 +47,7 @@ function runSuite(file: string, env: Record<string, string> = {}): Promise<Outco
     let output = ''
     const collect = (data: Buffer): void => {
       output += data.toString()
-      process.stdout.write(data)
+      if (!held) process.stdout.write(data)
     }
     child.stdout.on('data', collect)
     child.stderr.on('data', collect)
@@ -56,13 +62,13 @@ function runSuite(file: string, env: Record<string, string> = {}): Promise<Outco
       const total = /Total:\s+(\d+)/.exec(plain)
       const passed = /Passed:\s+(\d+)/.exec(plain)
       if (total === null || passed === null) {
-        resolve({ passed: 0, failed: 1 })
+        resolve({ passed: 0, failed: 1, output })
         return
       }
       const passedCount = Number(passed[1])
       let failedCount = Number(total[1]) - passedCount
       if (code !== 0 && failedCount === 0) failedCount = 1
-      resolve({ passed: passedCount, failed: failedCount })
+      resolve({ passed: passedCount, failed: failedCount, output })
     })
   })
 }
@@ -70,7 +76,32 @@ function runSuite(file: string, env: Record<string, string> = {}): Promise<Outco
 let passed = 0
 let failed = 0
 for (const group of groups) {
-  for (const file of suitesOf(group)) {
+  const files = suitesOf(group)
+  if (group === 'unit') {
+    // Unit suites start no servers and share nothing: UNIT_SUITES_AT_ONCE run together, each
+    // suite's output printed whole when it ends, in file order.
+    const settle: ((outcome: Outcome) => void)[] = []
+    const outcomes = files.map(
+      (): Promise<Outcome> => new Promise((resolve) => settle.push(resolve)),
+    )
+    let next = 0
+    const lane = async (): Promise<void> => {
+      for (let index = next++; index < files.length; index = next++) {
+        settle[index]?.(await runSuite(files[index] as string, {}, true))
+      }
+    }
+    const lanes = Array.from({ length: UNIT_SUITES_AT_ONCE }, lane)
+    for (const [index, file] of files.entries()) {
+      const outcome = await (outcomes[index] as Promise<Outcome>)
+      console.log(`\n# ${group}/${file.split('/').pop() ?? file}`)
+      process.stdout.write(outcome.output)
+      passed += outcome.passed
+      failed += outcome.failed
+    }
+    await Promise.all(lanes)
+    continue
+  }
+  for (const file of files) {
     console.log(`\n# ${group}/${file.split('/').pop() ?? file}`)
     const outcome = await runSuite(file)
     passed += outcome.passed
