@@ -2,12 +2,12 @@
  * hints.ts) to the replicas they name. It looks at gossip every LOOK_MS; a replica seen coming
  * back Alive gets a pass after a random 0-5 s (so that every node's queue does not start at once),
  * one the store keeps new hints for a pass within NEW_HINTS_PASS_MS (a short cut gossip never
- * saw), and an Alive one with hints left a pass every PASS_MS. A pass pages through the replica's
- * hints; a hint older than SVC_HINT_TTL_HOURS (by its change's stamp) is dropped as expired, and
- * each other one is delivered by the coordinator (`key.bring`, at most DELIVERIES_AT_ONCE at a
- * time), then removed unless a newer one replaced it meanwhile. A replica that cannot be reached
- * ends the pass; a state repair does not replay stays hinted until it expires (anti-entropy's to
- * bring). The queue keeps no state of its own beyond counters: the hints are the store's. */
+ * saw), and an Alive one with hints left a pass every PASS_MS. A pass pages through the replica's hints;
+ * a hint older than SVC_HINT_TTL_HOURS (by its change's stamp) is dropped as expired, and each
+ * other one is delivered by the coordinator (`key.bring`, at most DELIVERIES_AT_ONCE at a time),
+ * then removed unless a newer one replaced it meanwhile. A replica that cannot be reached ends the
+ * pass; a state repair does not replay stays hinted until it expires (anti-entropy's to bring).
+ * The queue keeps no state of its own beyond counters: the hints are the store's, durable. */
 import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
 import { ok, unreachable, type Result } from '../../protocol/errors.js'
