@@ -89,8 +89,9 @@ export interface BlobFiles {
   removeTemporary(id: string): Promise<void>
   /** Whether `bytes` more of object data fit on the data volume, above the space kept free for
    * deletes and the metadata database's own writes. A write that finds no room while it runs
-   * fails with `insufficient_storage` instead. */
-  admits(bytes: number): Promise<boolean>
+   * fails with `insufficient_storage` instead. `inline`: the bytes go to the metadata database,
+   * not a blob file, and once admitted count as written (no file write will count them). */
+  admits(bytes: number, inline?: boolean): Promise<boolean>
 }
 export interface BlobWriter {
   /** Appends `chunk`. Writes may still be running when this resolves (a bounded number of them):

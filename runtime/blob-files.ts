@@ -34,7 +34,7 @@ export interface LocalBlobFiles extends BlobFiles {
 
 /** What blob files ask of the data volume (runtime/data-volume.ts). */
 export interface BlobSpace {
-  admits(bytes: number): Promise<boolean>
+  admits(bytes: number, inline?: boolean): Promise<boolean>
   /** Counts bytes about to be written; false (or a promise of it) when there is no room. */
   spend(bytes: number): true | Promise<boolean>
   /** A write failed with ENOSPC. */
@@ -172,8 +172,8 @@ class LocalFiles implements LocalBlobFiles {
     await unlinkIfPresent(this.temporaryPath(id))
   }
 
-  admits(bytes: number): Promise<boolean> {
-    return this.space.admits(bytes)
+  admits(bytes: number, inline = false): Promise<boolean> {
+    return this.space.admits(bytes, inline)
   }
 
   private noSpaceAs(error: unknown): unknown {

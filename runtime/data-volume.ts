@@ -19,11 +19,15 @@
 import { open, stat, statfs, unlink, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { VolumeStatus } from '../protocol/actor.js'
+import { METADATA_MEMTABLE_BYTES } from './rocks-kv.js'
 
 const MIB = 1024 * 1024
-/** The floor: 1% of the volume, at least FLOOR_BYTES_MIN (a memtable flush of the metadata
- * database writes up to two 8 MiB write buffers) and at most FLOOR_BYTES_MAX. */
-export const FLOOR_BYTES_MIN = 16 * MIB
+/** The floor: 1% of the volume, at least FLOOR_BYTES_MIN and at most FLOOR_BYTES_MAX. The least
+ * is the metadata database's whole memtable budget (rocks-kv.ts): small objects live inline there,
+ * and a flush writes its memtables out while their WAL files still hold the same bytes. With half
+ * of it (two write buffers) a run of inline writes left too little for the flush, which then
+ * failed on every retry while nothing could free space. */
+export const FLOOR_BYTES_MIN = METADATA_MEMTABLE_BYTES
 const FLOOR_BYTES_MAX = 256 * MIB
 /** The reserve file: two write buffers of the metadata database, which resumes after a failed
  * write only once it sees one buffer free. */
@@ -129,12 +133,16 @@ export class DataVolume {
   }
 
   /** Whether `bytes` of object data fit; a fresh look decides when the last is old or the
-   * estimate says no. */
-  async admits(bytes: number): Promise<boolean> {
+   * estimate says no. Admitted `inline` bytes (bound for the metadata database) count as written
+   * at once: without it, small writes a second apart from a look went unseen, and a fast run of
+   * them took the floor the database needed to flush. */
+  async admits(bytes: number, inline = false): Promise<boolean> {
     const fits = (): boolean => this.room() >= Math.max(bytes, FULL_ROOM_BYTES)
-    if (Date.now() - this.sample.atMs <= SAMPLE_INTERVAL_MS && fits()) return true
-    await this.refresh()
-    return fits()
+    const fresh = Date.now() - this.sample.atMs <= SAMPLE_INTERVAL_MS
+    if (!fresh || !fits()) await this.refresh()
+    if (!fits()) return false
+    if (inline) this.writtenSince += bytes
+    return true
   }
 
   /** Counts `bytes` about to be written to a blob file. True while they stay out of the lower

@@ -36,6 +36,8 @@ export const BATCH_OPS_MAX = 4096
 export const BATCH_BYTES_MAX = 16 * 1024 * 1024
 /** RocksDB's status for ENOSPC (and for writes refused until it resumed from one). */
 const NO_SPACE_PATTERN = /No space left on device|NoSpace/
+/** RocksDB's memtable budget: 8 MiB write buffers (the data volume's floor keeps this much free). */
+export const METADATA_MEMTABLE_BYTES = 32 * 1024 * 1024
 /** Rows fetched per native call while scanning. */
 const SCAN_ROWS_PER_CALL = 1024
 
@@ -137,7 +139,7 @@ export async function openRocksKv(dir: string, options: RocksKvOptions = {}): Pr
     // Level compaction with a 32 MiB memtable budget (8 MiB write buffers) instead of the default
     // 64 MiB buffers: small objects live inline in RocksDB and the node's memory must stay bounded.
     compaction: 'level',
-    memtableMemoryBudget: 32 * 1024 * 1024,
+    memtableMemoryBudget: METADATA_MEMTABLE_BYTES,
   })
   const writer = new Worker(WRITER_SOURCE, {
     eval: true,

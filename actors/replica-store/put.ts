@@ -150,7 +150,8 @@ export async function storeBody<T>(
 ): Promise<Result<T>> {
   assert((msg.body === undefined) !== (msg.stream === undefined), 'put needs a body or a stream')
   const source = given ?? (msg.stream === undefined ? null : ctx.source(msg.stream, msg.deadlineMs))
-  if (!(await ctx.blobs.admits(msg.expect.size ?? msg.body?.byteLength ?? 0))) {
+  const size = msg.expect.size ?? msg.body?.byteLength ?? 0
+  if (!(await ctx.blobs.admits(size, size <= INLINE_BLOB_BYTES_MAX))) {
     source?.cancel('insufficient_storage', NO_ROOM)
     return fail('insufficient_storage', NO_ROOM)
   }
