@@ -1,6 +1,7 @@
 /** @module Test runner: runs every compiled uvu suite (unit first, then integration), each in its
- * own child process (unit suites two at a time, integration suites one at a time), so a suite
- * that starts servers or threads cannot leak into the next, then
+ * own child process, two at a time (integration suites that start clusters, bound timings or load
+ * the machine alone, first), so a suite that starts servers or threads cannot leak into another,
+ * then
  * the S3 suites (those built on test/support/s3-suite.ts) again against a 3-node cluster, through
  * a node and through a gateway (TEST_TARGET; one cluster per pass), and prints the closing line
  * `N passed, N failed`. A suite that exits non-zero without a uvu summary counts as one failure.
@@ -15,10 +16,8 @@ import { startCluster, type TestCluster } from './support/cluster.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const SUITE_TIMEOUT_MS = 10 * 60 * 1000
-const groups = ['unit', 'integration']
-/** Unit suites run two at a time (the machine's cores); integration suites, which start servers
- * of several threads each, one at a time. */
-const UNIT_SUITES_AT_ONCE = 2
+/** Suites run two at a time (the machine's cores), but for those that must run alone. */
+const SUITES_AT_ONCE = 2
 
 function suitesOf(group: string): string[] {
   const folder = join(here, group)
@@ -37,8 +36,8 @@ interface Outcome {
   output: string
 }
 
-/** Runs one suite; its output goes to stdout as it comes, or, `held`, only in the outcome. */
-function runSuite(file: string, env: Record<string, string> = {}, held = false): Promise<Outcome> {
+/** Runs one suite; its output is held in the outcome. */
+function runSuite(file: string, env: Record<string, string>): Promise<Outcome> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [file], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -47,7 +46,6 @@ function runSuite(file: string, env: Record<string, string> = {}, held = false):
     let output = ''
     const collect = (data: Buffer): void => {
       output += data.toString()
-      if (!held) process.stdout.write(data)
     }
     child.stdout.on('data', collect)
     child.stderr.on('data', collect)
@@ -75,39 +73,56 @@ function runSuite(file: string, env: Record<string, string> = {}, held = false):
 
 let passed = 0
 let failed = 0
-for (const group of groups) {
-  const files = suitesOf(group)
-  if (group === 'unit') {
-    // Unit suites start no servers and share nothing: UNIT_SUITES_AT_ONCE run together, each
-    // suite's output printed whole when it ends, in file order.
-    const settle: ((outcome: Outcome) => void)[] = []
-    const outcomes = files.map(
-      (): Promise<Outcome> => new Promise((resolve) => settle.push(resolve)),
-    )
-    let next = 0
-    const lane = async (): Promise<void> => {
-      for (let index = next++; index < files.length; index = next++) {
-        settle[index]?.(await runSuite(files[index] as string, {}, true))
-      }
+
+/** Runs `files` `lanes` at a time, each suite's output printed whole when it ends, in the order
+ * of `files`, and adds up their outcomes. */
+async function runSuites(
+  files: readonly string[],
+  lanes: number,
+  label: (file: string) => string,
+  env: Record<string, string> = {},
+): Promise<void> {
+  const settle: ((outcome: Outcome) => void)[] = []
+  const outcomes = files.map((): Promise<Outcome> => new Promise((resolve) => settle.push(resolve)))
+  let next = 0
+  const lane = async (): Promise<void> => {
+    for (let index = next++; index < files.length; index = next++) {
+      settle[index]?.(await runSuite(files[index] as string, env))
     }
-    const lanes = Array.from({ length: UNIT_SUITES_AT_ONCE }, lane)
-    for (const [index, file] of files.entries()) {
-      const outcome = await (outcomes[index] as Promise<Outcome>)
-      console.log(`\n# ${group}/${file.split('/').pop() ?? file}`)
-      process.stdout.write(outcome.output)
-      passed += outcome.passed
-      failed += outcome.failed
-    }
-    await Promise.all(lanes)
-    continue
   }
-  for (const file of files) {
-    console.log(`\n# ${group}/${file.split('/').pop() ?? file}`)
-    const outcome = await runSuite(file)
+  const running = Array.from({ length: lanes }, lane)
+  for (const [index, file] of files.entries()) {
+    const outcome = await (outcomes[index] as Promise<Outcome>)
+    console.log(`\n# ${label(file)}`)
+    process.stdout.write(outcome.output)
     passed += outcome.passed
     failed += outcome.failed
   }
+  await Promise.all(running)
 }
+
+const nameOf = (file: string): string => file.split('/').pop() ?? file
+/** Integration suites that run with no other suite beside them: those that start clusters or
+ * several nodes, bound how fast something must happen (an answer within a bound of a kill), fill
+ * a volume, or move a GiB. The others start one server each and run two at a time. */
+const ALONE = ['actor-death', 'chaos', 'full-disk', 'large-object', 'local-cluster']
+function runsAlone(file: string): boolean {
+  return (
+    ALONE.some((name) => nameOf(file).startsWith(`${name}.`)) ||
+    readFileSync(file, 'utf8').includes('startCluster(')
+  )
+}
+
+// Unit suites start no servers and share nothing.
+await runSuites(suitesOf('unit'), SUITES_AT_ONCE, (file) => `unit/${nameOf(file)}`)
+const integration = suitesOf('integration')
+const integrationLabel = (file: string): string => `integration/${nameOf(file)}`
+await runSuites(integration.filter(runsAlone), 1, integrationLabel)
+await runSuites(
+  integration.filter((file) => !runsAlone(file)),
+  SUITES_AT_ONCE,
+  integrationLabel,
+)
 /** Suites that run against whatever TEST_TARGET names (they share test/support/s3-suite.ts). */
 function s3Suites(): string[] {
   return suitesOf('integration').filter((file) =>
@@ -139,12 +154,7 @@ for (const target of s3.length === 0 ? [] : targets) {
     TEST_TARGET_DATA_DIR: facing.dataDir,
   }
   try {
-    for (const file of s3) {
-      console.log(`\n# integration/${file.split('/').pop() ?? file} (TEST_TARGET=${target})`)
-      const outcome = await runSuite(file, env)
-      passed += outcome.passed
-      failed += outcome.failed
-    }
+    await runSuites(s3, 1, (file) => `${integrationLabel(file)} (TEST_TARGET=${target})`, env)
   } finally {
     await cluster.destroy()
   }
