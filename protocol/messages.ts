@@ -377,6 +377,8 @@ export type UploadMsg =
   | (Request & { kind: 'hint.put'; hints: Hint[] })
   /** Cluster mode: how many hints this node keeps. */
   | (Request & { kind: 'hint.count' })
+  /** Cluster mode: how many hints this node keeps for each replica (those with none left out). */
+  | (Request & { kind: 'hint.nodes' })
   /** Cluster mode: the hints kept for `node`, after the one named `after` (bucket and key; none:
    * from the first), at most `limit`, in order. */
   | (Request & {
@@ -441,6 +443,7 @@ export type ObjectReply = {
   'key.release': null
   'hint.put': null
   'hint.count': number
+  'hint.nodes': Record<string, number>
   'hint.page': Hint[]
   'hint.done': number
   'object.copy': PutResult

@@ -1,6 +1,6 @@
 /** @module key.bring: a hint's delivery. Every reachable replica of the key (the named one among
  * them) is asked for its stamped state; the newest must be at least the hinted change (else it
- * rests on replicas out of reach, and the hint waits). When the named replica's key stamp is older
+ * rests on replicas out of reach, and the hint waits), unless every replica answered. When the named replica's key stamp is older
  * than the newest, read repair's change (repair.ts) is replayed to it alone: a deletion, or a
  * plain object with its bytes from the replica that holds the newest. A newest state repair does
  * not replay (a multipart object, a version, tags) is `unsupported`: anti-entropy exchanges
@@ -53,8 +53,13 @@ export async function bringKey(
     if ((one.answer.keyStamp ?? '') > (winner.answer.keyStamp ?? '')) winner = one
   }
   const newest = winner.answer.keyStamp ?? ''
-  // The hinted change may rest on replicas out of reach now: then nothing here can bring it.
-  if (newest < msg.stamp) return fail('unavailable', 'no reachable replica holds the change')
+  // The hinted change may rest on replicas out of reach now: then nothing here can bring it. When
+  // every replica answered and none holds it, it is nowhere (a change none kept, its hint left
+  // from a write that failed): the newest state there is is what the replica is brought.
+  const everyReplica = answers.length === replicas.value.all.length
+  if (newest < msg.stamp && !everyReplica) {
+    return fail('unavailable', 'no reachable replica holds the change')
+  }
   if ((held.answer.keyStamp ?? '') >= newest) return ok('current')
   const repair =
     'absent' in winner.answer && 'absent' in held.answer

@@ -95,6 +95,7 @@ async function coordinate(
     case 'key.release':
     case 'hint.put':
     case 'hint.count':
+    case 'hint.nodes':
     case 'hint.page':
     case 'hint.done':
       return ctx.call('replica-store', msg)

@@ -39,12 +39,15 @@ function firstAnswer<T>(oks: { value: T }[]): T {
 }
 
 /** Waits for the write quorum of a change sent to replicas; records hints for the replicas of
- * `all` that miss it. */
+ * `all` that miss it. A change of an upload and not of its key (a new upload, a part, an abort)
+ * is `null`: a hint names a key's state, which those leave as it was, and a hint under the key
+ * with their stamp would replace the key's own (one hint per replica and key) with one that no
+ * key state ever reaches. */
 async function writeQuorumOf<T>(
   cluster: ClusterState,
   ctx: Context,
   sent: { replica: Replica; answer: Promise<Result<T>> }[],
-  change: Change,
+  change: Change | null,
   all: readonly string[],
 ): Promise<Result<T>> {
   const need = cluster.settings.writeQuorum
@@ -52,7 +55,7 @@ async function writeQuorumOf<T>(
     sent.map((one) => one.answer),
     need,
   )
-  await hintMisses(ctx, change, all, sent, gathered.oks.length > 0)
+  if (change !== null) await hintMisses(ctx, change, all, sent, gathered.oks.length > 0)
   if (gathered.oks.length < need) return quorumFailure('write', gathered, need)
   cluster.counters.quorumWrites++
   return ok(firstAnswer(gathered.oks))
@@ -169,7 +172,8 @@ async function stampAndWrite(
   } else {
     await sendInline(msg.body ?? new Uint8Array(0), sinks, endTrailers())
   }
-  const change = { bucket: msg.bucket, keys: [msg.key], stamp: stamp.value }
+  const change =
+    msg.kind === 'upload.part' ? null : { bucket: msg.bucket, keys: [msg.key], stamp: stamp.value }
   return writeQuorumOf(cluster, ctx, writes, change, all)
 }
 
@@ -240,7 +244,7 @@ async function stampAndChange<T>(
     replica,
     answer: askReplica<T>(ctx, replica, stamped),
   }))
-  const change = { bucket: msg.bucket, keys: [msg.key], stamp: stamp.value }
+  const change = ordered ? { bucket: msg.bucket, keys: [msg.key], stamp: stamp.value } : null
   return writeQuorumOf<T>(cluster, ctx, sent, change, all)
 }
 

@@ -1,12 +1,13 @@
 /** @module Hint queue (cluster mode): delivers the hints this node's store keeps (replica-store
  * hints.ts) to the replicas they name. It looks at gossip every LOOK_MS; a replica seen coming
  * back Alive gets a pass after a random 0-5 s (so that every node's queue does not start at once),
- * and an Alive one with hints left a pass every PASS_MS. A pass pages through the replica's hints;
- * a hint older than SVC_HINT_TTL_HOURS (by its change's stamp) is dropped as expired, and each
- * other one is delivered by the coordinator (`key.bring`, at most DELIVERIES_AT_ONCE at a time),
- * then removed unless a newer one replaced it meanwhile. A replica that cannot be reached ends the
- * pass; a state repair does not replay stays hinted until it expires (anti-entropy's to bring).
- * The queue keeps no state of its own beyond counters: the hints are the store's, durable. */
+ * one the store keeps new hints for a pass within NEW_HINTS_PASS_MS (a short cut gossip never
+ * saw), and an Alive one with hints left a pass every PASS_MS. A pass pages through the replica's
+ * hints; a hint older than SVC_HINT_TTL_HOURS (by its change's stamp) is dropped as expired, and
+ * each other one is delivered by the coordinator (`key.bring`, at most DELIVERIES_AT_ONCE at a
+ * time), then removed unless a newer one replaced it meanwhile. A replica that cannot be reached
+ * ends the pass; a state repair does not replay stays hinted until it expires (anti-entropy's to
+ * bring). The queue keeps no state of its own beyond counters: the hints are the store's. */
 import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
 import { ok, unreachable, type Result } from '../../protocol/errors.js'
@@ -21,6 +22,9 @@ export const LOOK_MS = 1_000
  * not reach it (gossip may not have seen it gone: a short cut). */
 export const PASS_MS = 30_000
 export const UNREACHED_RETRY_MS = 5_000
+/** A replica gossip never saw leave (cut off for a moment) gets a pass this soon after the store
+ * keeps more hints for it than at the last look, rather than at the next round. */
+export const NEW_HINTS_PASS_MS = 5_000
 /** The most a first pass after a replica came back waits, drawn at random. */
 export const COMING_BACK_JITTER_MS = 5_000
 /** Hints read per page, and deliveries running at once. */
@@ -34,6 +38,8 @@ const HOUR_MS = 3_600_000
 
 interface Target {
   status: MemberStatus
+  /** Hints the store kept for it at the last look. */
+  hints: number
   /** When the next pass may start (virtual ms of ctx.now()). */
   nextPassMs: number
   passing: boolean
@@ -93,14 +99,24 @@ async function look(state: HintQueueState, ctx: Context): Promise<void> {
     deadlineMs: ctx.now() + CALL_MS,
   })
   if (!view.ok) return
+  const kept = await ctx.call<Record<string, number>>('replica-store', {
+    kind: 'hint.nodes',
+    requestId: 'hint-queue',
+    deadlineMs: ctx.now() + CALL_MS,
+  })
   const now = ctx.now()
   for (const member of view.value.members) {
     if (member.kind !== 'node' || member.id === state.self) continue
     const known = state.targets.get(member.id)
-    const target = known ?? { status: member.status, nextPassMs: now, passing: false }
+    const target = known ?? { status: member.status, hints: 0, nextPassMs: now, passing: false }
     if (member.status === 'Alive' && known !== undefined && known.status !== 'Alive') {
       target.nextPassMs = now + jitter(ctx)
     }
+    const hints = kept.ok ? (kept.value[member.id] ?? 0) : target.hints
+    if (hints > target.hints) {
+      target.nextPassMs = Math.min(target.nextPassMs, now + NEW_HINTS_PASS_MS)
+    }
+    target.hints = hints
     target.status = member.status
     state.targets.set(member.id, target)
     if (member.status !== 'Alive' || target.passing || now < target.nextPassMs) continue

@@ -239,6 +239,8 @@ function dispatch(
       return putHints(state, ctx, msg.hints)
     case 'hint.count':
       return ok(state.hintsPending)
+    case 'hint.nodes':
+      return ok(Object.fromEntries([...state.hintsPerNode].filter(([, count]) => count > 0)))
     case 'hint.page':
       return pageHints(ctx, msg.node, msg.after, msg.limit)
     case 'hint.done':

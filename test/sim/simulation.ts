@@ -11,9 +11,12 @@
  *   hold the same stamp for a key hold the same version; every copy reads back whole and right
  *   (the scrubber, a pass every SCRUB_PERIOD_MS, has healed the corrupt ones);
  * - each store's references and counters match its records (store-audit.ts).
- * At most RF − W = 1 node is down or cut off at any time, as the guarantee asks. The faults of a
- * run are chosen by its seed, each kind on or off. */
+ * At most RF − W = 1 node is down or cut off at any time, as the guarantee asks, and a content
+ * has at most RF − W corrupt copies at once (a corrupt copy is a replica lost until healed). The
+ * faults of a run are chosen by its seed, each kind on or off. */
+import { createHash } from 'node:crypto'
 import type { HintQueueState } from '../../actors/hint-queue/hint-queue.js'
+import { fileKey } from '../../actors/replica-store/keys.js'
 import { loadClusterSettings } from '../../runtime/cluster-config.js'
 import { clusterKey } from '../../runtime/cluster/cluster-key.js'
 import { loadConfig } from '../../runtime/config.js'
@@ -83,6 +86,8 @@ const OPS_PER_CLIENT_MAX = 40
 const CLUSTER_NAME = 'sim'
 const ROOT_PASSWORD = 'sim-root-password-1'
 const SCRUB_PERIOD_MS = 4_320
+/** The nodes' SVC_REPLICATION_FACTOR (its default). */
+const REPLICATION_FACTOR = 3
 
 export function planOf(seed: number): FaultPlan {
   const random = new SimRandom(seed).fork(1)
@@ -129,7 +134,7 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
     duplicateRate: plan.duplication ? 0.05 : 0,
   }
   const faultsUntil = scheduler.nowMs + FAULT_PHASE_MS
-  scheduleFaults(plan, world, network, random.fork(5), trace, faultsUntil)
+  scheduleFaults(plan, world, network, random.fork(5), trace, faultsUntil, quorums.write)
   const clients = Array.from(
     { length: plan.clients },
     (_, index) => new SimClient(index + 1, world, random.fork(10 + index)),
@@ -406,8 +411,11 @@ function scheduleFaults(
   random: SimRandom,
   trace: Trace,
   untilMs: number,
+  writeQuorum: number,
 ): void {
   const { scheduler, nodes } = world
+  /** A corrupt copy is a replica lost for its content until healed: RF − W at most at once. */
+  const damagedCopiesMax = REPLICATION_FACTOR - writeQuorum
   /** The one node down or cut off now, if any: at most RF − W = 1 at once. */
   let troubled: string | null = null
   const tick = (): void => {
@@ -444,7 +452,7 @@ function scheduleFaults(
     }
     if (plan.corruptBlobs && roll >= 0.8) {
       const node = random.pick(nodes)
-      const files = [...node.blobs.permanent.keys()].sort()
+      const files = corruptible(nodes, node, damagedCopiesMax)
       if (files.length > 0) {
         const id = random.pick(files)
         trace.add(scheduler.nowMs, node.id, `blob ${id} corrupted`)
@@ -453,6 +461,27 @@ function scheduleFaults(
     }
   }
   scheduler.after(random.between(100, 1_000), tick)
+}
+
+/** `node`'s blob files that may be corrupted now: sound ones whose content has fewer than
+ * `damagedMax` corrupt copies on all nodes (a file's content is its store's F\0 record). */
+function corruptible(nodes: readonly SimNode[], node: SimNode, damagedMax: number): string[] {
+  const damaged = new Map<string, number>()
+  const sound: { id: string; sha256: string }[] = []
+  for (const one of nodes) {
+    for (const [id, bytes] of one.blobs.permanent) {
+      const named = one.kv.get(fileKey(id))
+      if (named === undefined) continue
+      const sha256 = new TextDecoder().decode(named)
+      const isSound = createHash('sha256').update(bytes).digest('hex') === sha256
+      if (!isSound) damaged.set(sha256, (damaged.get(sha256) ?? 0) + 1)
+      else if (one === node) sound.push({ id, sha256 })
+    }
+  }
+  return sound
+    .filter((file) => (damaged.get(file.sha256) ?? 0) < damagedMax)
+    .map((file) => file.id)
+    .sort()
 }
 
 export { formatHistory }

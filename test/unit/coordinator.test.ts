@@ -244,6 +244,10 @@ test('hints are paged and delivered by key.bring: objects, deletions, no lost ch
   // Written and deleted while n3 was away: n3 must still get the tombstone.
   await put(cluster, 'never', text('brief'))
   value(await cluster.send({ kind: 'object.delete', bucket: BUCKET, key: 'never' }))
+  // A new upload of `k` changes no key state: its stamp, newer than the put's, must not take the
+  // hint's place (then no state of `k` would ever reach the hinted stamp).
+  const http = { contentType: 'application/octet-stream' }
+  value(await cluster.send({ kind: 'upload.create', bucket: BUCKET, key: 'k', http, userMeta: {} }))
   await cluster.settle()
   const page = value(
     await cluster.send<Hint[]>({ kind: 'hint.page', node: 'n3', after: null, limit: 10 }),
@@ -256,15 +260,22 @@ test('hints are paged and delivered by key.bring: objects, deletions, no lost ch
       ['n3', 'never'],
     ],
   )
+  assert.is((page[1] as Hint).stamp, ((await heldBy(cluster, 'n1', 'k')) as GetResult).info.stamp)
   const bring = (hint: Hint) =>
     cluster.send<KeyBrought>({ kind: 'key.bring', ...hint, node: hint.node })
   // n3 still cut: the delivery fails, and the hints stay.
   assert.is(code(await bring(page[1] as Hint)), 'unavailable')
   cluster.heal('n3')
-  // A change no reachable replica holds (it rests on nodes out of reach) is never delivered.
+  // A change no reachable replica holds while a replica is out of reach may rest there: it is
+  // never delivered.
   const unheld = { ...(page[1] as Hint), stamp: `${(page[1] as Hint).stamp}z` }
+  cluster.cut('n2')
   assert.is(code(await bring(unheld)), 'unavailable')
-  assert.equal(value(await bring(page[1] as Hint)), 'repaired')
+  cluster.heal('n2')
+  // Every replica answered and none holds it: the change is nowhere (its write failed), and the
+  // replica is brought the newest state there is.
+  assert.equal(value(await bring(unheld)), 'repaired')
+  assert.equal(value(await bring(page[1] as Hint)), 'current')
   assert.equal(value(await bring(page[0] as Hint)), 'repaired')
   await cluster.settle()
   const held = await heldBy(cluster, 'n3', 'k')

@@ -1,5 +1,6 @@
 /** Goal: the hint queue delivers a replica's hints once gossip shows it Alive (at once at start,
- * within 5 s of its coming back, again 5 s after a pass that could not reach it), drops hints
+ * within 5 s of its coming back or of new hints for it, again 5 s after a pass that could not
+ * reach it), drops hints
  * older than SVC_HINT_TTL_HOURS without delivering them, leaves hints repair cannot bring, and
  * removes each delivered one.
  * Method: the real hint-queue on a fake context whose calls the test answers: gossip's view (the
@@ -7,7 +8,12 @@
  * and the coordinator's key.bring (the test says whether the replica is reachable). */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { hintQueue, LOOK_MS, UNREACHED_RETRY_MS } from '../../actors/hint-queue/hint-queue.js'
+import {
+  hintQueue,
+  LOOK_MS,
+  NEW_HINTS_PASS_MS,
+  UNREACHED_RETRY_MS,
+} from '../../actors/hint-queue/hint-queue.js'
 import type { MemberStatus } from '../../protocol/cluster.js'
 import { fail, ok } from '../../protocol/errors.js'
 import { hlcString } from '../../protocol/hlc.js'
@@ -54,6 +60,11 @@ function world(): World {
         .filter((hint) => hint.node === node && (after === null || hint.key > after.key))
         .slice(0, body['limit'] as number)
       return ok(page)
+    }
+    if (to === 'replica-store' && msg.kind === 'hint.nodes') {
+      const counts: Record<string, number> = {}
+      for (const one of w.hints) counts[one.node] = (counts[one.node] ?? 0) + 1
+      return ok(counts)
     }
     if (to === 'replica-store' && msg.kind === 'hint.done') {
       const done = body['hints'] as Hint[]
@@ -128,6 +139,18 @@ test('a pass that cannot reach its replica ends, and the next comes 5 s later', 
   await step(w, 3 * LOOK_MS)
   assert.equal(w.brought, ['n2/a', 'n2/b'])
   assert.is(w.hints.length, 0)
+  await hintQueue.stop?.(state, w.ctx)
+})
+
+test('new hints for a replica gossip never saw leave get a pass within 5 s', async () => {
+  const w = world()
+  const state = await hintQueue.init(w.ctx)
+  await step(w, LOOK_MS)
+  assert.equal(w.brought, [], 'nothing to deliver: a pass ran, the next one 30 s away')
+  // A moment's cut: a write missed n2, hinted, while gossip kept it Alive.
+  w.hints.push(hint('n2', 'missed', 1_000, w.ctx.now()))
+  await step(w, NEW_HINTS_PASS_MS + 2 * LOOK_MS)
+  assert.equal(w.brought, ['n2/missed'])
   await hintQueue.stop?.(state, w.ctx)
 })
 

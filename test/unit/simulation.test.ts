@@ -38,6 +38,12 @@ const FOUND_SEEDS: { seed: number; found: string }[] = [
       "a relayed GET whose replica failed took the next one, this node's own store, which " +
       'answers a small body with its head and nothing on the stream: the body never came',
   },
+  {
+    seed: 5184,
+    found:
+      "a new upload's stamp took the place of a put's hint for a cut replica (one hint per " +
+      'replica and key), a stamp no state of the key ever reached: the put was never delivered',
+  },
 ]
 
 test('200 seeds and every seed that once found a bug run without a problem', async () => {
