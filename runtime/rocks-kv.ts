@@ -36,7 +36,7 @@ export const BATCH_OPS_MAX = 4096
 export const BATCH_BYTES_MAX = 16 * 1024 * 1024
 /** RocksDB's status for ENOSPC (and for writes refused until it resumed from one). */
 const NO_SPACE_PATTERN = /No space left on device|NoSpace/
-/** RocksDB's memtable budget: 8 MiB write buffers (the data volume's floor keeps this much free). */
+/** RocksDB's memtable budget, of 8 MiB write buffers (the data volume's floor keeps it free). */
 export const METADATA_MEMTABLE_BYTES = 32 * 1024 * 1024
 /** Rows fetched per native call while scanning. */
 const SCAN_ROWS_PER_CALL = 1024

@@ -1,7 +1,8 @@
 /** @module key.bring: a hint's delivery. Every reachable replica of the key (the named one among
  * them) is asked for its stamped state; the newest must be at least the hinted change (else it
- * rests on replicas out of reach, and the hint waits), unless every replica answered. When the named replica's key stamp is older
- * than the newest, read repair's change (repair.ts) is replayed to it alone: a deletion, or a
+ * rests on replicas out of reach, and the hint waits), unless every replica answered. When the
+ * named replica's key stamp is older than the newest, read repair's change (repair.ts) is
+ * replayed to it alone: a deletion, or a
  * plain object with its bytes from the replica that holds the newest. A newest state repair does
  * not replay (a multipart object, a version, tags) is `unsupported`: anti-entropy exchanges
  * records, and the hint waits for it until it expires. A deletion of a key the replica never

@@ -4,7 +4,8 @@
  * node stops and starts again on the full volume and serves reads. Method: the real server on a
  * 96 MiB tmpfs the test mounts (skipped, saying why, where mounting is refused), filled with PUTs
  * (eight at a time) until the first refusal: 1 MiB objects, which fill blob files, and 60 KB
- * objects, which live inline in the metadata database, so that it is RocksDB that meets the edge. */
+ * objects, which live inline in the metadata database, so that it is RocksDB that meets the
+ * edge. */
 import { randomBytes } from 'node:crypto'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
