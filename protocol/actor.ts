@@ -2,6 +2,7 @@
  * An actor owns private state and handles one message at a time between awaits; the runtime hosts
  * it on a worker thread (or, in a simulation, in one thread with fakes behind the same
  * interfaces). */
+import type { AntiEntropyMsg } from './anti-entropy.js'
 import type { PeerRequestMsg, Peers } from './cluster.js'
 import type { ErrorCode, Result } from './errors.js'
 import type { GossiperMsg } from './membership.js'
@@ -10,6 +11,7 @@ import type { BlobMsg, ScrubberMsg } from './scrubbing.js'
 
 /** Every request one actor may send another. */
 export type AnyMsg =
+  | AntiEntropyMsg
   | CoordinatorMsg
   | SystemMsg
   | BlobMsg

@@ -3,14 +3,15 @@
  * message is the store's own (ObjectMsg), so a remote replica runs exactly what the local one
  * does. Every call is bounded by the request's deadline. */
 import type { ByteSink, ByteSource, Context } from '../../protocol/actor.js'
+import type { AntiEntropyMsg } from '../../protocol/anti-entropy.js'
 import type { BodyRange } from '../../protocol/cluster.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { GetResult, ObjectMsg, SystemMsg } from '../../protocol/messages.js'
 import type { Replica } from './replicas.js'
 
-/** A message for a replica: an object request without its inline body or stream, or the store's
- * figures. */
-export type ReplicaMsg = ObjectMsg | Extract<SystemMsg, { kind: 'system.stats' }>
+/** A message for a replica: an object request without its inline body or stream, the store's
+ * figures, or anti-entropy's questions. */
+export type ReplicaMsg = ObjectMsg | Extract<SystemMsg, { kind: 'system.stats' }> | AntiEntropyMsg
 
 /** Sends `msg` (no body, no stream) and waits for the replica's answer. */
 export function askReplica<T>(ctx: Context, replica: Replica, msg: ReplicaMsg): Promise<Result<T>> {

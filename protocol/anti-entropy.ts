@@ -1,0 +1,83 @@
+/** @module Anti-entropy contracts (CLUSTER.md section 7): what the anti-entropy actor asks a store,
+ * its own or a peer's (through Replica.Op), and what it answers.
+ *
+ * Each store keeps, in cluster mode and in the same batch as every change of a key's records, a
+ * digest of each key's replicated state and a two-level hash tree over them per partition: 256
+ * leaves (by the second byte of SHA-256(bucket\0key), the first being the partition) under one
+ * root. A key's digest is the XOR of the SHA-256 of each of its items (its newest stamp, each
+ * version, each version deleted by id), and a leaf's and a root's the XOR of SHA-256(bucket\0key\0
+ * digest) over their keys, so that a change updates them in place, with no scan. Two replicas
+ * holding the same records hold the same digests; a pair compares roots, then the leaves of a root
+ * that differs, then the keys of a leaf that differs, and syncs each key that differs. Digests are
+ * 64 hex digits; an empty key, leaf or root has none. */
+import type { Request } from './actor.js'
+
+/** Where a leaf's keys are listed from: after this key (null: from the first). */
+export interface KeyCursor {
+  bucket: string
+  key: string
+}
+
+export interface KeyDigest {
+  bucket: string
+  key: string
+  digest: string
+}
+
+/** A version of a key as a replica holds it: its current object (`current`), one of its other
+ * versions, or a delete marker. In a bucket without versioning the key's one object (token null). */
+export interface VersionEntry {
+  /** The version token (keys.ts), null for an object written without versioning. */
+  token: string | null
+  /** The S3 version id (`null` for the null version); absent where no versioning was configured. */
+  versionId?: string
+  /** The change that wrote it (absent: written unstamped). */
+  stamp?: string
+  etag: string
+  size: number
+  marker: boolean
+  /** Parts of a multipart object, 0 for an object of one blob. */
+  parts: number
+  /** Tags it carries. */
+  tags: number
+  current: boolean
+}
+
+/** Everything a replica holds of one key that replication must agree on. */
+export interface KeyManifest {
+  /** The newest change of the key this replica applied or refused as stale (its tombstone once
+   * the object is gone); null when it holds none. */
+  stamp: string | null
+  versions: VersionEntry[]
+  /** Versions deleted by id: their tokens and the deletes' stamps. */
+  deleted: { token: string; stamp: string }[]
+  /** The key's digest as the store keeps it (null: no items), for a caller to see what it saw. */
+  digest: string | null
+}
+
+/** Requests of the anti-entropy actor to a store (its own, or a peer's through Replica.Op). */
+export type AntiEntropyMsg =
+  /** The root digest of each partition asked for, in order (null: the store holds nothing of it). */
+  | (Request & { kind: 'ae.roots'; partitions: number[] })
+  /** The non-empty leaves of a partition and their digests, in leaf order. */
+  | (Request & { kind: 'ae.leaves'; partition: number })
+  /** A leaf's keys and their digests, in key order (bucket, then key), after `after`, at most
+   * `limit` (at most AE_KEYS_PAGE_MAX). */
+  | (Request & {
+      kind: 'ae.keys'
+      partition: number
+      leaf: number
+      after: KeyCursor | null
+      limit: number
+    })
+  /** What this replica holds of one key. */
+  | (Request & { kind: 'key.manifest'; bucket: string; key: string })
+
+export const AE_KEYS_PAGE_MAX = 1_000
+
+export interface AntiEntropyReply {
+  'ae.roots': (string | null)[]
+  'ae.leaves': { leaf: number; digest: string }[]
+  'ae.keys': KeyDigest[]
+  'key.manifest': KeyManifest
+}
