@@ -25,7 +25,8 @@ export interface KeyDigest {
 }
 
 /** A version of a key as a replica holds it: its current object (`current`), one of its other
- * versions, or a delete marker. In a bucket without versioning the key's one object (token null). */
+ * versions, or a delete marker. In a bucket without versioning the key's one object (token
+ * null). */
 export interface VersionEntry {
   /** The version token (keys.ts), null for an object written without versioning. */
   token: string | null
@@ -57,7 +58,8 @@ export interface KeyManifest {
 
 /** Requests of the anti-entropy actor to a store (its own, or a peer's through Replica.Op). */
 export type AntiEntropyMsg =
-  /** The root digest of each partition asked for, in order (null: the store holds nothing of it). */
+  /** The root digest of each partition asked for, in order (null: the store holds nothing of
+   * it). */
   | (Request & { kind: 'ae.roots'; partitions: number[] })
   /** The non-empty leaves of a partition and their digests, in leaf order. */
   | (Request & { kind: 'ae.leaves'; partition: number })

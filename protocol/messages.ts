@@ -8,6 +8,7 @@
  * than the newest change of the key it holds (an older one becomes an older version, or nothing),
  * and keeps the stamp of the newest change of each key, deletions included, as a tombstone. */
 import type { Request, StreamHandle } from './actor.js'
+import type { AntiEntropyMsg } from './anti-entropy.js'
 import type { PeerRequestMsg } from './cluster.js'
 import type { WriteConditions } from './conditions.js'
 import type { CorsConfiguration } from './cors.js'
@@ -502,8 +503,8 @@ export interface StoreStats {
 }
 
 /** What the store takes: also the scrubber's requests, and in cluster mode the catalog and
- * replica calls of other nodes. */
-export type StoreMsg = ObjectMsg | SystemMsg | BlobMsg | PeerRequestMsg
+ * replica calls of other nodes and anti-entropy's questions. */
+export type StoreMsg = ObjectMsg | SystemMsg | BlobMsg | PeerRequestMsg | AntiEntropyMsg
 
 /** What a cluster node's coordinator counted since it started. */
 export interface CoordinatorCounters {

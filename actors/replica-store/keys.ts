@@ -13,7 +13,8 @@
  *   C\0                 store-wide counters
  *   Y\0<name>           system records kept for other actors (iam)
  *   L\0<name>           records of this node alone kept for other actors (the scrubber's cursor):
- *                       never part of the catalog
+ *                       never part of the catalog; and L\0replica-store.digests, present once the
+ *                       digests (E\0, Z\0) are complete
  *   U\0<bucket>\0<key>\0<upload id>  multipart upload in progress; a bucket's uploads are one
  *                       range in (key, upload id) order, which is ListMultipartUploads' order
  *   P\0<upload id>\0<part number, 5 digits>  an uploaded part (it holds a blob reference)
@@ -37,6 +38,11 @@
  *                       state can be found by id alone
  *   J\0<node>\0<bucket>\0<key>  cluster mode: a hint: a change of the key (value: its stamp) that
  *                       replica <node> missed, kept until repair brings it the change
+ *   E\0<pp>\0<ll>\0<bucket>\0<key>  cluster mode: the key's digest (32 bytes, digests.ts) of its
+ *                       O\0, V\0, Q\0 and W\0 records; pp and ll (2 hex digits) are its partition
+ *                       and leaf, so that a leaf's keys are one range in (bucket, key) order
+ *   Z\0<pp>\0<ll>       cluster mode: the digest of a leaf of partition pp
+ *   Z\0<pp>             cluster mode: the root digest of partition pp
  *
  * Keys compare as UTF-8 bytes, which is the order S3 lists keys in. Bucket names never contain
  * `\0`, so `O\0<bucket>\0` is a prefix of exactly that bucket's objects; object keys are opaque and
@@ -287,6 +293,12 @@ export function deletedVersionEnd(bucket: string): string {
   return `W\0${bucket}\x01`
 }
 
+/** Every version deleted by id of one object key starts with this. */
+export function keyDeletedPrefix(bucket: string, key: string): string {
+  assert(key.length > 0, 'empty object key')
+  return `${deletedVersionPrefix(bucket)}${key}\0`
+}
+
 export function abortedUploadKey(uploadId: string): string {
   assert(isUploadId(uploadId), 'malformed upload id')
   return `A\0${uploadId}`
@@ -341,6 +353,9 @@ export function localKey(name: string): string {
   return 'L\0' + name
 }
 
+/** Present once every key's digest is kept (digests.ts). */
+export const DIGESTS_KEPT_KEY = localKey('replica-store.digests')
+
 const SURROGATE_FIRST = 0xd800
 const SURROGATE_LAST = 0xdfff
 const CODE_POINT_LAST = 0x10ffff
@@ -371,4 +386,41 @@ export function hintKey(node: string, bucket: string, key: string): string {
   checkBucket(bucket)
   assert(key.length > 0, 'empty object key')
   return `${HINT_PREFIX}${node}\0${bucket}\0${key}`
+}
+
+function hexByte(value: number): string {
+  assert(Number.isInteger(value) && value >= 0 && value <= 255, 'not a byte')
+  return value.toString(16).padStart(2, '0')
+}
+
+/** Every key digest of one leaf starts with this. */
+export function leafKeysPrefix(partition: number, leaf: number): string {
+  return `E\0${hexByte(partition)}\0${hexByte(leaf)}\0`
+}
+
+export function leafKeysEnd(partition: number, leaf: number): string {
+  return `E\0${hexByte(partition)}\0${hexByte(leaf)}\x01`
+}
+
+export function keyDigestKey(partition: number, leaf: number, bucket: string, key: string): string {
+  checkBucket(bucket)
+  assert(key.length > 0, 'empty object key')
+  return `${leafKeysPrefix(partition, leaf)}${bucket}\0${key}`
+}
+
+export function leafDigestKey(partition: number, leaf: number): string {
+  return `Z\0${hexByte(partition)}\0${hexByte(leaf)}`
+}
+
+/** Every leaf digest of one partition starts with this. */
+export function leafDigestPrefix(partition: number): string {
+  return `Z\0${hexByte(partition)}\0`
+}
+
+export function leafDigestEnd(partition: number): string {
+  return `Z\0${hexByte(partition)}\x01`
+}
+
+export function rootDigestKey(partition: number): string {
+  return `Z\0${hexByte(partition)}`
 }

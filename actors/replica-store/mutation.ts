@@ -7,10 +7,12 @@
  * sha256 (a multipart object names one per part); counters (store-wide and per bucket) match the
  * records; a blob whose last reference goes is deleted with its inline bytes or file record, and a
  * file blob leaves a garbage record so its file is removed after the commit (or by recovery after a
- * crash). */
+ * crash). In cluster mode the batch also moves the digests of the keys whose replicated records it
+ * changes (digests.ts). */
 import assert from 'node:assert/strict'
 import type { KvOp, KvStore } from '../../protocol/actor.js'
 import { ServiceError } from '../../protocol/errors.js'
+import { digestOps, isDigested, keepsDigests } from './digests.js'
 import {
   blobKey,
   bucketKey,
@@ -382,6 +384,21 @@ export class Mutation {
     for (const [key, value] of this.writes) {
       ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
     }
+    if (keepsDigests(this.kv)) ops.push(...this.digestOps())
     return ops
+  }
+
+  /** Cluster mode: the digests of the keys whose replicated records this batch changes, from
+   * those records as the kv holds them before it (digests.ts). */
+  private digestOps(): KvOp[] {
+    const keys = [...this.writes.keys()].filter(isDigested)
+    const unread = keys.filter((key) => !this.fetched.has(key))
+    const read = new Map(this.kv.getMany(unread).map((value, index) => [unread[index], value]))
+    const changes = keys.map((key) => ({
+      key,
+      before: this.fetched.has(key) ? this.fetched.get(key) : read.get(key),
+      after: this.writes.get(key) ?? undefined,
+    }))
+    return digestOps(this.kv, changes)
   }
 }

@@ -5,13 +5,20 @@
  * another process, so its shape is checked here, field by field where the store would otherwise
  * assert (an assertion failure restarts the actor): never a system.* or catalog request, and only
  * the kinds each method allows. Replica.Read also serves `blob.read` of a blob by its sha256, for
- * another node's scrubber healing its copy, always checked (never the scrubber's unchecked read).
+ * another node's scrubber healing its copy, always checked (never the scrubber's unchecked read),
+ * and Replica.Op anti-entropy's questions (protocol/anti-entropy.ts).
  * The message then runs as a local one, with the call's request id, deadline and stream. */
 import type { StreamHandle } from '../../protocol/actor.js'
+import {
+  AE_KEYS_PAGE_MAX,
+  type AntiEntropyMsg,
+  type KeyCursor,
+} from '../../protocol/anti-entropy.js'
 import type { PeerMethod, PeerRequestMsg } from '../../protocol/cluster.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { DELETE_OBJECTS_KEYS_MAX, PART_NUMBER_MAX } from '../../protocol/limits.js'
 import type { ObjectMsg, SystemMsg } from '../../protocol/messages.js'
+import { PARTITIONS } from '../../protocol/placement.js'
 import type { BlobMsg } from '../../protocol/scrubbing.js'
 import { validateTags, type Tag } from '../../protocol/tagging.js'
 import { isSha256 } from './keys.js'
@@ -179,6 +186,9 @@ export function replicaMessage(call: PeerRequestMsg): Result<ReplicaCallMsg> {
   const { body: _bytes, stream: _stream, requestId: _id, deadlineMs: _deadline, ...m } = body['msg']
   const kind = m['kind']
   if (call.method === 'Replica.Read' && kind === 'blob.read') return blobRead(call, m)
+  if (call.method === 'Replica.Op' && typeof kind === 'string' && AE_KINDS.has(kind)) {
+    return antiEntropyMessage(call, m)
+  }
   if (call.method === 'Replica.Op' && typeof kind === 'string' && FIGURES.has(kind)) {
     const ids = { requestId: call.requestId, deadlineMs: call.deadlineMs }
     return ok({ kind: kind as 'bucket.stats' | 'system.stats', ...ids })
@@ -218,6 +228,58 @@ function blobRead(call: PeerRequestMsg, m: Fields): Result<ReplicaCallMsg> {
   return ok({ kind: 'blob.read', sha256, stream: call.stream, ...ids })
 }
 
-/** What a Replica.* call runs here: an object request, the store's figures, or a blob's read. */
+/** Anti-entropy's questions (Replica.Op only). */
+const AE_KINDS: ReadonlySet<string> = new Set<AntiEntropyMsg['kind']>([
+  'ae.roots',
+  'ae.leaves',
+  'ae.keys',
+  'key.manifest',
+])
+
+function isByte(value: unknown): value is number {
+  return isCount(value, 255)
+}
+
+function isBucket(value: unknown): value is string {
+  return isKey(value) && !value.includes('\0')
+}
+
+/** The cursor of an ae.keys (null: from a leaf's first key), or undefined when malformed. */
+function cursorOf(after: unknown): KeyCursor | null | undefined {
+  if (after === null) return null
+  if (!isFields(after) || !isBucket(after['bucket']) || !isKey(after['key'])) return undefined
+  return { bucket: after['bucket'], key: after['key'] }
+}
+
+/** A question of a peer's anti-entropy, rebuilt from its checked fields alone. */
+function antiEntropyMessage(call: PeerRequestMsg, m: Fields): Result<ReplicaCallMsg> {
+  const ids = { requestId: call.requestId, deadlineMs: call.deadlineMs }
+  const { partitions, partition, leaf, after, limit, bucket, key } = m
+  switch (m['kind']) {
+    case 'ae.roots':
+      if (!Array.isArray(partitions) || partitions.length > PARTITIONS) break
+      if (!partitions.every(isByte)) break
+      return ok({ kind: 'ae.roots', partitions, ...ids })
+    case 'ae.leaves':
+      if (!isByte(partition)) break
+      return ok({ kind: 'ae.leaves', partition, ...ids })
+    case 'ae.keys': {
+      const from = cursorOf(after)
+      if (!isByte(partition) || !isByte(leaf) || from === undefined) break
+      if (!isCount(limit, AE_KEYS_PAGE_MAX) || limit === 0) break
+      return ok({ kind: 'ae.keys', partition, leaf, after: from, limit: limit as number, ...ids })
+    }
+    case 'key.manifest':
+      if (!isBucket(bucket) || !isKey(key)) break
+      return ok({ kind: 'key.manifest', bucket, key, ...ids })
+  }
+  return fail('invalid_request', `Replica.Op: a malformed ${String(m['kind'])}`)
+}
+
+/** What a Replica.* call runs here: an object request, the store's figures, a blob's read, or
+ * anti-entropy's questions. */
 export type ReplicaCallMsg =
-  ObjectMsg | Extract<SystemMsg, { kind: 'system.stats' }> | Extract<BlobMsg, { kind: 'blob.read' }>
+  | ObjectMsg
+  | Extract<SystemMsg, { kind: 'system.stats' }>
+  | Extract<BlobMsg, { kind: 'blob.read' }>
+  | AntiEntropyMsg

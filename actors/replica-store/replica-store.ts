@@ -4,7 +4,8 @@
  * ObjectMsg (buckets and their stats, forced bucket deletes, objects, tags, listing, multipart
  * uploads and their expiry after SVC_MULTIPART_EXPIRY_HOURS), SystemMsg (system records for
  * iam, the scrubber's own record, store-wide stats) and BlobMsg (the scrubber's pages, reads,
- * verdicts and replacements of blobs, blobs.ts and blob-replace.ts).
+ * verdicts and replacements of blobs, blobs.ts and blob-replace.ts) and, in cluster mode,
+ * AntiEntropyMsg (the digests it keeps in every batch, digests.ts, and a key's manifest).
  *
  * Invariants: a put is acknowledged only once its bytes are synced and its metadata batch is
  * durable; nothing half-written is ever visible (one batch per mutation); reference counts and
@@ -30,7 +31,9 @@ import { startCatalogSync } from './catalog-sync.js'
 import { bucketStats, createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js'
 import { replaceBlob } from './blob-replace.js'
 import { listBlobs, markBlob, readBlob } from './blobs.js'
+import { keyDigests, keyManifest, leafDigests, rootDigests } from './anti-entropy.js'
 import { copyObject } from './copy.js'
+import { startDigests } from './digests.js'
 import { deleteCors, getCors, putCors } from './cors.js'
 import { deleteObject, deleteObjects } from './delete.js'
 import { getObject } from './get.js'
@@ -87,6 +90,8 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
     }
     const report = await recover(state, ctx)
     ctx.log.info({ ...report }, 'replica-store recovered')
+    const digested = await startDigests(ctx)
+    if (digested !== null) ctx.log.info({ records: digested }, 'replica-store digests rebuilt')
     scheduleExpiry(state, ctx)
     if (ctx.config['SVC_MODE'] === 'cluster') {
       const hints = countHints(ctx)
@@ -273,6 +278,14 @@ function dispatch(
       return markBlob(state, msg, ctx)
     case 'blob.replace':
       return replaceBlob(state, msg, ctx)
+    case 'ae.roots':
+      return rootDigests(msg, ctx)
+    case 'ae.leaves':
+      return leafDigests(msg, ctx)
+    case 'ae.keys':
+      return keyDigests(msg, ctx)
+    case 'key.manifest':
+      return keyManifest(msg, ctx)
     default:
       return unreachable(msg)
   }

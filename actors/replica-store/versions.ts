@@ -63,8 +63,10 @@ export function newVersionToken(state: StoreState, ctx: Context): string {
 
 /** The token of a current object when it moves to V\0: its own, or (written before versioning
  * was configured) one made from its last-modified time. Its random part is the largest, so it
- * sorts older than a version written in the same microsecond, which can only have come later. */
-function tokenOf(record: ObjectRecord): string {
+ * sorts older than a version written in the same microsecond, which can only have come later.
+ * A key's digest (digests.ts) names a current object by this token too, so that archiving it
+ * leaves the digest as it was. */
+export function tokenOf(record: ObjectRecord): string {
   return record.versionToken ?? versionToken(record.lastModifiedMs * 1000, 'ffffffff')
 }
 

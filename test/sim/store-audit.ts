@@ -16,6 +16,9 @@
  *   until they go), blobs (H\0 records) and refs (the references above); each bucket record's
  *   `objects` and `bytes` are the same figures for its own records. A part belongs to an upload
  *   in progress (U\0): the batch that ends an upload removes its parts.
+ * - Cluster mode, once its digests are complete (DIGESTS_KEPT_KEY, digests.ts): each key's digest
+ *   (E\0) is the XOR of the items of its O\0, V\0, Q\0 and W\0 records, each leaf's and root's
+ *   (Z\0) the XOR over their keys' digests; a key, leaf or root without items has no digest.
  * It is a pure function of the kv, as the deterministic simulator needs: no clock, no randomness,
  * no I/O. The kv shows every batch handed to commit, and each batch keeps every rule above, so an
  * audit between any two requests (or of what a crash leaves) finds nothing. */
@@ -26,14 +29,26 @@ import { crc32Update } from '../../protocol/checksums.js'
 import { ServiceError } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX } from '../../protocol/limits.js'
 import {
+  DIGESTED_PREFIXES,
+  isZero,
+  recordItem,
+  treeItem,
+  treePlace,
+  xorInto,
+} from '../../actors/replica-store/digests.js'
+import {
   BUCKET_PREFIX,
   COUNTERS_KEY,
+  DIGESTS_KEPT_KEY,
   fileKey,
   GARBAGE_PREFIX,
   garbageKey,
   inlineKey,
   isFileId,
   isUploadId,
+  keyDigestKey,
+  leafDigestKey,
+  rootDigestKey,
 } from '../../actors/replica-store/keys.js'
 import {
   blobsOf,
@@ -106,6 +121,7 @@ export function auditStore(kv: KvStore): string[] {
   auditGarbage(audit)
   auditCounters(audit)
   auditBucketFigures(audit)
+  auditDigests(audit)
   return audit.problems
 }
 
@@ -401,6 +417,53 @@ function auditBucketFigures(audit: Audit): void {
         const key = show(BUCKET_PREFIX + name)
         audit.problems.push(`${key}: ${field} ${record[field]}, the records give ${figures[field]}`)
       }
+    }
+  }
+}
+
+/** The digests against those the records give (a store that keeps none, or has not completed
+ * them, has nothing to check). */
+function auditDigests(audit: Audit): void {
+  if (audit.kv.get(DIGESTS_KEPT_KEY) === undefined) return
+  const keys = new Map<string, { bucket: string; key: string; digest: Buffer }>()
+  for (const prefix of DIGESTED_PREFIXES) {
+    for (const [storedKey, value] of rowsOf(audit.kv, prefix)) {
+      const item = decoded(audit, storedKey, () => recordItem(storedKey, value))
+      if (item === undefined || item === null) continue
+      const id = `${item.bucket}\0${item.key}`
+      const found = keys.get(id) ?? { bucket: item.bucket, key: item.key, digest: Buffer.alloc(32) }
+      xorInto(found.digest, item.hash)
+      keys.set(id, found)
+    }
+  }
+  const expected = new Map<string, Buffer>()
+  const addTo = (storedKey: string, hash: Buffer): void => {
+    const sum = expected.get(storedKey) ?? Buffer.alloc(32)
+    xorInto(sum, hash)
+    expected.set(storedKey, sum)
+  }
+  for (const { bucket, key, digest } of keys.values()) {
+    if (isZero(digest)) continue
+    const { partition, leaf } = treePlace(bucket, key)
+    expected.set(keyDigestKey(partition, leaf, bucket, key), digest)
+    addTo(leafDigestKey(partition, leaf), treeItem(bucket, key, digest))
+    addTo(rootDigestKey(partition), treeItem(bucket, key, digest))
+  }
+  const stored = new Set<string>()
+  for (const prefix of ['E\0', 'Z\0']) {
+    for (const [storedKey, value] of rowsOf(audit.kv, prefix)) {
+      stored.add(storedKey)
+      const digest = expected.get(storedKey)
+      if (digest === undefined || isZero(digest)) {
+        audit.problems.push(`${show(storedKey)}: a digest of nothing the records hold`)
+      } else if (!digest.equals(value)) {
+        audit.problems.push(`${show(storedKey)}: not the digest its records give`)
+      }
+    }
+  }
+  for (const [storedKey, digest] of expected) {
+    if (!stored.has(storedKey) && !isZero(digest)) {
+      audit.problems.push(`${show(storedKey)}: missing, its records give a digest`)
     }
   }
 }

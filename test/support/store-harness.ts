@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert'
 import { replicaStore, type StoreState } from '../../actors/replica-store/replica-store.js'
 import type { Result } from '../../protocol/errors.js'
 import type { StoreMsg } from '../../protocol/messages.js'
-import { fakeContext, type FakeContext } from './fake-context.js'
+import { fakeContext, type FakeContext, type FakeContextOptions } from './fake-context.js'
 
 type Distribute<T> = T extends unknown ? Omit<T, 'requestId' | 'deadlineMs'> : never
 /** A store message as a test writes it: the harness adds the request id and deadline. */
@@ -46,4 +46,31 @@ export async function idle(state: StoreState): Promise<void> {
   while (state.tasks.size + state.streams.size > 0) {
     await Promise.allSettled([...state.tasks, ...state.streams.keys()])
   }
+}
+
+/** A node of a one-node cluster (the catalog's calls answered by a gossiper of itself). */
+export async function clusterStore(options: FakeContextOptions = {}): Promise<TestStore> {
+  const config = { ...options.config, SVC_MODE: 'cluster', SVC_NODE_ID: 'n1' }
+  const ctx = fakeContext({ ...options, config })
+  const self = {
+    id: 'n1',
+    kind: 'node',
+    pool: 'p1',
+    poolHash: 'h',
+    httpAddr: 'n1:9000',
+    grpcAddr: 'n1:9100',
+    incarnation: 1,
+    status: 'Alive',
+    phase: 'serving',
+    version: '0',
+    freeBytes: 1,
+    wallMs: 0,
+  }
+  ctx.onCall((to, msg) => {
+    if (to === 'gossiper' && msg.kind === 'membership.view') {
+      return { ok: true, value: { self, members: [self] } }
+    }
+    return { ok: true, value: null }
+  })
+  return startStore(ctx)
 }

@@ -27,6 +27,7 @@ import type {
 } from '../../protocol/messages.js'
 import type { ListPage } from '../../protocol/objects.js'
 import {
+  clusterStore,
   code,
   idle,
   startStore,
@@ -522,32 +523,6 @@ test('stamps are checked before anything is read', async () => {
   }
   assert.equal(keyRecords(store), [])
 })
-
-/** A node of a one-node cluster (the catalog's calls answered by a gossiper of itself). */
-async function clusterStore(): Promise<Store> {
-  const ctx = fakeContext({ config: { SVC_MODE: 'cluster', SVC_NODE_ID: 'n1' } })
-  const self = {
-    id: 'n1',
-    kind: 'node',
-    pool: 'p1',
-    poolHash: 'h',
-    httpAddr: 'n1:9000',
-    grpcAddr: 'n1:9100',
-    incarnation: 1,
-    status: 'Alive',
-    phase: 'serving',
-    version: '0',
-    freeBytes: 1,
-    wallMs: 0,
-  }
-  ctx.onCall((to, msg) => {
-    if (to === 'gossiper' && msg.kind === 'membership.view') {
-      return { ok: true, value: { self, members: [self] } }
-    }
-    return { ok: true, value: null }
-  })
-  return startStore(ctx)
-}
 
 function call(method: PeerMethod, body: unknown, stream?: unknown): Body {
   const streamed = stream === undefined ? {} : { stream }

@@ -24,6 +24,7 @@ import type { KvOp } from '../../protocol/actor.js'
 import type { DeleteResult, PutResult } from '../../protocol/messages.js'
 import { auditStore } from '../sim/store-audit.js'
 import {
+  clusterStore,
   idle,
   startStore,
   value,
@@ -141,8 +142,8 @@ async function multipartChanges(store: Store): Promise<void> {
   await step(store, { kind: 'bucket.delete', bucket: 'gone', force: true })
 }
 
-async function populatedStore(): Promise<Store> {
-  const store = await startStore()
+async function populatedStore(started: Promise<Store> = startStore()): Promise<Store> {
+  const store = await started
   await plainChanges(store)
   await versionedChanges(store)
   await multipartChanges(store)
@@ -252,6 +253,44 @@ test('a record changed behind the store is reported', async () => {
     )
   }
 })
+
+test('cluster mode: each digest is what its records give, one changed is reported', async () => {
+  // Every step above audits the digests too, the archive of a null version among them.
+  const store = await populatedStore(clusterStore())
+  assert.equal(auditStore(store.ctx.kv), [])
+  const digests = store.ctx.kv.scan({ gte: 'E\0', lt: 'E\x01', limit: 100 })
+  assert.ok(digests.length > 3, 'keys with digests')
+  const [digestKey] = digests[0] as [string, Uint8Array]
+  const flipped = await auditEdited(store, digestKey, (stored) => {
+    const changed = new Uint8Array(stored)
+    changed[0] = (changed[0] ?? 0) ^ 1
+    return changed
+  })
+  assert.equal(flipped, [`${show(digestKey)}: not the digest its records give`])
+  // A version changed without its digest: the key's, its leaf's and its root's disagree.
+  const version = firstKey(store, 'V\0', 'V\x01')
+  const changed = await auditEdited(store, version, (stored) =>
+    encodeRecord({ ...decodeObject(stored), etag: '"changed"' }),
+  )
+  assert.equal(changed.length, 3, changed.join('\n'))
+  assert.ok(changed.every((line) => line.endsWith(': not the digest its records give')))
+  // A key without its digest, and a digest of no key.
+  const lost = await auditEdited(store, digestKey, () => null)
+  assert.ok(lost.includes(`${show(digestKey)}: missing, its records give a digest`), lost.join())
+  const strayKey = `${digestKey}-none`
+  await store.ctx.kv.commit([{ type: 'put', key: strayKey, value: new Uint8Array(32).fill(1) }])
+  assert.equal(auditStore(store.ctx.kv), [
+    `${show(strayKey)}: a digest of nothing the records hold`,
+  ])
+  await store.ctx.kv.commit([{ type: 'del', key: strayKey }])
+  // Single mode keeps none, and the audit has none to check.
+  const single = await populatedStore()
+  assert.equal(single.ctx.kv.scan({ gte: 'E\0', lt: 'E\x01', limit: 1 }), [])
+})
+
+function show(key: string): string {
+  return key.replaceAll('\0', '\\0')
+}
 
 test('ranges larger than one scan are read whole', async () => {
   // 2,500 more objects naming the blob of one, with its refs and every counter to match.
