@@ -2,7 +2,7 @@
  * An actor owns private state and handles one message at a time between awaits; the runtime hosts
  * it on a worker thread (or, in a simulation, in one thread with fakes behind the same
  * interfaces). */
-import type { AntiEntropyMsg } from './anti-entropy.js'
+import type { AntiEntropyActorMsg, AntiEntropyMsg } from './anti-entropy.js'
 import type { PeerRequestMsg, Peers } from './cluster.js'
 import type { ErrorCode, Result } from './errors.js'
 import type { GossiperMsg } from './membership.js'
@@ -12,6 +12,7 @@ import type { BlobMsg, ScrubberMsg } from './scrubbing.js'
 /** Every request one actor may send another. */
 export type AnyMsg =
   | AntiEntropyMsg
+  | AntiEntropyActorMsg
   | CoordinatorMsg
   | SystemMsg
   | BlobMsg
@@ -35,6 +36,8 @@ export type ActorName =
   | 'hint-queue'
   // Storage nodes (single and cluster mode): checks every blob's CRC32, heals corrupt copies.
   | 'scrubber'
+  // Cluster mode: compares this node's replicas with its peers' and syncs what differs.
+  | 'anti-entropy'
 
 /** Every request between actors carries these. `deadlineMs` is absolute, on ctx.now()'s clock. */
 export interface Request {

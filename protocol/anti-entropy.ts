@@ -83,3 +83,31 @@ export interface AntiEntropyReply {
   'ae.keys': KeyDigest[]
   'key.manifest': KeyManifest
 }
+
+/** What a node's anti-entropy did, for repair-status and /metrics. */
+export interface AntiEntropyStatus {
+  /** Rounds ended since the actor started, and when the last one ended (null: none yet). */
+  rounds: number
+  lastRoundAtMs: number | null
+  /** Changes replayed to either replica of a pair, and differences no replay settles. */
+  itemsRepaired: number
+  unsupported: number
+  throttle: { itemsPerSecond: number; bytesPerSecond: number }
+  peers: AntiEntropyPeer[]
+}
+
+export interface AntiEntropyPeer {
+  node: string
+  /** When a comparison with it last ended with nothing left to sync (null: never). */
+  lastFullSyncMs: number | null
+  /** Keys found different in the last comparison. */
+  diverged: number
+  /** SHA-256 over this node's roots of the partitions both replicate, at the last comparison:
+   * equal on both sides of a pair in sync. */
+  rootsDigest: string | null
+  /** Why the last comparison stopped early, if it did. */
+  error?: string
+}
+
+/** Requests to the anti-entropy actor. */
+export type AntiEntropyActorMsg = Request & { kind: 'anti-entropy.status' }

@@ -524,6 +524,18 @@ export type CoordinatorMsg =
   /** Cluster mode: brings replica `node` of a key up to the newest state the key's reachable
    * replicas hold, which must be at least the hinted change `stamp` (a hint's delivery). */
   | (Request & { kind: 'key.bring'; bucket: string; key: string; node: string; stamp: string })
+  /** Cluster mode: anti-entropy found replicas `nodes` (two) of a key holding different records;
+   * each is given what the other holds and it lacks. */
+  | (Request & { kind: 'key.sync'; bucket: string; key: string; nodes: string[] })
+
+/** What `key.sync` did: the changes it replayed to either replica, and the differences it found
+ * that no replay settles (actors/coordinator/key-sync.ts says which). */
+export interface KeySynced {
+  replayed: number
+  unsupported: number
+  /** Bytes of the objects copied (what anti-entropy's throttle counts). */
+  bytes: number
+}
 
 /** What `key.bring` did: the replica held the newest state already, was brought to it, or holds
  * an older one that only anti-entropy can bring (a change repair does not replay). */

@@ -25,6 +25,9 @@ export async function loadActor(name: ActorName): Promise<Actor<unknown, never>>
         unknown,
         never
       >
+    case 'anti-entropy':
+      return (await import('../actors/anti-entropy/anti-entropy.js'))
+        .antiEntropy as unknown as Actor<unknown, never>
     case 'scrubber':
       return (await import('../actors/scrubber/scrubber.js')).scrubber as unknown as Actor<
         unknown,
@@ -74,6 +77,7 @@ export const CLUSTER_NODE_ACTORS: readonly ActorName[] = [
   'scrubber',
   'grpc-ingress',
   'hint-queue',
+  'anti-entropy',
   'http-ingress',
 ]
 
@@ -98,6 +102,12 @@ export const CLUSTER_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = 
   ['http-ingress', 'hint-queue'],
   // A heal asks gossip which nodes of the pool may hold a good copy.
   ['scrubber', 'gossiper'],
+  // Anti-entropy: who is alive (gossip), this node's digests and round record (the store), the
+  // sync of a key that differs (the coordinator); its status, for /metrics and repair-status.
+  ['anti-entropy', 'gossiper'],
+  ['anti-entropy', 'replica-store'],
+  ['anti-entropy', 'coordinator'],
+  ['http-ingress', 'anti-entropy'],
 ]
 
 /** A gateway: no storage and no identities of its own. Its ingress forwards every request to a

@@ -4,6 +4,7 @@
  * repairs and hints kept from the coordinator and its store, hints delivered and expired from the
  * hint queue (a gateway coordinates nothing and keeps no hints: 0); the scrubber's three counters
  * from the scrubber (scrubber-metrics.ts, 0 on a gateway). */
+import type { AntiEntropyStatus } from '../protocol/anti-entropy.js'
 import { Counter, Gauge, Registry } from 'prom-client'
 import { hintsPending, membershipView } from '../http/admin/cluster-app.js'
 import type { Mesh } from '../protocol/actor.js'
@@ -79,5 +80,15 @@ export async function clusterMetricsText(mesh: Mesh): Promise<string> {
   for (const [name, help, field] of HINT_COUNTERS) {
     new Counter({ name, help, registers }).inc(hints.ok ? hints.value[field] : 0)
   }
+  const repaired = await mesh.call<AntiEntropyStatus>('anti-entropy', {
+    kind: 'anti-entropy.status',
+    requestId: 'metrics',
+    deadlineMs: mesh.now() + VIEW_TIMEOUT_MS,
+  })
+  new Counter({
+    name: 'svc_cluster_ae_items_repaired_total',
+    help: 'Changes anti-entropy replayed to a replica that lacked them',
+    registers,
+  }).inc(repaired.ok ? repaired.value.itemsRepaired : 0)
   return (await registry.metrics()) + (await scrubberMetricsText(mesh))
 }

@@ -47,6 +47,8 @@ export const WORKER_YOUNG_GENERATION_MB: Readonly<Record<ActorName, number>> = {
   'hint-queue': 4,
   // Reads one blob at a time, at a paced rate; its chunks are external memory, not heap.
   scrubber: 4,
+  // Pages of at most 1000 key digests, one key's sync at a time.
+  'anti-entropy': 4,
 }
 /** Native memory trimming (runtime/native-trim.ts): how often the node's RSS is looked at; the
  * growth since the last trim that makes the next one worth its ~1 ms; and, for memory freed without

@@ -2,10 +2,10 @@
  * them) is asked for its stamped state; the newest must be at least the hinted change (else it
  * rests on replicas out of reach, and the hint waits), unless every replica answered. When the
  * named replica's key stamp is older than the newest, read repair's change (repair.ts) is
- * replayed to it alone: a deletion, or a
- * plain object with its bytes from the replica that holds the newest. A newest state repair does
- * not replay (a multipart object, a version, tags) is `unsupported`: anti-entropy exchanges
- * records, and the hint waits for it until it expires. A deletion of a key the replica never
+ * replayed to it alone: a deletion, or a plain object with its bytes from the replica that holds
+ * the newest. A newest state repair does not replay (a version, a marker, tags) is synced as
+ * anti-entropy syncs a key (key-sync.ts); what that cannot replay either (a multipart object) is
+ * `unsupported`, and the hint waits until it expires. A deletion of a key the replica never
  * received is replayed too (read repair need not: both show nothing), so that it keeps the
  * tombstone. */
 import type { Context } from '../../protocol/actor.js'
@@ -14,6 +14,7 @@ import type { CoordinatorMsg, KeyBrought } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
 import { gather } from './quorum.js'
 import type { GetMsg, ReplicaAnswer, StampedAnswer } from './reads.js'
+import { syncKey } from './key-sync.js'
 import { repairOne } from './repair.js'
 import { askReplica } from './replica-calls.js'
 import { replicasOf } from './replicas.js'
@@ -66,8 +67,30 @@ export async function bringKey(
     'absent' in winner.answer && 'absent' in held.answer
       ? await keepTombstone(ctx, msg, held, newest)
       : repairOne(ctx, read, winner, held, newest)
-  if (repair === null) return ok('unsupported')
+  if (repair === null) return syncWith(cluster, ctx, msg, winner)
   if (!(await repair)) return fail('unavailable', `${msg.node} was not brought up to date`)
+  cluster.counters.readRepairs++
+  return ok('repaired')
+}
+
+/** A state read repair does not replay (versions, a marker, tags): anti-entropy's sync of the key
+ * between the replica and the one holding the newest state gives it what it lacks. */
+async function syncWith(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: BringMsg,
+  winner: ReplicaAnswer,
+): Promise<Result<KeyBrought>> {
+  const synced = await syncKey(cluster, ctx, {
+    kind: 'key.sync',
+    bucket: msg.bucket,
+    key: msg.key,
+    nodes: [winner.replica.id, msg.node],
+    requestId: msg.requestId,
+    deadlineMs: msg.deadlineMs,
+  })
+  if (!synced.ok) return synced
+  if (synced.value.unsupported > 0) return ok('unsupported')
   cluster.counters.readRepairs++
   return ok('repaired')
 }

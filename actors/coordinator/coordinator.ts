@@ -9,6 +9,7 @@ import type { Actor, Context } from '../../protocol/actor.js'
 import { ok, type Result } from '../../protocol/errors.js'
 import type { CoordinatorMsg, TaggingResult } from '../../protocol/messages.js'
 import { bringKey } from './bring.js'
+import { syncKey } from './key-sync.js'
 import { deleteBucket } from './bucket-delete.js'
 import { clusterState, type ClusterState } from './cluster-state.js'
 import { copyObject, copyPart } from './copies.js'
@@ -75,6 +76,8 @@ async function coordinate(
       return ok({ ...cluster.counters })
     case 'key.bring':
       return bringKey(cluster, ctx, msg)
+    case 'key.sync':
+      return syncKey(cluster, ctx, msg)
     // The catalog: every node holds it, and the store publishes its changes.
     case 'bucket.create':
     case 'bucket.head':

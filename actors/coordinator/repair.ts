@@ -11,7 +11,9 @@ import { ok } from '../../protocol/errors.js'
 import type { GetResult, PutResult } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
 import { fanOut, sendInline } from './fan-out.js'
+import type { Tag } from '../../protocol/tagging.js'
 import type { GetMsg, ReplicaAnswer } from './reads.js'
+import type { Replica } from './replicas.js'
 import { askReplica, readRange, writeToReplica } from './replica-calls.js'
 
 const REPAIRS_MAX = 8
@@ -74,28 +76,32 @@ export function repairOne(
     info.tagCount === undefined &&
     info.stamp !== undefined
   if (!plain) return null
-  return copyPlainObject(ctx, msg, winner, stale, answer, deadlineMs)
+  return copyObject(ctx, msg, winner.replica, stale.replica, answer, deadlineMs)
 }
 
-async function copyPlainObject(
+/** Writes the version `answer` describes (an object of one blob), read from `from`, to `to`
+ * under its own stamp, with `tags` when it carries any. */
+export async function copyObject(
   ctx: Context,
   msg: GetMsg,
-  winner: ReplicaAnswer,
-  stale: ReplicaAnswer,
+  from: Replica,
+  to: Replica,
   answer: GetResult,
   deadlineMs: number,
+  tags?: Tag[],
 ): Promise<boolean> {
   const { info } = answer
   const checksums = info.checksumType === 'COMPOSITE' ? {} : info.checksums
-  const write = writeToReplica<PutResult>(ctx, stale.replica, {
+  const write = writeToReplica<PutResult>(ctx, to, {
     kind: 'object.put',
     bucket: msg.bucket,
     key: msg.key,
     http: info.http,
     userMeta: info.userMeta,
+    ...(tags === undefined ? {} : { tags }),
     expect: { checksums, size: info.size },
     stamp: info.stamp as string,
-    requestId: 'read-repair',
+    requestId: msg.requestId,
     deadlineMs,
   })
   const read =
@@ -103,12 +109,13 @@ async function copyPlainObject(
       ? ok({ body: new Uint8Array(0) })
       : await readRange(
           ctx,
-          winner.replica,
+          from,
           {
             kind: 'object.get',
             bucket: msg.bucket,
             key: msg.key,
-            requestId: 'read-repair',
+            ...(msg.versionId === undefined ? {} : { versionId: msg.versionId }),
+            requestId: msg.requestId,
             deadlineMs,
           },
           { start: 0, end: info.size - 1 },
@@ -121,6 +128,6 @@ async function copyPlainObject(
   if ('body' in read.value) await sendInline(read.value.body, [write.sink])
   else if (!(await fanOut(read.value.source, [write.sink], 1)).ok) return false
   const result = await write.answer
-  if (!result.ok) ctx.log.warn({ key: msg.key, code: result.code }, 'read repair failed')
+  if (!result.ok) ctx.log.warn({ key: msg.key, code: result.code }, 'an object copy failed')
   return result.ok
 }

@@ -7,6 +7,7 @@
  * SVC_CHAOS=1, POST and DELETE /admin/chaos/partition cut and heal this node's node-to-node
  * traffic with the peers named. Counts of "nodes" are of storage nodes: gateways hold no data and
  * are listed apart. */
+import type { AntiEntropyStatus } from '../../protocol/anti-entropy.js'
 import { Hono } from 'hono'
 import type { Mesh } from '../../protocol/actor.js'
 import type { Member, MemberStatus } from '../../protocol/cluster.js'
@@ -131,11 +132,17 @@ export async function hintsPending(mesh: Mesh): Promise<number> {
   return counted.ok ? counted.value : 0
 }
 
-/** What this node's repair workers did (CLUSTER-INTERFACE.md): the hints it keeps and delivered,
- * and its scrubber's pass. A worker that does not answer (a gateway runs neither) is left out. */
+/** What this node's repair workers did (CLUSTER-INTERFACE.md): its anti-entropy rounds, the hints
+ * it keeps and delivered, and its scrubber's pass. A worker that does not answer (a gateway runs
+ * none) is left out. */
 async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
   const deadlineMs = mesh.now() + 1_000
-  const [pending, hints, scrubber] = await Promise.all([
+  const [entropy, pending, hints, scrubber] = await Promise.all([
+    mesh.call<AntiEntropyStatus>('anti-entropy', {
+      kind: 'anti-entropy.status',
+      requestId: 'repair-status',
+      deadlineMs,
+    }),
     hintsPending(mesh),
     mesh.call<HintQueueCounters>('hint-queue', {
       kind: 'hint-queue.counters',
@@ -149,6 +156,7 @@ async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
     }),
   ])
   return {
+    ...(entropy.ok ? { anti_entropy: antiEntropyJson(entropy.value) } : {}),
     ...(hints.ok
       ? {
           hints: {
@@ -160,6 +168,27 @@ async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
         }
       : {}),
     ...(scrubber.ok ? { scrubber: scrubber.value } : {}),
+  }
+}
+
+function antiEntropyJson(status: AntiEntropyStatus): Record<string, unknown> {
+  const at = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
+  return {
+    last_round_at: at(status.lastRoundAtMs),
+    rounds: status.rounds,
+    items_repaired: status.itemsRepaired,
+    unsupported: status.unsupported,
+    throttle: {
+      items_per_second: status.throttle.itemsPerSecond,
+      bytes_per_second: status.throttle.bytesPerSecond,
+    },
+    peers: status.peers.map((peer) => ({
+      node: peer.node,
+      last_full_sync: at(peer.lastFullSyncMs),
+      diverged: peer.diverged,
+      roots_digest: peer.rootsDigest,
+      ...(peer.error === undefined ? {} : { error: peer.error }),
+    })),
   }
 }
 

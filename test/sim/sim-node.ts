@@ -12,6 +12,7 @@
  * does that to every actor at once and keeps only what was durable: the kv's landed batches and
  * the blob files as they were (a file not yet promoted may keep some of its unsynced bytes). */
 import { AssertionError } from 'node:assert'
+import { antiEntropy } from '../../actors/anti-entropy/anti-entropy.js'
 import { coordinator } from '../../actors/coordinator/coordinator.js'
 import { gossiper } from '../../actors/gossiper/gossiper.js'
 import { hintQueue } from '../../actors/hint-queue/hint-queue.js'
@@ -50,6 +51,7 @@ export const SIM_ACTORS = [
   'gossiper',
   'hint-queue',
   'scrubber',
+  'anti-entropy',
 ] as const
 export type SimActorName = (typeof SIM_ACTORS)[number]
 
@@ -60,6 +62,7 @@ const ACTORS: Record<SimActorName, Actor<unknown, never>> = {
   gossiper: gossiper as unknown as Actor<unknown, never>,
   'hint-queue': hintQueue as unknown as Actor<unknown, never>,
   scrubber: scrubber as unknown as Actor<unknown, never>,
+  'anti-entropy': antiEntropy as unknown as Actor<unknown, never>,
 }
 
 /** A hop between two threads of a node: postMessage and a turn of the receiver's loop. */

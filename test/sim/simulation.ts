@@ -22,6 +22,7 @@ import { clusterKey } from '../../runtime/cluster/cluster-key.js'
 import { loadConfig } from '../../runtime/config.js'
 import { loadNodeSecrets } from '../../runtime/node-secrets.js'
 import { partitionOf, partitionTable } from '../../protocol/placement.js'
+import type { KeyManifest } from '../../protocol/anti-entropy.js'
 import type { Result } from '../../protocol/errors.js'
 import type { AbsentResult, GetResult, MarkerResult, StoreMsg } from '../../protocol/messages.js'
 import {
@@ -86,6 +87,7 @@ const OPS_PER_CLIENT_MAX = 40
 const CLUSTER_NAME = 'sim'
 const ROOT_PASSWORD = 'sim-root-password-1'
 const SCRUB_PERIOD_MS = 4_320
+const ANTI_ENTROPY_INTERVAL_MS = 3_000
 /** The nodes' SVC_REPLICATION_FACTOR (its default). */
 const REPLICATION_FACTOR = 3
 
@@ -164,6 +166,7 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
   for (const node of nodes) problems.push(...node.crashes.map((crash) => `actor crash: ${crash}`))
   problems.push(...beforeReads)
   problems.push(...(await drive(scheduler, compareReplicas(world, 'after read repair'))))
+  problems.push(...(await drive(scheduler, compareDigests(world))))
   for (const node of nodes) {
     problems.push(...auditStore(node.kv).map((line) => `${node.id} store: ${line}`))
   }
@@ -221,6 +224,8 @@ async function makeNodes(
       // A pass every 4.3 s of virtual time, so that the scrubber runs through the faults and
       // heals corrupt copies in the calm.
       SVC_SCRUBBER_FULL_SCAN_DAYS: String(SCRUB_PERIOD_MS / 86_400_000),
+      // Rounds every 3 s of virtual time: several in the calm.
+      SVC_ANTI_ENTROPY_INTERVAL_SECS: String(ANTI_ENTROPY_INTERVAL_MS / 1000),
     }
     const config = loadConfig(env)
     const cluster = loadClusterSettings(env, 'cluster')
@@ -402,6 +407,51 @@ function disagreements(
     problems.push(`${bucket}/${key}: replicas differ ${when}: ${states}`)
   }
   return problems
+}
+
+/** After the calm (anti-entropy ran several rounds with every node up): every replica of each key
+ * holds the same records, by the digests the stores keep (protocol/anti-entropy.ts). */
+async function compareDigests(world: ClientWorld): Promise<string[]> {
+  const problems: string[] = []
+  const byId = new Map(world.nodes.map((node) => [node.id, node]))
+  const table = partitionTable(
+    world.nodes.map((node) => node.id),
+    REPLICATION_FACTOR,
+  )
+  for (const bucket of [PLAIN_BUCKET, VERSIONED_BUCKET]) {
+    for (const key of SIM_KEYS) {
+      const held: string[] = []
+      for (const id of table[partitionOf(bucket, key)] as string[]) {
+        const node = byId.get(id) as SimNode
+        const msg: StoreMsg = {
+          kind: 'key.manifest',
+          bucket,
+          key,
+          requestId: 'check',
+          deadlineMs: node.now() + 30_000,
+        }
+        const answer = (await node.deliver('replica-store', msg, {
+          alive: true,
+        })) as Result<KeyManifest>
+        if (!answer.ok) problems.push(`${id} cannot say what it holds of ${bucket}/${key}`)
+        else held.push(`${id}: ${summary(answer.value)}`)
+      }
+      const digests = new Set(held.map((line) => line.split(' ')[1]))
+      if (digests.size > 1) {
+        problems.push(`${bucket}/${key}: replicas hold different records: ${held.join('; ')}`)
+      }
+    }
+  }
+  return problems
+}
+
+function summary(manifest: KeyManifest): string {
+  const versions = manifest.versions.map(
+    (v) => `${v.token ?? '-'}@${v.stamp ?? '-'}${v.marker ? ' marker' : ''}${v.current ? '*' : ''}`,
+  )
+  const deleted = manifest.deleted.map((one) => `-${one.token}`)
+  const items = [...versions, ...deleted].join(', ')
+  return `${manifest.digest ?? 'none'} q=${manifest.stamp ?? '-'} [${items}]`
 }
 
 function scheduleFaults(

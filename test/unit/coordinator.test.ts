@@ -25,10 +25,13 @@ import type {
   GetResult,
   Hint,
   KeyBrought,
+  KeySynced,
   MarkerResult,
+  PartInfo,
   PutResult,
   StoreMsg,
 } from '../../protocol/messages.js'
+import type { KeyManifest } from '../../protocol/anti-entropy.js'
 import type { ListPage } from '../../protocol/objects.js'
 import { partitionOf } from '../../protocol/placement.js'
 import { HEDGE_MS } from '../../actors/coordinator/quorum.js'
@@ -296,6 +299,101 @@ test('hints are paged and delivered by key.bring: objects, deletions, no lost ch
   )
   assert.equal(left, [newer])
   assert.is(await hintCount(cluster), 1)
+})
+
+/** A multipart upload through the coordinator, its parts streamed; the completed object. */
+async function multipartPut(cluster: CoordinatedCluster, key: string, parts: Uint8Array[]) {
+  const http = HTTP
+  const created = value(
+    await cluster.send<{ uploadId: string }>({
+      kind: 'upload.create',
+      bucket: BUCKET,
+      key,
+      http,
+      userMeta: { origin: 'sync' },
+    }),
+  )
+  const completed: { partNumber: number; etag: string }[] = []
+  for (const [index, data] of parts.entries()) {
+    const stream = memoryStream()
+    stream.push(data)
+    stream.end()
+    const part = value(
+      await cluster.send<PartInfo>({
+        kind: 'upload.part',
+        bucket: BUCKET,
+        key,
+        uploadId: created.uploadId,
+        partNumber: index + 1,
+        expect: {},
+        stream: stream.handle,
+      }),
+    )
+    completed.push({ partNumber: index + 1, etag: part.etag })
+  }
+  return value(
+    await cluster.send<PutResult>({
+      kind: 'upload.complete',
+      bucket: BUCKET,
+      key,
+      uploadId: created.uploadId,
+      parts: completed,
+    }),
+  )
+}
+
+async function manifestOf(cluster: CoordinatedCluster, id: NodeId, key: string) {
+  return value(await cluster.sendTo<KeyManifest>(id, { kind: 'key.manifest', bucket: BUCKET, key }))
+}
+
+test('key.sync gives each replica what it lacks: versions, deletes, multipart', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster, 'Enabled')
+  const first = await put(cluster, 'v', text('one'))
+  cluster.cut('n3')
+  await put(cluster, 'v', large(1))
+  value(await cluster.send({ kind: 'object.delete', bucket: BUCKET, key: 'v' }))
+  value(
+    await cluster.send({
+      kind: 'object.delete',
+      bucket: BUCKET,
+      key: 'v',
+      versionId: first.versionId as string,
+    }),
+  )
+  const big = new Uint8Array(5 * 1024 * 1024).fill(7)
+  const multipart = await multipartPut(cluster, 'm', [big, large(3)])
+  cluster.heal('n3')
+  await cluster.settle()
+  for (const key of ['v', 'm']) {
+    const before = await manifestOf(cluster, 'n3', key)
+    assert.not.equal(before.digest, (await manifestOf(cluster, 'n1', key)).digest, key)
+    const synced = value(
+      await cluster.send<KeySynced>({ kind: 'key.sync', bucket: BUCKET, key, nodes: ['n1', 'n3'] }),
+    )
+    assert.is(synced.unsupported, 0, key)
+    assert.ok(synced.replayed > 0, key)
+    const [held, theirs] = [
+      await manifestOf(cluster, 'n3', key),
+      await manifestOf(cluster, 'n1', key),
+    ]
+    assert.equal(held, theirs, `${key}: n3 holds what n1 holds`)
+  }
+  const copied = await heldBy(cluster, 'n3', 'm')
+  assert.ok('info' in copied)
+  assert.is((copied as GetResult).info.etag, multipart.etag)
+  assert.is((copied as GetResult).info.partsCount, 2)
+  assert.equal((copied as GetResult).info.userMeta, { origin: 'sync' })
+  // In sync: nothing more to replay either way.
+  const again = value(
+    await cluster.send<KeySynced>({
+      kind: 'key.sync',
+      bucket: BUCKET,
+      key: 'v',
+      nodes: ['n3', 'n1'],
+    }),
+  )
+  assert.equal(again, { replayed: 0, unsupported: 0, bytes: 0 })
 })
 
 test('a DELETE that n3 missed wins over its stale object, which read repair removes', async () => {

@@ -1,0 +1,151 @@
+/** @module A multipart object given to a replica that lacks it (anti-entropy's key sync, a hint's
+ * delivery): its upload is made again there alone, under a new upload id, part by part with the
+ * bytes read from a replica that holds the version, and completed under the object's own stamp.
+ * The replica then holds the same object: the ETag (MD5 of the parts' MD5s), checksums (the
+ * upload's algorithm and type, from the object's), size, parts, metadata, tags and, from the
+ * stamp, Last-Modified and version id. The upload's own records (its id, its completion) are the
+ * replica's alone, as no client ever sees them. A failure aborts the upload there. */
+import type { Context } from '../../protocol/actor.js'
+import type { BodyRange } from '../../protocol/cluster.js'
+import type { KeySynced, PartInfo, PutResult } from '../../protocol/messages.js'
+import type { UploadChecksum } from '../../protocol/multipart-checksum.js'
+import type { ChecksumAlgorithm, Checksums } from '../../protocol/objects.js'
+import type { Tag } from '../../protocol/tagging.js'
+import type { ClusterState } from './cluster-state.js'
+import { fanOut, sendInline } from './fan-out.js'
+import type { GetMsg, StampedAnswer } from './reads.js'
+import { askReplica, readRange, writeToReplica } from './replica-calls.js'
+import type { Replica } from './replicas.js'
+import { freshStamp } from './stamps.js'
+
+export interface VersionAt {
+  bucket: string
+  key: string
+  versionId?: string
+  requestId: string
+  deadlineMs: number
+}
+
+/** Copies the multipart version `at` names from `from` to `to`; false when it could not (the
+ * version changed or went, a replica failed). `stamp` and `etag` are the version's as the sync
+ * saw it. Answers the bytes copied. */
+export async function replayMultipart(
+  cluster: ClusterState,
+  ctx: Context,
+  from: Replica,
+  to: Replica,
+  at: VersionAt,
+  seen: { stamp: string; etag: string },
+  tags: Tag[],
+): Promise<Pick<KeySynced, 'bytes'> | null> {
+  const read: GetMsg = { kind: 'object.get', ...at }
+  const head = await askReplica<StampedAnswer>(ctx, from, {
+    ...read,
+    stamped: true,
+    withParts: true,
+  })
+  if (!head.ok || !('info' in head.value) || head.value.parts === undefined) return null
+  const { info, parts } = head.value
+  if (info.stamp !== seen.stamp || info.etag !== seen.etag) return null
+  const uploadId = freshStamp(cluster) + Buffer.from(ctx.randomBytes(4)).toString('hex')
+  const upload = { bucket: at.bucket, key: at.key, uploadId, requestId: at.requestId }
+  const checksum = uploadChecksum(info.checksums, info.checksumType)
+  const created = await askReplica(ctx, to, {
+    kind: 'upload.create',
+    bucket: at.bucket,
+    key: at.key,
+    http: info.http,
+    userMeta: info.userMeta,
+    ...(checksum === undefined ? {} : { checksum }),
+    ...(tags.length === 0 ? {} : { tags }),
+    stamp: freshStamp(cluster),
+    uploadId,
+    requestId: at.requestId,
+    deadlineMs: at.deadlineMs,
+  })
+  if (!created.ok) return null
+  const completed: { partNumber: number; etag: string; checksums?: Checksums }[] = []
+  let start = 0
+  for (const [index, part] of parts.entries()) {
+    const partNumber = index + 1
+    const range = { start, end: start + part.size - 1 }
+    start += part.size
+    const copy = { partNumber, range, checksums: part.checksums, etag: info.etag }
+    const etag = await copyPart(cluster, ctx, from, to, read, upload, copy)
+    if (etag === null) {
+      await abort(ctx, to, upload, at.deadlineMs)
+      return null
+    }
+    const checksums = part.checksums
+    completed.push({
+      partNumber,
+      etag,
+      ...(Object.keys(checksums).length > 0 ? { checksums } : {}),
+    })
+  }
+  const done = await askReplica<PutResult>(ctx, to, {
+    kind: 'upload.complete',
+    ...upload,
+    parts: completed,
+    stamp: seen.stamp,
+    deadlineMs: at.deadlineMs,
+  })
+  if (!done.ok || done.value.etag !== info.etag) {
+    if (!done.ok) await abort(ctx, to, upload, at.deadlineMs)
+    return null
+  }
+  return { bytes: info.size }
+}
+
+/** The upload's checksum as the object records it: an algorithm and a type, or none. */
+function uploadChecksum(
+  checksums: Checksums,
+  type: UploadChecksum['type'] | undefined,
+): UploadChecksum | undefined {
+  const algorithm = Object.keys(checksums)[0] as ChecksumAlgorithm | undefined
+  if (type === undefined || algorithm === undefined) return undefined
+  return { algorithm, type }
+}
+
+/** Uploads part `partNumber` (the bytes `range` of the version) to `to`; its ETag, or null. */
+async function copyPart(
+  cluster: ClusterState,
+  ctx: Context,
+  from: Replica,
+  to: Replica,
+  read: GetMsg,
+  upload: { bucket: string; key: string; uploadId: string; requestId: string },
+  part: { partNumber: number; range: BodyRange; checksums: Checksums; etag: string },
+): Promise<string | null> {
+  const { partNumber, range, etag } = part
+  const size = range.end - range.start + 1
+  const write = writeToReplica<PartInfo>(ctx, to, {
+    kind: 'upload.part',
+    ...upload,
+    partNumber,
+    expect: { checksums: part.checksums, size },
+    stamp: freshStamp(cluster),
+    deadlineMs: read.deadlineMs,
+  })
+  const bytes =
+    size === 0
+      ? { ok: true as const, value: { body: new Uint8Array(0) } }
+      : await readRange(ctx, from, read, range, (head) => head.info.etag === etag)
+  if (!bytes.ok) {
+    write.sink.abort('unavailable', bytes.detail)
+    return null
+  }
+  if ('body' in bytes.value) await sendInline(bytes.value.body, [write.sink])
+  else if (!(await fanOut(bytes.value.source, [write.sink], 1)).ok) return null
+  const answer = await write.answer
+  return answer.ok ? answer.value.etag : null
+}
+
+async function abort(
+  ctx: Context,
+  to: Replica,
+  upload: { bucket: string; key: string; uploadId: string; requestId: string },
+  deadlineMs: number,
+): Promise<void> {
+  await askReplica(ctx, to, { kind: 'upload.abort', ...upload, deadlineMs })
+}

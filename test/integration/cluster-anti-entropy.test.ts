@@ -1,0 +1,188 @@
+/** Goal: anti-entropy brings a replica that missed writes and deletes, whose hints expired, to
+ * hold exactly what its peers hold within a few rounds, with no read repairing it: objects,
+ * overwrites, deletions of keys it held (which must not come back), and in a versioned bucket
+ * new versions, a delete marker and a version deleted by id; repair-status then shows the rounds,
+ * the changes repaired and, per peer, equal roots digests on both sides of each pair.
+ * Method: three real nodes that each read with R = 1 (SVC_READ_QUORUM=1, per node), so a GET
+ * through a node answers from its own replica and never repairs it; hints that expire within a
+ * second (SVC_HINT_TTL_HOURS=0.0002) so that they bring nothing; rounds every 2 s. The chaos
+ * route cuts n3 off both ways while the changes go through n1, then heals it. */
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { createHash, randomBytes } from 'node:crypto'
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectVersionsCommand,
+  PutBucketVersioningCommand,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3'
+import { startCluster, type TestCluster } from '../support/cluster.js'
+import { sample } from '../support/metrics-text.js'
+import { signedRequest } from '../support/signed-request.js'
+import { pollUntil } from '../support/wait.js'
+
+let cluster: TestCluster
+const NODES = ['n1', 'n2', 'n3']
+const KEYS = 60
+/** Rounds every 2 s: a few rounds, and the copies they make, well within this. */
+const CONVERGED_WITHIN_MS = 60_000
+
+test.before(async () => {
+  cluster = await startCluster({
+    nodes: 3,
+    env: {
+      SVC_READ_QUORUM: '1',
+      SVC_CHAOS: '1',
+      SVC_HINT_TTL_HOURS: '0.0002',
+      SVC_ANTI_ENTROPY_INTERVAL_SECS: '2',
+    },
+  })
+  const s3 = cluster.server('n1').client()
+  await s3.send(new CreateBucketCommand({ Bucket: 'plain' }))
+  await s3.send(new CreateBucketCommand({ Bucket: 'versioned' }))
+  await s3.send(
+    new PutBucketVersioningCommand({
+      Bucket: 'versioned',
+      VersioningConfiguration: { Status: 'Enabled' },
+    }),
+  )
+})
+
+test.after(async () => {
+  await (cluster as TestCluster | undefined)?.destroy()
+})
+
+async function partition(peers: string[] | null): Promise<void> {
+  const url = cluster.server('n3').url
+  const answer =
+    peers === null
+      ? await signedRequest(url, { method: 'DELETE', path: '/admin/chaos/partition' })
+      : await signedRequest(url, {
+          method: 'POST',
+          path: '/admin/chaos/partition',
+          body: JSON.stringify({ peers }),
+          headers: { 'content-type': 'application/json' },
+        })
+  assert.is(answer.status, 200, answer.body.toString())
+}
+
+async function md5Through(s3: S3Client, Key: string): Promise<string | null> {
+  try {
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'plain', Key }))
+    const body = (await got.Body?.transformToByteArray()) ?? new Uint8Array(0)
+    return createHash('md5').update(body).digest('hex')
+  } catch (error) {
+    if ((error as { name?: string }).name === 'NoSuchKey') return null
+    throw error
+  }
+}
+
+/** The versioned bucket's versions and markers as `id`'s replica holds them. */
+async function versionsThrough(id: string): Promise<string> {
+  const listed = await cluster
+    .server(id)
+    .client()
+    .send(new ListObjectVersionsCommand({ Bucket: 'versioned' }))
+  const versions = (listed.Versions ?? []).map((v) => `${v.Key} ${v.VersionId} ${v.ETag}`)
+  const markers = (listed.DeleteMarkers ?? []).map((m) => `${m.Key} ${m.VersionId} marker`)
+  return [...versions, ...markers].sort().join('\n')
+}
+
+interface RepairStatus {
+  anti_entropy: {
+    rounds: number
+    items_repaired: number
+    peers: { node: string; roots_digest: string | null; diverged: number }[]
+  }
+  hints: { pending: number; expired: number }
+}
+
+async function repairStatus(id: string): Promise<RepairStatus> {
+  const answer = await signedRequest(cluster.server(id).url, {
+    method: 'GET',
+    path: '/admin/cluster/repair-status',
+  })
+  assert.is(answer.status, 200)
+  return JSON.parse(answer.body.toString()) as RepairStatus
+}
+
+/** Whether both sides of every pair of nodes last saw the same roots. */
+async function rootsAgree(): Promise<boolean> {
+  const statuses = new Map<string, RepairStatus>()
+  for (const id of NODES) statuses.set(id, await repairStatus(id))
+  for (const id of NODES) {
+    for (const peer of statuses.get(id)?.anti_entropy.peers ?? []) {
+      const back = statuses.get(peer.node)?.anti_entropy.peers.find((one) => one.node === id)
+      if (peer.roots_digest === null || back?.roots_digest !== peer.roots_digest) return false
+    }
+  }
+  return true
+}
+
+test('a replica whose hints expired holds what its peers hold within a few rounds', async () => {
+  const s3 = cluster.server('n1').client()
+  // Held by n3 before the cut: a third are overwritten, a third deleted while it is away.
+  const expected = new Map<string, string | null>()
+  for (let index = 0; index < KEYS / 2; index++) {
+    const Body = randomBytes(index % 10 === 0 ? 150_000 : 500 + index)
+    await s3.send(new PutObjectCommand({ Bucket: 'plain', Key: `old${index}`, Body }))
+    expected.set(`old${index}`, createHash('md5').update(Body).digest('hex'))
+  }
+  const kept = await s3.send(new PutObjectCommand({ Bucket: 'versioned', Key: 'v', Body: 'one' }))
+  await partition(['n1', 'n2'])
+  for (let index = 0; index < KEYS / 2; index++) {
+    const Key = `old${index}`
+    if (index % 3 === 0) {
+      await s3.send(new DeleteObjectCommand({ Bucket: 'plain', Key }))
+      expected.set(Key, null)
+    } else if (index % 3 === 1) {
+      const Body = randomBytes(800 + index)
+      await s3.send(new PutObjectCommand({ Bucket: 'plain', Key, Body }))
+      expected.set(Key, createHash('md5').update(Body).digest('hex'))
+    }
+    const Body = randomBytes(index % 10 === 5 ? 120_000 : 300 + index)
+    await s3.send(new PutObjectCommand({ Bucket: 'plain', Key: `new${index}`, Body }))
+    expected.set(`new${index}`, createHash('md5').update(Body).digest('hex'))
+  }
+  await s3.send(new PutObjectCommand({ Bucket: 'versioned', Key: 'v', Body: 'two' }))
+  await s3.send(new PutObjectCommand({ Bucket: 'versioned', Key: 'w', Body: 'three' }))
+  await s3.send(new DeleteObjectCommand({ Bucket: 'versioned', Key: 'w' }))
+  await s3.send(
+    new DeleteObjectCommand({ Bucket: 'versioned', Key: 'v', VersionId: kept.VersionId }),
+  )
+  const n3 = cluster.server('n3').client()
+  assert.is(await md5Through(n3, 'new0'), null, 'n3 missed the writes')
+  await partition(null)
+  // Older than their TTL by now: the hint queue drops them, and only anti-entropy can bring n3
+  // the changes.
+  const dropped = async (): Promise<boolean> => (await repairStatus('n1')).hints.pending === 0
+  assert.ok(await pollUntil(dropped, 20_000), 'the hints were not dropped')
+
+  const converged = await pollUntil(
+    async () => {
+      for (const [Key, md5] of expected) if ((await md5Through(n3, Key)) !== md5) return false
+      return (await versionsThrough('n3')) === (await versionsThrough('n1'))
+    },
+    CONVERGED_WITHIN_MS,
+    1_000,
+  )
+  for (const [Key, md5] of expected) assert.is(await md5Through(n3, Key), md5, `${Key} via n3`)
+  assert.is(await versionsThrough('n3'), await versionsThrough('n1'))
+  assert.ok(converged)
+  assert.ok(await pollUntil(rootsAgree, 20_000, 1_000), 'the roots digests differ')
+  const status = await repairStatus('n1')
+  assert.ok(status.hints.expired > 0, 'hints expired')
+  assert.ok(status.anti_entropy.rounds > 0)
+  const repaired = (await Promise.all(NODES.map(repairStatus))).reduce(
+    (sum, one) => sum + one.anti_entropy.items_repaired,
+    0,
+  )
+  assert.ok(repaired >= KEYS / 2, `${repaired} changes repaired`)
+  const metrics = await (await fetch(`${cluster.server('n1').url}/metrics`)).text()
+  assert.type(sample(metrics, 'svc_cluster_ae_items_repaired_total'), 'number')
+})
+
+test.run()
