@@ -109,5 +109,8 @@ export interface AntiEntropyPeer {
   error?: string
 }
 
-/** Requests to the anti-entropy actor. */
-export type AntiEntropyActorMsg = Request & { kind: 'anti-entropy.status' }
+/** Requests to the anti-entropy actor: its status, and a bootstrap's round (every shared
+ * partition with every serving peer, whatever this node's own phase; BootstrapSynced). */
+export type AntiEntropyActorMsg = Request & {
+  kind: 'anti-entropy.status' | 'anti-entropy.bootstrap'
+}

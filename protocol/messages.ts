@@ -378,6 +378,11 @@ export type UploadMsg =
   | (Request & { kind: 'hint.put'; hints: Hint[] })
   /** Cluster mode: how many hints this node keeps. */
   | (Request & { kind: 'hint.count' })
+  /** Cluster mode: wipe this node's object data and sync it from its peers (a node down longer
+   * than SVC_MAX_REJOIN_DOWNTIME_DAYS, or a replacement); answers the job at once. */
+  | (Request & { kind: 'node.bootstrap' })
+  /** Cluster mode: the last bootstrap job of this node. */
+  | (Request & { kind: 'node.bootstrap-status' })
   /** Cluster mode: how many hints this node keeps for each replica (those with none left out). */
   | (Request & { kind: 'hint.nodes' })
   /** Cluster mode: the hints kept for `node`, after the one named `after` (bucket and key; none:
@@ -444,6 +449,8 @@ export type ObjectReply = {
   'key.release': null
   'hint.put': null
   'hint.count': number
+  'node.bootstrap': BootstrapJob
+  'node.bootstrap-status': BootstrapJob
   'hint.nodes': Record<string, number>
   'hint.page': Hint[]
   'hint.done': number
@@ -527,6 +534,23 @@ export type CoordinatorMsg =
   /** Cluster mode: anti-entropy found replicas `nodes` (two) of a key holding different records;
    * each is given what the other holds and it lacks. */
   | (Request & { kind: 'key.sync'; bucket: string; key: string; nodes: string[] })
+
+/** A bootstrap of this node (actors/replica-store/rejoin.ts): `idle` when none ran since start. */
+export interface BootstrapJob {
+  id: string
+  state: 'idle' | 'running' | 'done' | 'failed'
+  startedMs?: number
+  finishedMs?: number
+  keysSynced?: number
+  error?: string
+}
+
+/** What anti-entropy's bootstrap round did: the keys it synced, and the peers it could not
+ * compare with (the bootstrap fails while any is left). */
+export interface BootstrapSynced {
+  keysSynced: number
+  unreached: string[]
+}
 
 /** What `key.sync` did: the changes it replayed to either replica, and the differences it found
  * that no replay settles (actors/coordinator/key-sync.ts says which). */

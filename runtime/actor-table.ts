@@ -108,6 +108,8 @@ export const CLUSTER_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = 
   ['anti-entropy', 'replica-store'],
   ['anti-entropy', 'coordinator'],
   ['http-ingress', 'anti-entropy'],
+  // A bootstrap: the store wipes, then has anti-entropy sync the node from its peers.
+  ['replica-store', 'anti-entropy'],
 ]
 
 /** A gateway: no storage and no identities of its own. Its ingress forwards every request to a

@@ -22,7 +22,7 @@ import {
 } from '../../protocol/anti-entropy.js'
 import { ok, unreachable, type Result } from '../../protocol/errors.js'
 import type { MembershipView } from '../../protocol/membership.js'
-import type { KeySynced } from '../../protocol/messages.js'
+import type { BootstrapSynced, KeySynced } from '../../protocol/messages.js'
 import { parsePoolNodes, partitionTable } from '../../protocol/placement.js'
 import type { PeerTarget } from '../../protocol/cluster.js'
 
@@ -83,10 +83,12 @@ export const antiEntropy: Actor<AntiEntropyState, AntiEntropyActorMsg> = {
     scheduleRound(state, ctx)
     return state
   },
-  handle(state, msg): Result<unknown> {
+  handle(state, msg, ctx): Result<unknown> | Promise<Result<unknown>> {
     switch (msg.kind) {
       case 'anti-entropy.status':
         return ok({ ...state.status, peers: [...state.peers.values()] })
+      case 'anti-entropy.bootstrap':
+        return bootstrapRound(state, ctx)
     }
     return unreachable(msg.kind)
   },
@@ -125,6 +127,8 @@ async function round(state: AntiEntropyState, ctx: Context): Promise<void> {
     deadlineMs: ctx.now() + CALL_MS,
   })
   if (!view.ok) return
+  // A node that must be bootstrapped holds what may have been deleted since: it pushes nothing.
+  if (view.value.self.phase !== 'serving') return
   const resumed = state.cursor
   const peers = [...state.shared.keys()].sort()
   const first = resumed === null ? 0 : Math.max(0, peers.indexOf(resumed.peer))
@@ -151,6 +155,34 @@ interface Replica {
   id: string
   local: boolean
   target: PeerTarget
+}
+
+/** A bootstrap's round (the store wiped this node's object data): every shared partition with
+ * every Alive, serving peer, from the first; says how many keys it synced and whom it could not
+ * compare with. */
+async function bootstrapRound(
+  state: AntiEntropyState,
+  ctx: Context,
+): Promise<Result<BootstrapSynced>> {
+  const view = await ctx.call<MembershipView>('gossiper', {
+    kind: 'membership.view',
+    requestId: 'anti-entropy',
+    deadlineMs: ctx.now() + CALL_MS,
+  })
+  if (!view.ok) return view
+  const before = state.status.itemsRepaired
+  const unreached: string[] = []
+  for (const peer of [...state.shared.keys()].sort()) {
+    const member = view.value.members.find((one) => one.id === peer)
+    if (member === undefined || member.status !== 'Alive' || member.phase !== 'serving') {
+      // A peer down or itself stale has nothing to give; the others hold every partition too.
+      continue
+    }
+    const target = { id: peer, grpcAddr: member.grpcAddr }
+    await comparePeer(state, ctx, { id: peer, local: false, target }, 0)
+    if (state.peers.get(peer)?.error !== undefined) unreached.push(peer)
+  }
+  return ok({ keysSynced: state.status.itemsRepaired - before, unreached })
 }
 
 const local: Replica = { id: '', local: true, target: { id: '', grpcAddr: '' } }

@@ -98,6 +98,8 @@ async function coordinate(
     case 'key.release':
     case 'hint.put':
     case 'hint.count':
+    case 'node.bootstrap':
+    case 'node.bootstrap-status':
     case 'hint.nodes':
     case 'hint.page':
     case 'hint.done':

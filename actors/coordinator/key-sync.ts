@@ -44,7 +44,12 @@ export async function syncKey(
   if (!replicas.ok) return replicas
   const pair: Replica[] = []
   for (const id of msg.nodes) {
-    const replica = replicas.value.reachable.find((one) => one.id === id)
+    // This node's own store even while it is bootstrapped (then it counts in no quorum).
+    const own: Replica | undefined =
+      id === cluster.settings.nodeId && replicas.value.all.includes(id)
+        ? { id, local: true, target: { id, grpcAddr: '' } }
+        : undefined
+    const replica = own ?? replicas.value.reachable.find((one) => one.id === id)
     if (replica === undefined) return fail('unavailable', `${id} is not a reachable replica`)
     pair.push(replica)
   }

@@ -4,7 +4,7 @@
  * reachable (Alive or Suspect). The membership view and buckets' pools are reused for a short
  * while, so a request costs no extra hop in the common case. */
 import type { Context } from '../../protocol/actor.js'
-import type { Member, PeerTarget } from '../../protocol/cluster.js'
+import type { Member, NodePhase, PeerTarget } from '../../protocol/cluster.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { MembershipView } from '../../protocol/membership.js'
 import type { BucketInfo } from '../../protocol/objects.js'
@@ -91,13 +91,18 @@ function tableOf(cluster: ClusterState, pool: string, ids: readonly string[]): s
 }
 
 function replicaOf(cluster: ClusterState, id: string, members: readonly Member[]): Replica | null {
-  if (id === cluster.settings.nodeId) return { id, local: true, target: { id, grpcAddr: '' } }
   const member = members.find((m) => m.id === id)
+  // A node that must be bootstrapped (or is being) may hold what was deleted since: it counts in
+  // no quorum, its own node's included (rejoin.ts).
+  if (member !== undefined && STALE_PHASES.has(member.phase)) return null
+  if (id === cluster.settings.nodeId) return { id, local: true, target: { id, grpcAddr: '' } }
   if (member === undefined || (member.status !== 'Alive' && member.status !== 'Suspect')) {
     return null
   }
   return { id, local: false, target: { id, grpcAddr: member.grpcAddr } }
 }
+
+const STALE_PHASES: ReadonlySet<NodePhase> = new Set(['needs_bootstrap', 'bootstrapping'])
 
 function reachableOf(cluster: ClusterState, ids: readonly string[], members: readonly Member[]) {
   const replicas: Replica[] = []

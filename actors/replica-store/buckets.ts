@@ -117,6 +117,28 @@ export async function deleteBucket(
   }
 }
 
+/** Removes everything a bucket holds (objects, versions, uploads, tombstones) in bounded batches,
+ * and keeps the bucket: a bootstrap's wipe of this replica (rejoin.ts). */
+export async function emptyBucket(
+  state: StoreState,
+  ctx: Context,
+  name: string,
+  deadlineMs: number,
+): Promise<Result<null>> {
+  for (let batches = 0; batches < FORCE_DELETE_BATCHES_MAX; batches++) {
+    const mutation = new Mutation(ctx.kv)
+    const content =
+      mutation.bucket(name) === undefined
+        ? null
+        : firstContent(ctx.kv, name, FORCE_DELETE_BATCH_OBJECTS)
+    if (content === null) return ok(null)
+    if (deadlineMs <= ctx.now()) return fail('timeout', `bucket ${name}: deadline passed`)
+    removeContent(ctx, mutation, name, content)
+    await commitMutation(state, ctx, mutation)
+  }
+  return fail('timeout', `bucket ${name}: not empty after ${FORCE_DELETE_BATCHES_MAX} batches`)
+}
+
 /** What keeps a bucket from being empty, a batch of one kind at a time: current objects, then
  * other versions and delete markers, then multipart uploads, then the tombstones of stamped changes
  * (cluster mode: key stamps and versions deleted by id); null when there is nothing. */

@@ -9,6 +9,7 @@ import type { CatalogSnapshotPage } from '../../protocol/catalog.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { applyCatalog, CATALOG_CALL_MS, membership, SNAPSHOT_PAGE_MAX } from './catalog.js'
 import type { CatalogState } from './catalog-state.js'
+import { servingPhase } from './rejoin.js'
 import type { StoreState } from './store-state.js'
 
 export const SYNC_INTERVAL_MS = 30_000
@@ -30,7 +31,7 @@ export function startCatalogSync(state: StoreState, ctx: Context): void {
       ctx.log.warn({ code: pulled.code, detail: pulled.detail }, 'catalog pull failed')
     }
     const alone = pulled === null && ctx.now() - startedMs >= FIRST_SYNC_WAIT_MS
-    if (!catalog.synced && (pulled?.ok === true || alone)) await finishJoining(catalog, ctx)
+    if (!catalog.synced && (pulled?.ok === true || alone)) await finishJoining(state, catalog, ctx)
     if (state.stopping) return
     const nextMs = catalog.synced ? SYNC_INTERVAL_MS : FIRST_SYNC_RETRY_MS
     catalog.cancelSync = ctx.after(nextMs, () => void round())
@@ -38,7 +39,11 @@ export function startCatalogSync(state: StoreState, ctx: Context): void {
   catalog.cancelSync = ctx.after(0, () => void round())
 }
 
-async function finishJoining(catalog: CatalogState, ctx: Context): Promise<void> {
+async function finishJoining(
+  state: StoreState,
+  catalog: CatalogState,
+  ctx: Context,
+): Promise<void> {
   catalog.synced = true
   const deadlineMs = ctx.now() + CATALOG_CALL_MS * 5
   const told = await ctx.call('iam', {
@@ -49,13 +54,13 @@ async function finishJoining(catalog: CatalogState, ctx: Context): Promise<void>
   if (!told.ok) ctx.log.warn({ code: told.code, detail: told.detail }, 'iam not told of the sync')
   const phase = await ctx.call('gossiper', {
     kind: 'membership.update-self',
-    phase: 'serving',
+    phase: servingPhase(state),
     requestId: 'catalog',
     deadlineMs,
   })
   if (!phase.ok)
     ctx.log.warn({ code: phase.code, detail: phase.detail }, 'gossip not told: serving')
-  ctx.log.info({}, 'catalog in sync: serving')
+  ctx.log.info({ phase: servingPhase(state) }, 'catalog in sync')
 }
 
 /** Pulls every page from one live storage peer, the first that answers; null when gossip knows

@@ -13,6 +13,7 @@
  * before its commit, from reads that see every earlier commit (see mutation.ts), so concurrent
  * requests on one key or one blob serialise with last-writer-wins. `init` runs crash recovery
  * without scanning objects (see recovery.ts); `stop` waits for commits and background work. */
+import { checkRejoin, servingPhase, startBootstrap } from './rejoin.js'
 import assert from 'node:assert/strict'
 import type { Actor, ByteSink, Context } from '../../protocol/actor.js'
 import { fail, ok, ServiceError, unreachable, type Result } from '../../protocol/errors.js'
@@ -97,6 +98,7 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
       const hints = countHints(ctx)
       state.hintsPending = hints.all
       state.hintsPerNode = hints.perNode
+      await checkRejoin(state, ctx)
       state.catalog = new CatalogState(ctx.config['SVC_NODE_ID'] ?? '', () => ctx.now())
       startCatalogSync(state, ctx)
     }
@@ -127,6 +129,7 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
   async stop(state) {
     state.stopping = true
     state.cancelExpiry()
+    state.cancelAliveNote()
     state.catalog?.cancelSync()
     for (const sink of state.streams.values()) sink.abort('unavailable', 'replica-store stopping')
     // Tasks may start tasks (a commit starts garbage removal): wait until none is left.
@@ -265,7 +268,11 @@ function dispatch(
     case 'system.stats':
       return storeStats(ctx)
     case 'system.phase':
-      return ok(state.catalog === null || state.catalog.synced ? 'serving' : 'joining')
+      return ok(state.catalog === null || state.catalog.synced ? servingPhase(state) : 'joining')
+    case 'node.bootstrap':
+      return startBootstrap(state, ctx)
+    case 'node.bootstrap-status':
+      return ok({ ...state.bootstrap })
     case 'system.local-get':
       return getLocalRecord(msg.name, ctx)
     case 'system.local-put':

@@ -1,6 +1,8 @@
 /** @module The replica-store's state and the two effects every mutation shares: committing a
  * prepared Mutation and collecting the garbage files it released. The state holds only what is in
  * flight (the metadata itself lives in ctx.kv), so a restart is exactly a new `init`. */
+import type { BootstrapJob } from '../../protocol/messages.js'
+import type { RejoinPhase } from './rejoin.js'
 import assert from 'node:assert/strict'
 import type { ByteSink, Context } from '../../protocol/actor.js'
 import { ServiceError } from '../../protocol/errors.js'
@@ -42,6 +44,11 @@ export interface StoreState {
    * scrubber's verdict), until the scrubber clears or heals them: reads of their bytes answer
    * `corrupt` at once (damaged.ts). Bounded by DAMAGED_MAX, oldest forgotten first. */
   readonly damaged: Set<string>
+  /** Cluster mode: whether the node may serve its replicas, or must be bootstrapped first
+   * (rejoin.ts), and its bootstrap job. */
+  rejoin: RejoinPhase
+  bootstrap: BootstrapJob
+  cancelAliveNote: () => void
 }
 
 /** GET streams at once. Every other task is bounded by the requests in flight (the runtime's
@@ -58,6 +65,9 @@ export function createState(): StoreState {
     deferred: new Set(),
     stopping: false,
     cancelExpiry: () => undefined,
+    rejoin: 'ok',
+    bootstrap: { id: '', state: 'idle' },
+    cancelAliveNote: () => undefined,
     lastVersionMicros: 0,
     catalog: null,
     keyClaims: new Map(),

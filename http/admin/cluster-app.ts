@@ -1,12 +1,12 @@
 /** @module Cluster administration on the HTTP port (CLUSTER-INTERFACE.md): GET
- * /admin/cluster/topology, /admin/cluster/health, /admin/cluster/repair-status (hints and the
- * scrubber; anti-entropy and bootstrap are not built yet) and /admin/node/health, as JSON, for a
- * SuperUser
- * signed in either way the node knows: SigV4 with S3 keys, or an admin bearer token. Membership
- * comes from the gossiper (`membership.view`), the actors' state from the supervisor. With
- * SVC_CHAOS=1, POST and DELETE /admin/chaos/partition cut and heal this node's node-to-node
- * traffic with the peers named. Counts of "nodes" are of storage nodes: gateways hold no data and
- * are listed apart. */
+ * /admin/cluster/topology, /admin/cluster/health, /admin/cluster/repair-status (anti-entropy,
+ * hints, the scrubber, the bootstrap), /admin/node/health and POST /admin/node/bootstrap (202 and
+ * its job), as JSON, for a SuperUser signed in either way the node knows: SigV4 with S3 keys, or
+ * an admin bearer token. Membership comes from the gossiper (`membership.view`), the actors' state
+ * from the supervisor. With SVC_CHAOS=1, POST and DELETE /admin/chaos/partition cut and heal this
+ * node's node-to-node traffic with the peers named. Counts of "nodes" are of storage nodes:
+ * gateways hold no data and are listed apart. */
+import type { BootstrapJob } from '../../protocol/messages.js'
 import type { AntiEntropyStatus } from '../../protocol/anti-entropy.js'
 import { Hono } from 'hono'
 import type { Mesh } from '../../protocol/actor.js'
@@ -137,7 +137,7 @@ export async function hintsPending(mesh: Mesh): Promise<number> {
  * none) is left out. */
 async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
   const deadlineMs = mesh.now() + 1_000
-  const [entropy, pending, hints, scrubber] = await Promise.all([
+  const [entropy, pending, hints, scrubber, bootstrap] = await Promise.all([
     mesh.call<AntiEntropyStatus>('anti-entropy', {
       kind: 'anti-entropy.status',
       requestId: 'repair-status',
@@ -151,6 +151,11 @@ async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
     }),
     mesh.call<ScrubberStatus>('scrubber', {
       kind: 'scrubber.status',
+      requestId: 'repair-status',
+      deadlineMs,
+    }),
+    mesh.call<BootstrapJob>('coordinator', {
+      kind: 'node.bootstrap-status',
       requestId: 'repair-status',
       deadlineMs,
     }),
@@ -168,8 +173,25 @@ async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
         }
       : {}),
     ...(scrubber.ok ? { scrubber: scrubber.value } : {}),
+    ...(bootstrap.ok ? { bootstrap: bootstrapJson(bootstrap.value) } : {}),
   }
 }
+
+function bootstrapJson(job: BootstrapJob): Record<string, unknown> {
+  const at = (ms: number | undefined): string | null =>
+    ms === undefined ? null : new Date(ms).toISOString()
+  return {
+    state: job.state,
+    ...(job.id === '' ? {} : { job_id: job.id }),
+    started_at: at(job.startedMs),
+    finished_at: at(job.finishedMs),
+    ...(job.keysSynced === undefined ? {} : { keys_synced: job.keysSynced }),
+    ...(job.error === undefined ? {} : { error: job.error }),
+  }
+}
+
+/** The confirmation a bootstrap needs: it wipes this node's object data. */
+const BOOTSTRAP_CONFIRM = 'wipe-and-resync'
 
 function antiEntropyJson(status: AntiEntropyStatus): Record<string, unknown> {
   const at = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
@@ -244,6 +266,23 @@ export function createClusterApp(mesh: Mesh, caches: AuthCaches): Hono<AdminEnv>
         actors: await mesh.actorHealth(),
       })),
     ),
+  )
+  app.post(
+    '/node/bootstrap',
+    guarded('NodeBootstrap', async (c) => {
+      const body = await readJsonObject(c.env.incoming)
+      if (!body.ok) return sendFailure(c, body)
+      if (body.value['confirm'] !== BOOTSTRAP_CONFIRM) {
+        return sendCode(c, 'invalid_data', `confirm must be "${BOOTSTRAP_CONFIRM}"`)
+      }
+      const job = await mesh.call<BootstrapJob>('coordinator', {
+        kind: 'node.bootstrap',
+        requestId: c.get('requestId'),
+        deadlineMs: mesh.now() + 10_000,
+      })
+      if (!job.ok) return sendFailure(c, job)
+      return sendJson(c, 202, { job_id: job.value.id, state: job.value.state })
+    }),
   )
   if (mesh.config['SVC_CHAOS'] === '1') {
     app.post(

@@ -29,6 +29,7 @@ const NODES = ['n1', 'n2', 'n3']
 const KEYS = 60
 /** Rounds every 2 s: a few rounds, and the copies they make, well within this. */
 const CONVERGED_WITHIN_MS = 60_000
+const REJOIN_WINDOW_MS = 6_000
 
 test.before(async () => {
   cluster = await startCluster({
@@ -38,6 +39,9 @@ test.before(async () => {
       SVC_CHAOS: '1',
       SVC_HINT_TTL_HOURS: '0.0002',
       SVC_ANTI_ENTROPY_INTERVAL_SECS: '2',
+      // A node down 9 s is past the window; the grace must be longer.
+      SVC_MAX_REJOIN_DOWNTIME_DAYS: String(REJOIN_WINDOW_MS / 86_400_000),
+      SVC_GC_GRACE_DAYS: String((2 * REJOIN_WINDOW_MS) / 86_400_000),
     },
   })
   const s3 = cluster.server('n1').client()
@@ -183,6 +187,61 @@ test('a replica whose hints expired holds what its peers hold within a few round
   assert.ok(repaired >= KEYS / 2, `${repaired} changes repaired`)
   const metrics = await (await fetch(`${cluster.server('n1').url}/metrics`)).text()
   assert.type(sample(metrics, 'svc_cluster_ae_items_repaired_total'), 'number')
+})
+
+async function nodeHealth(id: string): Promise<{ phase: string }> {
+  const answer = await signedRequest(cluster.server(id).url, {
+    method: 'GET',
+    path: '/admin/node/health',
+  })
+  return JSON.parse(answer.body.toString()) as { phase: string }
+}
+
+test('a node down past the rejoin window serves nothing until a bootstrap syncs it', async () => {
+  const s3 = cluster.server('n1').client()
+  await s3.send(new PutObjectCommand({ Bucket: 'plain', Key: 'kept', Body: 'before' }))
+  await s3.send(new PutObjectCommand({ Bucket: 'plain', Key: 'doomed', Body: 'before' }))
+  assert.is(await cluster.server('n3').stop(), 0)
+  const late = randomBytes(70_000)
+  await s3.send(new PutObjectCommand({ Bucket: 'plain', Key: 'late', Body: late }))
+  await s3.send(new DeleteObjectCommand({ Bucket: 'plain', Key: 'doomed' }))
+  // Down longer than the window (wall clock: the node's note of being alive is older).
+  await new Promise((resolve) => setTimeout(resolve, REJOIN_WINDOW_MS + 2_000))
+  await cluster.restart('n3', false)
+  const stale = async (): Promise<boolean> => (await nodeHealth('n3')).phase === 'needs_bootstrap'
+  assert.ok(await pollUntil(stale, 30_000), 'n3 is not needs_bootstrap')
+  assert.is((await fetch(`${cluster.server('n3').url}/health`)).status, 503)
+  // The others count it in no quorum but go on: W = 2 of n1 and n2.
+  await s3.send(new PutObjectCommand({ Bucket: 'plain', Key: 'meanwhile', Body: 'w' }))
+  const url = cluster.server('n3').url
+  const refused = await signedRequest(url, {
+    method: 'POST',
+    path: '/admin/node/bootstrap',
+    body: JSON.stringify({}),
+    headers: { 'content-type': 'application/json' },
+  })
+  assert.is(refused.status, 400)
+  const started = await signedRequest(url, {
+    method: 'POST',
+    path: '/admin/node/bootstrap',
+    body: JSON.stringify({ confirm: 'wipe-and-resync' }),
+    headers: { 'content-type': 'application/json' },
+  })
+  assert.is(started.status, 202, started.body.toString())
+  assert.type((JSON.parse(started.body.toString()) as { job_id: string }).job_id, 'string')
+  const done = async (): Promise<boolean> => {
+    const status = (await repairStatus('n3')) as RepairStatus & { bootstrap: { state: string } }
+    assert.is.not(status.bootstrap.state, 'failed', JSON.stringify(status.bootstrap))
+    return status.bootstrap.state === 'done'
+  }
+  assert.ok(await pollUntil(done, CONVERGED_WITHIN_MS, 500), 'the bootstrap did not finish')
+  assert.ok(await pollUntil(async () => (await nodeHealth('n3')).phase === 'serving', 10_000))
+  assert.is((await fetch(`${url}/health`)).status, 200)
+  const n3 = cluster.server('n3').client()
+  assert.is(await md5Through(n3, 'late'), createHash('md5').update(late).digest('hex'))
+  assert.is(await md5Through(n3, 'kept'), createHash('md5').update('before').digest('hex'))
+  assert.is(await md5Through(n3, 'meanwhile'), createHash('md5').update('w').digest('hex'))
+  assert.is(await md5Through(n3, 'doomed'), null, 'a key deleted while n3 was down came back')
 })
 
 test.run()
