@@ -67,15 +67,17 @@ export const SINGLE_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = [
   ['http-ingress', 'scrubber'],
 ]
 
-/** A storage node of a cluster: the single node's actors, then gossip and the node-to-node server
- * (which hands calls from peers to gossip and to the store). */
+/** A storage node of a cluster: the single node's actors, then the node-to-node server (which
+ * hands calls from peers to gossip and to the store) and gossip. Gossip stops before the server
+ * (stop order is the reverse), as SPEC.md section 3 orders a shutdown: the node's `Left` is
+ * broadcast while it still answers its peers' calls in flight, and only then does gRPC stop. */
 export const CLUSTER_NODE_ACTORS: readonly ActorName[] = [
   'replica-store',
   'coordinator',
   'iam',
+  'grpc-ingress',
   'gossiper',
   'scrubber',
-  'grpc-ingress',
   'hint-queue',
   'anti-entropy',
   'http-ingress',
@@ -114,7 +116,7 @@ export const CLUSTER_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = 
 
 /** A gateway: no storage and no identities of its own. Its ingress forwards every request to a
  * live storage node that gossip knows (runtime/gateway-proxy.ts). */
-export const GATEWAY_ACTORS: readonly ActorName[] = ['gossiper', 'grpc-ingress', 'http-ingress']
+export const GATEWAY_ACTORS: readonly ActorName[] = ['grpc-ingress', 'gossiper', 'http-ingress']
 
 export const GATEWAY_LINKS: readonly (readonly [ActorName, ActorName])[] = [
   ['grpc-ingress', 'gossiper'],
