@@ -3,11 +3,13 @@
  * partitions both replicate, through the digests every store keeps in the batch of each change
  * (protocol/anti-entropy.ts): the roots of all shared partitions in one call each side, then the
  * leaves of a partition whose roots differ, then the keys of a leaf whose digests differ. Each key
- * found different is synced both ways by the coordinator (`key.sync`), so a pair converges in one
- * round, at most THROTTLE.itemsPerSecond keys and THROTTLE.bytesPerSecond copied bytes a second.
- * Where a round is (peer, partition) is saved in a local record after each partition it had to
- * repair, and a restarted actor goes on from there. Hints bring most misses within seconds; this
- * finds what they could not (expired hints, a lost store, states repair does not replay). */
+ * found different is synced both ways by the coordinator (`key.sync`), by the node of the pair
+ * with the lower id (the other compares only: one side's work is enough), so a pair converges in
+ * one round, at most THROTTLE.itemsPerSecond keys and THROTTLE.bytesPerSecond copied bytes a
+ * second. Where a round is (peer, partition) is saved in a local record after each partition it
+ * had to repair, and a restarted actor goes on from there. Hints bring most misses within
+ * seconds; this finds what they could not (expired hints, a lost store, states repair does not
+ * replay). */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import type { Actor, Context } from '../../protocol/actor.js'
@@ -142,7 +144,8 @@ async function round(state: AntiEntropyState, ctx: Context): Promise<void> {
       target: { id: peer, grpcAddr: member.grpcAddr },
     }
     const from = resumed !== null && resumed.peer === peer ? resumed.partition : 0
-    await comparePeer(state, ctx, replica, from)
+    // Of the two nodes of a pair, the one with the lower id syncs; the other only compares.
+    await comparePeer(state, ctx, replica, from, state.self < peer)
   }
   state.cursor = null
   await saveCursor(ctx, null)
@@ -179,7 +182,7 @@ async function bootstrapRound(
       continue
     }
     const target = { id: peer, grpcAddr: member.grpcAddr }
-    await comparePeer(state, ctx, { id: peer, local: false, target }, 0)
+    await comparePeer(state, ctx, { id: peer, local: false, target }, 0, true)
     if (state.peers.get(peer)?.error !== undefined) unreached.push(peer)
   }
   return ok({ keysSynced: state.status.itemsRepaired - before, unreached })
@@ -192,13 +195,14 @@ function askReplica<T>(ctx: Context, replica: Replica, msg: AntiEntropyMsg): Pro
   return ctx.peers.call<T>(replica.target, 'Replica.Op', { msg }, msg.deadlineMs)
 }
 
-/** Compares the partitions this node shares with `peer` (from partition `from` on) and syncs
- * every key that differs. */
+/** Compares the partitions this node shares with `peer` (from partition `from` on) and, when it
+ * `drives` the pair, syncs every key that differs (both ways: one side's work is enough). */
 async function comparePeer(
   state: AntiEntropyState,
   ctx: Context,
   peer: Replica,
   from: number,
+  drives: boolean,
 ): Promise<void> {
   const shared = (state.shared.get(peer.id) ?? []).filter((p) => p >= from)
   const known = state.peers.get(peer.id)
@@ -225,7 +229,7 @@ async function comparePeer(
   for (const [index, partition] of shared.entries()) {
     if (state.stopped) return
     if (mine.value[index] === theirs.value[index]) continue
-    const outcome = await syncPartition(state, ctx, peer, partition)
+    const outcome = await syncPartition(state, ctx, peer, partition, drives)
     diverged += outcome.diverged
     settled &&= outcome.settled
     if (!outcome.reached) {
@@ -233,6 +237,7 @@ async function comparePeer(
       record.diverged = diverged
       return
     }
+    if (!drives) continue
     state.cursor = { peer: peer.id, partition: partition + 1 }
     await saveCursor(ctx, state.cursor)
   }
@@ -253,6 +258,7 @@ async function syncPartition(
   ctx: Context,
   peer: Replica,
   partition: number,
+  drives: boolean,
 ): Promise<PartitionOutcome> {
   const ask = { kind: 'ae.leaves' as const, partition, requestId: 'anti-entropy' }
   type Leaves = { leaf: number; digest: string }[]
@@ -268,6 +274,10 @@ async function syncPartition(
     const keys = await differingKeys(ctx, peer, partition, leaf)
     if (keys === null) return { ...outcome, reached: false, error: 'keys unavailable' }
     outcome.diverged += keys.length
+    if (!drives) {
+      outcome.settled &&= keys.length === 0
+      continue
+    }
     for (const key of keys) {
       if (state.stopped) return outcome
       const started = ctx.now()
