@@ -9,8 +9,11 @@
  * digest) over their keys, so that a change updates them in place, with no scan. Two replicas
  * holding the same records hold the same digests; a pair compares roots, then the leaves of a root
  * that differs, then the keys of a leaf that differs, and syncs each key that differs. Digests are
- * 64 hex digits; an empty key, leaf or root has none. */
+ * 64 hex digits; an empty key, leaf or root has none. Tombstones (a key's stamp once it holds no
+ * object and no version, a version deleted by id) are purged SVC_GC_GRACE_DAYS after their change,
+ * by each node from the partitions every other replica was found to hold alike (`ae.purge`). */
 import type { Request } from './actor.js'
+import { parseHlc } from './hlc.js'
 
 /** Where a leaf's keys are listed from: after this key (null: from the first). */
 export interface KeyCursor {
@@ -74,14 +77,65 @@ export type AntiEntropyMsg =
     })
   /** What this replica holds of one key. */
   | (Request & { kind: 'key.manifest'; bucket: string; key: string })
+  /** This node's anti-entropy only (never a peer's): removes the partition's tombstones whose
+   * stamps' wall clocks are before `beforeMs` (each key stamp of a key with no object and no
+   * version left, each version deleted by id), walking at most `limit` (at most
+   * AE_PURGE_KEYS_MAX) of its keys after `after`, in one batch. */
+  | (Request & {
+      kind: 'ae.purge'
+      partition: number
+      beforeMs: number
+      after: KeyCursor | null
+      limit: number
+    })
 
 export const AE_KEYS_PAGE_MAX = 1_000
+/** Keys one ae.purge walks at most. */
+export const AE_PURGE_KEYS_MAX = 1_000
+
+const DAY_MS = 86_400_000
+
+/** SVC_GC_GRACE_DAYS (validated by the runtime's cluster config; 7 when unset) in ms. */
+export function gcGraceMs(config: Readonly<Record<string, string>>): number {
+  const days = Number(config['SVC_GC_GRACE_DAYS'] ?? '7')
+  return Number.isFinite(days) && days > 0 ? days * DAY_MS : 7 * DAY_MS
+}
+
+/** Whether a tombstone's stamp is past the grace at `nowMs`: its change's wall clock is before
+ * nowMs - graceMs. Such a tombstone may be purged on a replica, so one replica holding it and
+ * another holding nothing of it are alike. */
+export function pastGrace(stamp: string, nowMs: number, graceMs: number): boolean {
+  const hlc = parseHlc(stamp)
+  return hlc !== null && hlc.wallMs < nowMs - graceMs
+}
+
+/** What two replicas of a key must agree on: a manifest but for the tombstones past the grace,
+ * which one may have purged and the other not yet (actors/replica-store/purge.ts): each version
+ * deleted by id, and the key's stamp once no version and no such delete is left. */
+export function unpurged(
+  manifest: KeyManifest,
+  nowMs: number,
+  graceMs: number,
+): Omit<KeyManifest, 'digest'> {
+  const deleted = manifest.deleted.filter((one) => !pastGrace(one.stamp, nowMs, graceMs))
+  const bare = manifest.versions.length === 0 && deleted.length === 0
+  const purged = manifest.stamp !== null && bare && pastGrace(manifest.stamp, nowMs, graceMs)
+  return { stamp: purged ? null : manifest.stamp, versions: manifest.versions, deleted }
+}
+
+/** What an ae.purge removed (key stamps and deletes by id), and where the next one goes on from
+ * (null: the partition's last key was walked). */
+export interface Purged {
+  purged: number
+  next: KeyCursor | null
+}
 
 export interface AntiEntropyReply {
   'ae.roots': (string | null)[]
   'ae.leaves': { leaf: number; digest: string }[]
   'ae.keys': KeyDigest[]
   'key.manifest': KeyManifest
+  'ae.purge': Purged
 }
 
 /** What a node's anti-entropy did, for repair-status and /metrics. */
@@ -92,6 +146,9 @@ export interface AntiEntropyStatus {
   /** Changes replayed to either replica of a pair, and differences no replay settles. */
   itemsRepaired: number
   unsupported: number
+  /** Tombstones (key stamps and deletes by id) purged, SVC_GC_GRACE_DAYS after their change,
+   * from partitions every replica held alike. */
+  tombstonesPurged: number
   throttle: { itemsPerSecond: number; bytesPerSecond: number }
   peers: AntiEntropyPeer[]
 }

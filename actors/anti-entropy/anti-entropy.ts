@@ -9,7 +9,8 @@
  * second. Where a round is (peer, partition) is saved in a local record after each partition it
  * had to repair, and a restarted actor goes on from there. Hints bring most misses within
  * seconds; this finds what they could not (expired hints, a lost store, states repair does not
- * replay). */
+ * replay). After a round, the partitions every other replica held alike have their tombstones
+ * past SVC_GC_GRACE_DAYS purged (tombstone-gc.ts). */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import type { Actor, Context } from '../../protocol/actor.js'
@@ -21,12 +22,21 @@ import {
   type AntiEntropyStatus,
   type KeyCursor,
   type KeyDigest,
+  type KeyManifest,
 } from '../../protocol/anti-entropy.js'
 import { ok, unreachable, type Result } from '../../protocol/errors.js'
 import type { MembershipView } from '../../protocol/membership.js'
 import type { BootstrapSynced, KeySynced } from '../../protocol/messages.js'
 import { parsePoolNodes, partitionTable } from '../../protocol/placement.js'
 import type { PeerTarget } from '../../protocol/cluster.js'
+import {
+  beginGcRound,
+  markAlike,
+  purgeAlike,
+  purgedApart,
+  startGc,
+  type TombstoneGc,
+} from './tombstone-gc.js'
 
 export const THROTTLE = { itemsPerSecond: 200, bytesPerSecond: 32 * 1024 * 1024 }
 /** Pages of one leaf's keys read at most (each AE_KEYS_PAGE_MAX keys). */
@@ -53,6 +63,8 @@ export interface AntiEntropyState {
   cursor: RoundCursor | null
   stopped: boolean
   cancelRound: () => void
+  /** What the purge of old tombstones after each round needs (tombstone-gc.ts). */
+  gc: TombstoneGc
 }
 
 export const antiEntropy: Actor<AntiEntropyState, AntiEntropyActorMsg> = {
@@ -74,6 +86,7 @@ export const antiEntropy: Actor<AntiEntropyState, AntiEntropyActorMsg> = {
         lastRoundAtMs: null,
         itemsRepaired: 0,
         unsupported: 0,
+        tombstonesPurged: 0,
         throttle: { ...THROTTLE },
         peers: [],
       },
@@ -81,6 +94,7 @@ export const antiEntropy: Actor<AntiEntropyState, AntiEntropyActorMsg> = {
       cursor: await loadCursor(ctx),
       stopped: false,
       cancelRound: () => undefined,
+      gc: startGc(ctx),
     }
     scheduleRound(state, ctx)
     return state
@@ -131,6 +145,7 @@ async function round(state: AntiEntropyState, ctx: Context): Promise<void> {
   if (!view.ok) return
   // A node that must be bootstrapped holds what may have been deleted since: it pushes nothing.
   if (view.value.self.phase !== 'serving') return
+  beginGcRound(state)
   const resumed = state.cursor
   const peers = [...state.shared.keys()].sort()
   const first = resumed === null ? 0 : Math.max(0, peers.indexOf(resumed.peer))
@@ -149,6 +164,7 @@ async function round(state: AntiEntropyState, ctx: Context): Promise<void> {
   }
   state.cursor = null
   await saveCursor(ctx, null)
+  await purgeAlike(state, ctx)
   state.status.rounds++
   state.status.lastRoundAtMs = ctx.now()
 }
@@ -228,8 +244,12 @@ async function comparePeer(
   let settled = true
   for (const [index, partition] of shared.entries()) {
     if (state.stopped) return
-    if (mine.value[index] === theirs.value[index]) continue
+    if (mine.value[index] === theirs.value[index]) {
+      markAlike(state, peer.id, partition)
+      continue
+    }
     const outcome = await syncPartition(state, ctx, peer, partition, drives)
+    if (outcome.reached && outcome.alike) markAlike(state, peer.id, partition)
     diverged += outcome.diverged
     settled &&= outcome.settled
     if (!outcome.reached) {
@@ -249,6 +269,10 @@ interface PartitionOutcome {
   diverged: number
   /** Every key that differed was synced with nothing left unsupported. */
   settled: boolean
+  /** The pair holds the same records but for tombstones past the grace that one of them purged
+   * (tombstone-gc.ts): key.sync had nothing to replay either way, or, where the peer syncs, the
+   * keys' manifests differ only by those. */
+  alike: boolean
   reached: boolean
   error?: string
 }
@@ -267,15 +291,24 @@ async function syncPartition(
     askReplica<Leaves>(ctx, peer, { ...ask, deadlineMs: ctx.now() + CALL_MS }),
   ])
   if (!mine.ok || !theirs.ok) {
-    return { diverged: 0, settled: false, reached: false, error: 'leaves unavailable' }
+    return {
+      diverged: 0,
+      settled: false,
+      alike: false,
+      reached: false,
+      error: 'leaves unavailable',
+    }
   }
-  const outcome: PartitionOutcome = { diverged: 0, settled: true, reached: true }
+  const outcome: PartitionOutcome = { diverged: 0, settled: true, alike: true, reached: true }
+  const manifests = (msg: AntiEntropyMsg) =>
+    Promise.all([askReplica<KeyManifest>(ctx, local, msg), askReplica<KeyManifest>(ctx, peer, msg)])
   for (const leaf of differing(mine.value, theirs.value)) {
     const keys = await differingKeys(ctx, peer, partition, leaf)
     if (keys === null) return { ...outcome, reached: false, error: 'keys unavailable' }
     outcome.diverged += keys.length
     if (!drives) {
       outcome.settled &&= keys.length === 0
+      outcome.alike &&= await purgedApart(state, ctx, keys, manifests)
       continue
     }
     for (const key of keys) {
@@ -291,12 +324,14 @@ async function syncPartition(
       })
       if (!synced.ok) {
         outcome.settled = false
+        outcome.alike = false
         if (synced.code === 'unavailable') {
           return { ...outcome, reached: false, error: `sync: ${synced.detail}` }
         }
         continue
       }
       state.status.itemsRepaired += synced.value.replayed
+      if (synced.value.replayed > 0 || synced.value.unsupported > 0) outcome.alike = false
       state.status.unsupported += synced.value.unsupported
       if (synced.value.unsupported > 0) outcome.settled = false
       await throttle(ctx, started, synced.value.bytes)

@@ -7,8 +7,10 @@
  * anti-entropy syncs a key (key-sync.ts); what that cannot replay either (a multipart object) is
  * `unsupported`, and the hint waits until it expires. A deletion of a key the replica never
  * received is replayed too (read repair need not: both show nothing), so that it keeps the
- * tombstone. */
+ * tombstone, unless it is past the grace (SVC_GC_GRACE_DAYS): then the replica may have purged it,
+ * as anti-entropy's key sync judges too, and it is current. */
 import type { Context } from '../../protocol/actor.js'
+import { gcGraceMs, pastGrace } from '../../protocol/anti-entropy.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { CoordinatorMsg, KeyBrought } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
@@ -63,6 +65,7 @@ export async function bringKey(
     return fail('unavailable', 'no reachable replica holds the change')
   }
   if ((held.answer.keyStamp ?? '') >= newest) return ok('current')
+  if (purgedThere(ctx, winner, held)) return ok('current')
   const repair =
     'absent' in winner.answer && 'absent' in held.answer
       ? await keepTombstone(ctx, msg, held, newest)
@@ -71,6 +74,14 @@ export async function bringKey(
   if (!(await repair)) return fail('unavailable', `${msg.node} was not brought up to date`)
   cluster.counters.readRepairs++
   return ok('repaired')
+}
+
+/** The newest state is a tombstone past the grace and the replica holds nothing of the key: it
+ * may have purged it (actors/anti-entropy/tombstone-gc.ts), and replayed it would come back. */
+function purgedThere(ctx: Context, winner: ReplicaAnswer, held: ReplicaAnswer): boolean {
+  const stamp = winner.answer.keyStamp ?? null
+  if (!('absent' in winner.answer) || !('absent' in held.answer) || stamp === null) return false
+  return held.answer.keyStamp === null && pastGrace(stamp, ctx.now(), gcGraceMs(ctx.config))
 }
 
 /** A state read repair does not replay (versions, a marker, tags): anti-entropy's sync of the key

@@ -9,9 +9,18 @@
  * A multipart object is uploaded again to the replica alone (multipart-replay.ts). Not replayed,
  * counted `unsupported` (they stay different until a client's change): a version written before
  * versioning was configured or while it was suspended (a replay would get another id), and two
- * states with one stamp. At most REPLAYS_MAX changes per call; the next round goes on. */
+ * states with one stamp. Not replayed either, and not counted: a tombstone past the grace
+ * (SVC_GC_GRACE_DAYS, by its stamp's wall clock), a deletion to a replica that holds nothing of
+ * the key or a delete by id to one that lacks the version, since the replica may have purged it
+ * (actors/anti-entropy/tombstone-gc.ts): replayed, it would come back there, and the pair would
+ * never end alike. At most REPLAYS_MAX changes per call; the next round goes on. */
 import type { Context } from '../../protocol/actor.js'
-import type { KeyManifest, VersionEntry } from '../../protocol/anti-entropy.js'
+import {
+  gcGraceMs,
+  pastGrace,
+  type KeyManifest,
+  type VersionEntry,
+} from '../../protocol/anti-entropy.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { CoordinatorMsg, KeySynced, TaggingResult } from '../../protocol/messages.js'
 import type { Tag } from '../../protocol/tagging.js'
@@ -69,14 +78,17 @@ export async function syncKey(
   if (!other.ok) return other
   if (!versioning.ok) return versioning
   const versioned = versioning.value.status !== null
+  const graceMs = gcGraceMs(ctx.config)
+  const nowMs = ctx.now()
+  const purgeable = (stamp: string): boolean => pastGrace(stamp, nowMs, graceMs)
   const synced: KeySynced = { replayed: 0, unsupported: 0, bytes: 0 }
   for (const [from, to, source, target] of [
     [first, second, one.value, other.value],
     [second, first, other.value, one.value],
   ] as const) {
     const { steps, unsupported } = versioned
-      ? versionSteps(source, target)
-      : plainSteps(source, target)
+      ? versionSteps(source, target, purgeable)
+      : plainSteps(source, target, purgeable)
     synced.unsupported += unsupported
     for (const step of steps.slice(0, REPLAYS_MAX - synced.replayed)) {
       const bytes = await replay(cluster, ctx, msg, from, to, step)
@@ -90,15 +102,25 @@ export async function syncKey(
   return ok(synced)
 }
 
+/** Whether a tombstone is past the grace: a replica that lacks it may have purged it. */
+type Purgeable = (stamp: string) => boolean
+
+function holdsNothing(manifest: KeyManifest): boolean {
+  return manifest.stamp === null && manifest.versions.length === 0 && manifest.deleted.length === 0
+}
+
 /** Steps that bring `target` to `source`'s state where the bucket keeps no versions. */
-function plainSteps(source: KeyManifest, target: KeyManifest): Planned {
+function plainSteps(source: KeyManifest, target: KeyManifest, purgeable: Purgeable): Planned {
   const newest = source.stamp
   if (newest === null || (target.stamp !== null && target.stamp >= newest)) {
     // The same stamp and other records: nothing a replay can settle.
     return { steps: [], unsupported: newest !== null && newest === target.stamp ? 1 : 0 }
   }
   const current = source.versions.find((entry) => entry.current && !entry.marker)
-  if (current === undefined) return { steps: [{ kind: 'deletion', stamp: newest }], unsupported: 0 }
+  if (current === undefined) {
+    const purged = holdsNothing(target) && purgeable(newest)
+    return { steps: purged ? [] : [{ kind: 'deletion', stamp: newest }], unsupported: 0 }
+  }
   if (current.stamp === undefined) return { steps: [], unsupported: 1 }
   const held = target.versions.find((entry) => entry.current && sameVersion(entry, current))
   const steps: Step[] = held === undefined ? [{ kind: 'object', entry: current }] : []
@@ -113,7 +135,7 @@ interface Planned {
 }
 
 /** Steps that give `target` the versions, deletions by id and tags `source` holds and it lacks. */
-function versionSteps(source: KeyManifest, target: KeyManifest): Planned {
+function versionSteps(source: KeyManifest, target: KeyManifest, purgeable: Purgeable): Planned {
   const held = new Map(target.versions.map((entry) => [entry.token, entry]))
   const deleted = new Set(target.deleted.map((one) => one.token))
   const steps: Step[] = []
@@ -137,7 +159,8 @@ function versionSteps(source: KeyManifest, target: KeyManifest): Planned {
     }
   }
   for (const one of source.deleted) {
-    if (!deleted.has(one.token)) {
+    const purged = !held.has(one.token) && purgeable(one.stamp)
+    if (!deleted.has(one.token) && !purged) {
       steps.push({ kind: 'deletion-by-id', versionId: one.token, stamp: one.stamp })
     }
   }

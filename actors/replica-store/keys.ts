@@ -402,6 +402,15 @@ export function leafKeysEnd(partition: number, leaf: number): string {
   return `E\0${hexByte(partition)}\0${hexByte(leaf)}\x01`
 }
 
+/** Every key digest of one partition starts with this. */
+export function partitionKeysPrefix(partition: number): string {
+  return `E\0${hexByte(partition)}\0`
+}
+
+export function partitionKeysEnd(partition: number): string {
+  return `E\0${hexByte(partition)}\x01`
+}
+
 export function keyDigestKey(partition: number, leaf: number, bucket: string, key: string): string {
   checkBucket(bucket)
   assert(key.length > 0, 'empty object key')

@@ -228,7 +228,8 @@ function blobRead(call: PeerRequestMsg, m: Fields): Result<ReplicaCallMsg> {
   return ok({ kind: 'blob.read', sha256, stream: call.stream, ...ids })
 }
 
-/** Anti-entropy's questions (Replica.Op only). */
+/** Anti-entropy's questions (Replica.Op only). Not `ae.purge`: a node purges its own tombstones,
+ * when its own anti-entropy found every other replica alike. */
 const AE_KINDS: ReadonlySet<string> = new Set<AntiEntropyMsg['kind']>([
   'ae.roots',
   'ae.leaves',

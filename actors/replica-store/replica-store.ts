@@ -5,7 +5,8 @@
  * uploads and their expiry after SVC_MULTIPART_EXPIRY_HOURS), SystemMsg (system records for
  * iam, the scrubber's own record, store-wide stats) and BlobMsg (the scrubber's pages, reads,
  * verdicts and replacements of blobs, blobs.ts and blob-replace.ts) and, in cluster mode,
- * AntiEntropyMsg (the digests it keeps in every batch, digests.ts, and a key's manifest).
+ * AntiEntropyMsg (the digests it keeps in every batch, digests.ts, a key's manifest, and the
+ * purge of old tombstones, purge.ts).
  *
  * Invariants: a put is acknowledged only once its bytes are synced and its metadata batch is
  * durable; nothing half-written is ever visible (one batch per mutation); reference counts and
@@ -48,6 +49,7 @@ import {
   systemKey,
 } from './keys.js'
 import { listObjects } from './list.js'
+import { purgeTombstones } from './purge.js'
 import { putObject } from './put.js'
 import { completeUpload } from './complete.js'
 import { uploadPart, uploadPartCopy } from './parts.js'
@@ -293,6 +295,8 @@ function dispatch(
       return keyDigests(msg, ctx)
     case 'key.manifest':
       return keyManifest(msg, ctx)
+    case 'ae.purge':
+      return purgeTombstones(state, msg, ctx)
     default:
       return unreachable(msg)
   }

@@ -19,7 +19,7 @@ async function main(): Promise<void> {
     console.log('# history\n' + report.fingerprint)
     console.log(
       `# ${report.acknowledged} operations acknowledged, ${report.hintsDelivered} hints ` +
-        `delivered, ${report.events} events`,
+        `delivered, ${report.tombstonesPurged} tombstones purged, ${report.events} events`,
     )
     if (report.problems.length === 0) console.log('# no problem found')
     else console.log('# problems\n' + report.problems.join('\n'))
@@ -31,9 +31,11 @@ async function main(): Promise<void> {
   const started = process.hrtime.bigint()
   let failed = 0
   let hints = 0
+  let purged = 0
   for (let seed = from; seed < from + count; seed++) {
     const report = await simulate({ seed })
     hints += report.hintsDelivered
+    purged += report.tombstonesPurged
     if (report.problems.length > 0) {
       failed++
       console.log(
@@ -45,7 +47,8 @@ async function main(): Promise<void> {
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
   console.log(
     `${count} seeds from ${from}: ${count - failed} passed, ${failed} failed, ` +
-      `${(count / seconds).toFixed(2)} seeds/s, ${hints} hints delivered`,
+      `${(count / seconds).toFixed(2)} seeds/s, ${hints} hints delivered, ` +
+      `${purged} tombstones purged`,
   )
   process.exitCode = failed === 0 ? 0 : 1
 }

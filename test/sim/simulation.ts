@@ -11,10 +11,14 @@
  *   hold the same stamp for a key hold the same version; every copy reads back whole and right
  *   (the scrubber, a pass every SCRUB_PERIOD_MS, has healed the corrupt ones);
  * - each store's references and counters match its records (store-audit.ts).
+ * Tombstones are purged GC_GRACE_MS after their change, mostly while faults still happen: a
+ * deleted key that came back would show in the history (a read of an overwritten or deleted
+ * value) or in what the replicas hold.
  * At most RF − W = 1 node is down or cut off at any time, as the guarantee asks, and a content
  * has at most RF − W corrupt copies at once (a corrupt copy is a replica lost until healed). The
  * faults of a run are chosen by its seed, each kind on or off. */
 import { createHash } from 'node:crypto'
+import type { AntiEntropyState } from '../../actors/anti-entropy/anti-entropy.js'
 import type { HintQueueState } from '../../actors/hint-queue/hint-queue.js'
 import { fileKey } from '../../actors/replica-store/keys.js'
 import { loadClusterSettings } from '../../runtime/cluster-config.js'
@@ -22,7 +26,7 @@ import { clusterKey } from '../../runtime/cluster/cluster-key.js'
 import { loadConfig } from '../../runtime/config.js'
 import { loadNodeSecrets } from '../../runtime/node-secrets.js'
 import { partitionOf, partitionTable } from '../../protocol/placement.js'
-import type { KeyManifest } from '../../protocol/anti-entropy.js'
+import { unpurged, type KeyManifest } from '../../protocol/anti-entropy.js'
 import type { Result } from '../../protocol/errors.js'
 import type { AbsentResult, GetResult, MarkerResult, StoreMsg } from '../../protocol/messages.js'
 import {
@@ -73,6 +77,8 @@ export interface SimReport {
   acknowledged: number
   /** Hints the nodes' hint queues delivered (since their last start). */
   hintsDelivered: number
+  /** Tombstones the nodes' anti-entropy purged (since its last start). */
+  tombstonesPurged: number
   events: number
   virtualMs: number
   trace: string
@@ -88,6 +94,18 @@ const CLUSTER_NAME = 'sim'
 const ROOT_PASSWORD = 'sim-root-password-1'
 const SCRUB_PERIOD_MS = 4_320
 const ANTI_ENTROPY_INTERVAL_MS = 3_000
+/** Tombstones are purged this long after their change, by the nodes' anti-entropy: those of the
+ * fault phase while faults still happen and in the calm. A node is away at most 5 s, within the
+ * rejoin window (REJOIN_WINDOW_MS: it comes back without a bootstrap), so a replica that missed a
+ * deletion may still hold the object when the others' tombstones are near their grace: only the
+ * purge's rule, every replica of the partition found alike in the round, keeps the key deleted. */
+const GC_GRACE_MS = 12_000
+/** Longer than any absence of the faults (5 s, and up to a quarter of the window since the node
+ * last noted it was alive), shorter than the grace, as the configuration asks. */
+const REJOIN_WINDOW_MS = 8_000
+/** Time for every node to start and pull the catalog before the calm's bootstraps. */
+const BOOTSTRAP_AFTER_MS = 3_000
+const DAY_MS = 86_400_000
 /** The nodes' SVC_REPLICATION_FACTOR (its default). */
 const REPLICATION_FACTOR = 3
 
@@ -151,6 +169,10 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
   network.faults = { latencyMs: [0.1, 2], lossRate: 0, duplicateRate: 0 }
   network.heal()
   for (const node of nodes) if (!node.up) void node.start()
+  // A node whose crashes kept it away longer than the rejoin window in all is needs_bootstrap:
+  // bootstrapped, as an operator would, once it has started.
+  await scheduler.run(scheduler.nowMs + BOOTSTRAP_AFTER_MS)
+  await drive(scheduler, bootstrapStale(world, trace))
   await scheduler.run(scheduler.nowMs + CALM_MS)
   // Without crashes or lost calls every miss was hinted and every hint can be delivered: the
   // replicas agree before any read repairs them.
@@ -179,6 +201,7 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
     history,
     acknowledged: history.slice(setupOps).filter((op) => op.outcome === 'ok').length,
     hintsDelivered: nodes.reduce((sum, node) => sum + hintsDeliveredBy(node), 0),
+    tombstonesPurged: nodes.reduce((sum, node) => sum + tombstonesPurgedBy(node), 0),
     events: scheduler.steps,
     virtualMs: scheduler.nowMs - SIM_EPOCH_MS,
     trace: trace.format(),
@@ -189,6 +212,11 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
 function hintsDeliveredBy(node: SimNode): number {
   const state = node.stateOf('hint-queue') as HintQueueState | undefined
   return state?.counters.delivered ?? 0
+}
+
+function tombstonesPurgedBy(node: SimNode): number {
+  const state = node.stateOf('anti-entropy') as AntiEntropyState | undefined
+  return state?.status.tombstonesPurged ?? 0
 }
 
 async function makeNodes(
@@ -226,6 +254,8 @@ async function makeNodes(
       SVC_SCRUBBER_FULL_SCAN_DAYS: String(SCRUB_PERIOD_MS / 86_400_000),
       // Rounds every 3 s of virtual time: several in the calm.
       SVC_ANTI_ENTROPY_INTERVAL_SECS: String(ANTI_ENTROPY_INTERVAL_MS / 1000),
+      SVC_GC_GRACE_DAYS: String(GC_GRACE_MS / DAY_MS),
+      SVC_MAX_REJOIN_DOWNTIME_DAYS: String(REJOIN_WINDOW_MS / DAY_MS),
     }
     const config = loadConfig(env)
     const cluster = loadClusterSettings(env, 'cluster')
@@ -409,8 +439,20 @@ function disagreements(
   return problems
 }
 
+/** Starts a bootstrap on every node that needs one. */
+async function bootstrapStale(world: ClientWorld, trace: Trace): Promise<void> {
+  for (const node of world.nodes) {
+    const ask = { requestId: 'bootstrap', deadlineMs: node.now() + 30_000 }
+    const phase = await node.deliver('replica-store', { kind: 'system.phase', ...ask }, node.life)
+    if (!phase.ok || phase.value !== 'needs_bootstrap') continue
+    trace.add(world.scheduler.nowMs, node.id, 'bootstrap asked')
+    await node.deliver('replica-store', { kind: 'node.bootstrap', ...ask }, node.life)
+  }
+}
+
 /** After the calm (anti-entropy ran several rounds with every node up): every replica of each key
- * holds the same records, by the digests the stores keep (protocol/anti-entropy.ts). */
+ * holds the same records, by what the stores list (the items of their digests,
+ * protocol/anti-entropy.ts), tombstones past the grace aside. */
 async function compareDigests(world: ClientWorld): Promise<string[]> {
   const problems: string[] = []
   const byId = new Map(world.nodes.map((node) => [node.id, node]))
@@ -421,6 +463,7 @@ async function compareDigests(world: ClientWorld): Promise<string[]> {
   for (const bucket of [PLAIN_BUCKET, VERSIONED_BUCKET]) {
     for (const key of SIM_KEYS) {
       const held: string[] = []
+      const kept = new Set<string>()
       for (const id of table[partitionOf(bucket, key)] as string[]) {
         const node = byId.get(id) as SimNode
         const msg: StoreMsg = {
@@ -434,10 +477,14 @@ async function compareDigests(world: ClientWorld): Promise<string[]> {
           alive: true,
         })) as Result<KeyManifest>
         if (!answer.ok) problems.push(`${id} cannot say what it holds of ${bucket}/${key}`)
-        else held.push(`${id}: ${summary(answer.value)}`)
+        else {
+          held.push(`${id}: ${summary(answer.value)}`)
+          // Tombstones past the grace aside: a node that still sees a restarted peer joining
+          // (gossip has not told it yet) has not compared with it, so has not purged them yet.
+          kept.add(JSON.stringify(unpurged(answer.value, node.now(), GC_GRACE_MS)))
+        }
       }
-      const digests = new Set(held.map((line) => line.split(' ')[1]))
-      if (digests.size > 1) {
+      if (kept.size > 1) {
         problems.push(`${bucket}/${key}: replicas hold different records: ${held.join('; ')}`)
       }
     }

@@ -85,8 +85,9 @@ export class CoordinatedCluster {
   private coordinatorCtx: FakeContext | null = null
   private coordinatorState: CoordinatorState | null = null
 
-  /** Three stores (each first pulling the catalog, so all serve) and n1's coordinator. */
-  static async start(): Promise<CoordinatedCluster> {
+  /** Three stores (each first pulling the catalog, so all serve) and n1's coordinator, whose
+   * settings `config` adds to (SVC_GC_GRACE_DAYS, say). */
+  static async start(config: Record<string, string> = {}): Promise<CoordinatedCluster> {
     const cluster = new CoordinatedCluster()
     for (const id of NODE_IDS) await cluster.startStore(id)
     const ctx = fakeContext({
@@ -101,6 +102,7 @@ export class CoordinatedCluster {
         SVC_REPLICATION_FACTOR: '3',
         SVC_WRITE_QUORUM: '2',
         SVC_READ_QUORUM: '2',
+        ...config,
       },
     })
     ctx.onCall((to, msg) => {

@@ -31,7 +31,7 @@ import type {
   PutResult,
   StoreMsg,
 } from '../../protocol/messages.js'
-import type { KeyManifest } from '../../protocol/anti-entropy.js'
+import type { KeyManifest, Purged } from '../../protocol/anti-entropy.js'
 import type { ListPage } from '../../protocol/objects.js'
 import { partitionOf } from '../../protocol/placement.js'
 import { HEDGE_MS } from '../../actors/coordinator/quorum.js'
@@ -394,6 +394,89 @@ test('key.sync gives each replica what it lacks: versions, deletes, multipart', 
     }),
   )
   assert.equal(again, { replayed: 0, unsupported: 0, bytes: 0 })
+})
+
+/** The grace of the tests of purged tombstones: a minute, as days. */
+const GRACE_MS = 60_000
+
+/** n3 purges its tombstones of `key`'s partition older than now, as its anti-entropy does once
+ * the other replicas hold them too (here whatever their age: the store does what it is told). */
+async function purgeOnN3(cluster: CoordinatedCluster, key: string): Promise<number> {
+  const purge = {
+    kind: 'ae.purge' as const,
+    partition: partitionOf(BUCKET, key),
+    beforeMs: cluster.clock.nowMs + 1,
+    after: null,
+    limit: 1_000,
+  }
+  return value(await cluster.sendTo<Purged>('n3', purge)).purged
+}
+
+const NOTHING: KeyManifest = { stamp: null, versions: [], deleted: [], digest: null }
+
+test('key.sync and key.bring leave a tombstone past the grace where it was purged', async () => {
+  const cluster = await CoordinatedCluster.start({
+    SVC_GC_GRACE_DAYS: String(GRACE_MS / 86_400_000),
+  })
+  await newBucket(cluster)
+  const sync = (key: string) =>
+    cluster.send<KeySynced>({ kind: 'key.sync', bucket: BUCKET, key, nodes: ['n1', 'n3'] })
+  // Deleted everywhere, purged on n3, then past the grace: n1's tombstone is not replayed to n3,
+  // by a sync or by a hint's delivery, and nothing counts as unsupported.
+  await put(cluster, 'old', text('old'))
+  value(await cluster.send({ kind: 'object.delete', bucket: BUCKET, key: 'old' }))
+  assert.is(await purgeOnN3(cluster, 'old'), 1)
+  cluster.advance(GRACE_MS + 1_000)
+  await cluster.settle()
+  const tombstone = (await manifestOf(cluster, 'n1', 'old')).stamp as string
+  assert.equal(value(await sync('old')), { replayed: 0, unsupported: 0, bytes: 0 })
+  const hint = { bucket: BUCKET, key: 'old', node: 'n3', stamp: tombstone }
+  assert.is(value(await cluster.send<KeyBrought>({ kind: 'key.bring', ...hint })), 'current')
+  assert.equal(await manifestOf(cluster, 'n3', 'old'), NOTHING)
+  assert.is((await manifestOf(cluster, 'n1', 'old')).stamp, tombstone)
+  // Within the grace, the same tombstone missing on n3 is replayed to it.
+  await put(cluster, 'young', text('young'))
+  value(await cluster.send({ kind: 'object.delete', bucket: BUCKET, key: 'young' }))
+  assert.is(await purgeOnN3(cluster, 'young'), 1)
+  assert.is(value(await sync('young')).replayed, 1)
+  assert.equal(await manifestOf(cluster, 'n3', 'young'), await manifestOf(cluster, 'n1', 'young'))
+  // Past the grace, a deletion n3 missed while it holds the object is replayed all the same.
+  await put(cluster, 'stale', text('stale'))
+  cluster.cut('n3')
+  value(await cluster.send({ kind: 'object.delete', bucket: BUCKET, key: 'stale' }))
+  cluster.heal('n3')
+  cluster.advance(GRACE_MS + 1_000)
+  await cluster.settle()
+  assert.ok('info' in (await heldBy(cluster, 'n3', 'stale')))
+  assert.is(value(await sync('stale')).replayed, 1)
+  assert.ok(await isAbsent(cluster, 'n3', 'stale'))
+})
+
+test('an old delete by id is replayed where its version is, not where it was purged', async () => {
+  const cluster = await CoordinatedCluster.start({
+    SVC_GC_GRACE_DAYS: String(GRACE_MS / 86_400_000),
+  })
+  await newBucket(cluster, 'Enabled')
+  const first = await put(cluster, 'v', text('one'))
+  await put(cluster, 'v', text('two'))
+  cluster.cut('n3')
+  const byId = { kind: 'object.delete' as const, bucket: BUCKET, key: 'v' }
+  value(await cluster.send({ ...byId, versionId: first.versionId as string }))
+  cluster.heal('n3')
+  cluster.advance(GRACE_MS + 1_000)
+  await cluster.settle()
+  const sync = () =>
+    cluster.send<KeySynced>({ kind: 'key.sync', bucket: BUCKET, key: 'v', nodes: ['n1', 'n3'] })
+  // n3 still holds the version: the delete, past the grace, is replayed.
+  assert.is((await manifestOf(cluster, 'n3', 'v')).versions.length, 2)
+  assert.is(value(await sync()).replayed, 1)
+  const synced = await manifestOf(cluster, 'n3', 'v')
+  assert.equal(synced, await manifestOf(cluster, 'n1', 'v'))
+  // n3 purges it: n1's is not replayed back; the version stays gone.
+  assert.is(await purgeOnN3(cluster, 'v'), 1)
+  assert.equal(value(await sync()), { replayed: 0, unsupported: 0, bytes: 0 })
+  const purged = await manifestOf(cluster, 'n3', 'v')
+  assert.equal([purged.deleted, purged.versions], [[], synced.versions])
 })
 
 test('a DELETE that n3 missed wins over its stale object, which read repair removes', async () => {

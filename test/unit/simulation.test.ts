@@ -50,10 +50,12 @@ test('200 seeds and every seed that once found a bug run without a problem', asy
   const failed: string[] = []
   const started = process.hrtime.bigint()
   let acknowledged = 0
+  let purged = 0
   const seeds = new Set([...SEEDS, ...FOUND_SEEDS.map((one) => one.seed)])
   for (const seed of seeds) {
     const report = await simulate({ seed })
     acknowledged += report.acknowledged
+    purged += report.tombstonesPurged
     if (report.problems.length > 0) {
       failed.push(`seed ${seed} (npm run sim -- --seed ${seed}): ${report.problems.join('; ')}`)
     }
@@ -62,11 +64,13 @@ test('200 seeds and every seed that once found a bug run without a problem', asy
   const count = seeds.size
   console.log(
     `  ${count} seeds in ${seconds.toFixed(1)} s (${(count / seconds).toFixed(1)} seeds/s), ` +
-      `${acknowledged} operations acknowledged`,
+      `${acknowledged} operations acknowledged, ${purged} tombstones purged`,
   )
   assert.equal(failed, [])
   // The runs did work: clients' writes and reads were acknowledged under the faults.
   assert.ok(acknowledged > count * 20, `${acknowledged} operations acknowledged`)
+  // Deleted keys stayed deleted while their tombstones went, during the faults and the calm.
+  assert.ok(purged > count, `${purged} tombstones purged`)
 })
 
 test('one seed gives the same history, byte for byte, every time', async () => {
