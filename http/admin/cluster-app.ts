@@ -162,6 +162,7 @@ async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
   ])
   return {
     ...(entropy.ok ? { anti_entropy: antiEntropyJson(entropy.value) } : {}),
+    ...(entropy.ok ? { tombstones: { purged: entropy.value.tombstonesPurged } } : {}),
     ...(hints.ok
       ? {
           hints: {
