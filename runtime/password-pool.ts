@@ -32,8 +32,15 @@ export class PasswordPool {
     return this.run<boolean>({ kind: 'verify', storedHash, password })
   }
 
-  /** Waits (bounded) for running tasks, then ends the threads. */
+  /** Tasks the pool runs now, late ones included. */
+  private readonly running = new Set<Promise<unknown>>()
+
+  /** Waits for every task to end, then ends the threads. Bounded: each task is one argon2 run of
+   * fixed cost. piscina's own wait is not enough: its `close` counts a worker done once per
+   * callback it registered, so after one task ends it may end threads whose hash still runs,
+   * which aborts the process (seen in the test suite under load). */
   async close(): Promise<void> {
+    await Promise.allSettled([...this.running])
     await this.pool.close()
   }
 
@@ -41,7 +48,13 @@ export class PasswordPool {
     if (this.pool.queueSize >= PASSWORD_QUEUE_MAX) {
       return fail('busy', 'too many password checks waiting')
     }
-    const answer = (this.pool.run(task) as Promise<T>).then(
+    const running = this.pool.run(task) as Promise<T>
+    this.running.add(running)
+    void running.then(
+      () => this.running.delete(running),
+      () => this.running.delete(running),
+    )
+    const answer = running.then(
       (value) => ok(value),
       (error: unknown) => fail<T>('internal', `password pool: ${String(error)}`),
     )

@@ -93,7 +93,7 @@ const OPS_PER_CLIENT_MAX = 40
 const CLUSTER_NAME = 'sim'
 const ROOT_PASSWORD = 'sim-root-password-1'
 const SCRUB_PERIOD_MS = 4_320
-const ANTI_ENTROPY_INTERVAL_MS = 3_000
+const ANTI_ENTROPY_INTERVAL_MS = 5_000
 /** Tombstones are purged this long after their change, by the nodes' anti-entropy: those of the
  * fault phase while faults still happen and in the calm. A node is away at most 5 s, within the
  * rejoin window (REJOIN_WINDOW_MS: it comes back without a bootstrap), so a replica that missed a
@@ -252,7 +252,7 @@ async function makeNodes(
       // A pass every 4.3 s of virtual time, so that the scrubber runs through the faults and
       // heals corrupt copies in the calm.
       SVC_SCRUBBER_FULL_SCAN_DAYS: String(SCRUB_PERIOD_MS / 86_400_000),
-      // Rounds every 3 s of virtual time: several in the calm.
+      // Rounds every 5 s of virtual time: three in the calm.
       SVC_ANTI_ENTROPY_INTERVAL_SECS: String(ANTI_ENTROPY_INTERVAL_MS / 1000),
       SVC_GC_GRACE_DAYS: String(GC_GRACE_MS / DAY_MS),
       SVC_MAX_REJOIN_DOWNTIME_DAYS: String(REJOIN_WINDOW_MS / DAY_MS),
