@@ -29,7 +29,7 @@ import type { GetMsg, StampedAnswer } from './reads.js'
 import { replayMultipart } from './multipart-replay.js'
 import { copyObject } from './repair.js'
 import { askReplica } from './replica-calls.js'
-import { replicasOf, type Replica } from './replicas.js'
+import { localReplica, replicasOf, type Replica } from './replicas.js'
 
 type SyncMsg = Extract<CoordinatorMsg, { kind: 'key.sync' }>
 
@@ -54,9 +54,9 @@ export async function syncKey(
   const pair: Replica[] = []
   for (const id of msg.nodes) {
     // This node's own store even while it is bootstrapped (then it counts in no quorum).
-    const own: Replica | undefined =
+    const own =
       id === cluster.settings.nodeId && replicas.value.all.includes(id)
-        ? { id, local: true, target: { id, grpcAddr: '' } }
+        ? localReplica(id)
         : undefined
     const replica = own ?? replicas.value.reachable.find((one) => one.id === id)
     if (replica === undefined) return fail('unavailable', `${id} is not a reachable replica`)

@@ -7,14 +7,13 @@
  * replica's alone, as no client ever sees them. A failure aborts the upload there. */
 import type { Context } from '../../protocol/actor.js'
 import type { BodyRange } from '../../protocol/cluster.js'
-import type { KeySynced, PartInfo, PutResult } from '../../protocol/messages.js'
+import type { GetResult, KeySynced, PartInfo, PutResult } from '../../protocol/messages.js'
 import type { UploadChecksum } from '../../protocol/multipart-checksum.js'
 import type { ChecksumAlgorithm, Checksums } from '../../protocol/objects.js'
 import type { Tag } from '../../protocol/tagging.js'
 import type { ClusterState } from './cluster-state.js'
-import { fanOut, sendInline } from './fan-out.js'
 import type { GetMsg, StampedAnswer } from './reads.js'
-import { askReplica, readRange, writeToReplica } from './replica-calls.js'
+import { askReplica, copyRange, writeToReplica } from './replica-calls.js'
 import type { Replica } from './replicas.js'
 import { freshStamp } from './stamps.js'
 
@@ -127,17 +126,8 @@ async function copyPart(
     stamp: freshStamp(cluster),
     deadlineMs: read.deadlineMs,
   })
-  const bytes =
-    size === 0
-      ? { ok: true as const, value: { body: new Uint8Array(0) } }
-      : await readRange(ctx, from, read, range, (head) => head.info.etag === etag)
-  if (!bytes.ok) {
-    write.sink.abort('unavailable', bytes.detail)
-    return null
-  }
-  if ('body' in bytes.value) await sendInline(bytes.value.body, [write.sink])
-  else if (!(await fanOut(bytes.value.source, [write.sink], 1)).ok) return null
-  const answer = await write.answer
+  const expected = (head: GetResult): boolean => head.info.etag === etag
+  const answer = await copyRange(ctx, from, read, range, expected, write)
   return answer.ok ? answer.value.etag : null
 }
 

@@ -10,11 +10,10 @@ import type { Context } from '../../protocol/actor.js'
 import { ok } from '../../protocol/errors.js'
 import type { GetResult, PutResult } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
-import { fanOut, sendInline } from './fan-out.js'
 import type { Tag } from '../../protocol/tagging.js'
 import type { GetMsg, ReplicaAnswer } from './reads.js'
 import type { Replica } from './replicas.js'
-import { askReplica, readRange, writeToReplica } from './replica-calls.js'
+import { askReplica, copyRange, writeToReplica } from './replica-calls.js'
 
 const REPAIRS_MAX = 8
 /** A repair's own deadline: it outlives the read that found the replica stale. */
@@ -104,30 +103,17 @@ export async function copyObject(
     requestId: msg.requestId,
     deadlineMs,
   })
-  const read =
-    info.size === 0
-      ? ok({ body: new Uint8Array(0) })
-      : await readRange(
-          ctx,
-          from,
-          {
-            kind: 'object.get',
-            bucket: msg.bucket,
-            key: msg.key,
-            ...(msg.versionId === undefined ? {} : { versionId: msg.versionId }),
-            requestId: msg.requestId,
-            deadlineMs,
-          },
-          { start: 0, end: info.size - 1 },
-          (head) => head.info.etag === info.etag,
-        )
-  if (!read.ok) {
-    write.sink.abort('unavailable', read.detail)
-    return false
+  const read: GetMsg = {
+    kind: 'object.get',
+    bucket: msg.bucket,
+    key: msg.key,
+    ...(msg.versionId === undefined ? {} : { versionId: msg.versionId }),
+    requestId: msg.requestId,
+    deadlineMs,
   }
-  if ('body' in read.value) await sendInline(read.value.body, [write.sink])
-  else if (!(await fanOut(read.value.source, [write.sink], 1)).ok) return false
-  const result = await write.answer
+  const range = { start: 0, end: info.size - 1 }
+  const expected = (head: GetResult): boolean => head.info.etag === info.etag
+  const result = await copyRange(ctx, from, read, range, expected, write)
   if (!result.ok) ctx.log.warn({ key: msg.key, code: result.code }, 'an object copy failed')
   return result.ok
 }

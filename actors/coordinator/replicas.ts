@@ -95,11 +95,16 @@ function replicaOf(cluster: ClusterState, id: string, members: readonly Member[]
   // A node that must be bootstrapped (or is being) may hold what was deleted since: it counts in
   // no quorum, its own node's included (rejoin.ts).
   if (member !== undefined && STALE_PHASES.has(member.phase)) return null
-  if (id === cluster.settings.nodeId) return { id, local: true, target: { id, grpcAddr: '' } }
+  if (id === cluster.settings.nodeId) return localReplica(id)
   if (member === undefined || (member.status !== 'Alive' && member.status !== 'Suspect')) {
     return null
   }
   return { id, local: false, target: { id, grpcAddr: member.grpcAddr } }
+}
+
+/** This node's own store, named `id`. */
+export function localReplica(id: string): Replica {
+  return { id, local: true, target: { id, grpcAddr: '' } }
 }
 
 const STALE_PHASES: ReadonlySet<NodePhase> = new Set(['needs_bootstrap', 'bootstrapping'])

@@ -9,7 +9,7 @@ import type { CatalogSnapshotPage } from '../../protocol/catalog.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { applyCatalog, CATALOG_CALL_MS, membership, SNAPSHOT_PAGE_MAX } from './catalog.js'
 import type { CatalogState } from './catalog-state.js'
-import { servingPhase } from './rejoin.js'
+import { announcePhase, servingPhase } from './rejoin.js'
 import type { StoreState } from './store-state.js'
 
 export const SYNC_INTERVAL_MS = 30_000
@@ -52,14 +52,7 @@ async function finishJoining(
     deadlineMs,
   })
   if (!told.ok) ctx.log.warn({ code: told.code, detail: told.detail }, 'iam not told of the sync')
-  const phase = await ctx.call('gossiper', {
-    kind: 'membership.update-self',
-    phase: servingPhase(state),
-    requestId: 'catalog',
-    deadlineMs,
-  })
-  if (!phase.ok)
-    ctx.log.warn({ code: phase.code, detail: phase.detail }, 'gossip not told: serving')
+  await announcePhase(ctx, servingPhase(state), deadlineMs)
   ctx.log.info({ phase: servingPhase(state) }, 'catalog in sync')
 }
 

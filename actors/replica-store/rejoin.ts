@@ -86,7 +86,7 @@ export function startBootstrap(state: StoreState, ctx: Context): Result<Bootstra
 async function runBootstrap(state: StoreState, ctx: Context): Promise<void> {
   state.rejoin = 'bootstrapping'
   await putLocalRecord(state, BOOTSTRAP_RECORD, encoder.encode('running'), ctx)
-  await announce(ctx, 'bootstrapping')
+  await announcePhase(ctx, 'bootstrapping')
   const deadlineMs = ctx.now() + BOOTSTRAP_SYNC_MS
   for (const bucket of bucketNames(ctx)) {
     const emptied = await emptyBucket(state, ctx, bucket, deadlineMs)
@@ -110,7 +110,7 @@ async function runBootstrap(state: StoreState, ctx: Context): Promise<void> {
     finishedMs: ctx.now(),
     keysSynced: synced.value.keysSynced,
   }
-  await announce(ctx, 'serving')
+  await announcePhase(ctx, 'serving')
   ctx.log.info({ keysSynced: synced.value.keysSynced }, 'bootstrap done: serving')
 }
 
@@ -118,16 +118,21 @@ async function failBootstrap(state: StoreState, ctx: Context, error: string): Pr
   state.rejoin = 'needs_bootstrap'
   await putLocalRecord(state, BOOTSTRAP_RECORD, encoder.encode('needed'), ctx)
   state.bootstrap = { ...state.bootstrap, state: 'failed', finishedMs: ctx.now(), error }
-  await announce(ctx, 'needs_bootstrap')
+  await announcePhase(ctx, 'needs_bootstrap')
   ctx.log.error({ error }, 'bootstrap failed: the node still needs one')
 }
 
-async function announce(ctx: Context, phase: NodePhase): Promise<void> {
+/** Tells gossip the node's phase, which it spreads to the other members. */
+export async function announcePhase(
+  ctx: Context,
+  phase: NodePhase,
+  deadlineMs = ctx.now() + 10_000,
+): Promise<void> {
   const told = await ctx.call('gossiper', {
     kind: 'membership.update-self',
     phase,
-    requestId: 'rejoin',
-    deadlineMs: ctx.now() + 10_000,
+    requestId: 'phase',
+    deadlineMs,
   })
   if (!told.ok) ctx.log.warn({ phase, detail: told.detail }, 'gossip not told the phase')
 }

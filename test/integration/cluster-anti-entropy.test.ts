@@ -11,15 +11,13 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { createHash, randomBytes } from 'node:crypto'
 import {
-  CreateBucketCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   ListObjectVersionsCommand,
-  PutBucketVersioningCommand,
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3'
-import { startCluster, type TestCluster } from '../support/cluster.js'
+import { createPlainAndVersioned, startCluster, type TestCluster } from '../support/cluster.js'
 import { sample } from '../support/metrics-text.js'
 import { signedRequest } from '../support/signed-request.js'
 import { pollUntil } from '../support/wait.js'
@@ -45,14 +43,7 @@ test.before(async () => {
     },
   })
   const s3 = cluster.server('n1').client()
-  await s3.send(new CreateBucketCommand({ Bucket: 'plain' }))
-  await s3.send(new CreateBucketCommand({ Bucket: 'versioned' }))
-  await s3.send(
-    new PutBucketVersioningCommand({
-      Bucket: 'versioned',
-      VersioningConfiguration: { Status: 'Enabled' },
-    }),
-  )
+  await createPlainAndVersioned(s3)
 })
 
 test.after(async () => {

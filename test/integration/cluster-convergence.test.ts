@@ -16,11 +16,10 @@ import {
   CreateBucketCommand,
   DeleteObjectCommand,
   GetObjectCommand,
-  PutBucketVersioningCommand,
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3'
-import { startCluster, type TestCluster } from '../support/cluster.js'
+import { createPlainAndVersioned, startCluster, type TestCluster } from '../support/cluster.js'
 import { sample } from '../support/metrics-text.js'
 import { signedRequest } from '../support/signed-request.js'
 import { pollUntil } from '../support/wait.js'
@@ -37,14 +36,7 @@ test.before(async () => {
   cluster = await startCluster({ nodes: 3, env: { SVC_READ_QUORUM: '1', SVC_CHAOS: '1' } })
   const s3 = cluster.server('n1').client()
   await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
-  await s3.send(new CreateBucketCommand({ Bucket: 'plain' }))
-  await s3.send(new CreateBucketCommand({ Bucket: 'versioned' }))
-  await s3.send(
-    new PutBucketVersioningCommand({
-      Bucket: 'versioned',
-      VersioningConfiguration: { Status: 'Enabled' },
-    }),
-  )
+  await createPlainAndVersioned(s3)
 })
 
 test.after(async () => {

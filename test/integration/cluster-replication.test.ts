@@ -9,15 +9,13 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { createHash, randomBytes } from 'node:crypto'
 import {
-  CreateBucketCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   ListObjectsV2Command,
-  PutBucketVersioningCommand,
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3'
-import { startCluster, type TestCluster } from '../support/cluster.js'
+import { createPlainAndVersioned, startCluster, type TestCluster } from '../support/cluster.js'
 import { failure } from '../support/s3-failure.js'
 import { ACCESS_KEY, SECRET_KEY } from '../support/server.js'
 import { signedRequest } from '../support/signed-request.js'
@@ -29,14 +27,7 @@ let cluster: TestCluster
 test.before(async () => {
   cluster = await startCluster({ nodes: 3, gateways: 1 })
   const s3 = cluster.server('n1').client()
-  await s3.send(new CreateBucketCommand({ Bucket: 'plain' }))
-  await s3.send(new CreateBucketCommand({ Bucket: 'versioned' }))
-  await s3.send(
-    new PutBucketVersioningCommand({
-      Bucket: 'versioned',
-      VersioningConfiguration: { Status: 'Enabled' },
-    }),
-  )
+  await createPlainAndVersioned(s3)
 })
 
 test.after(async () => {

@@ -2,6 +2,7 @@
  * processes on 127.0.0.1, each with its own HTTP and gRPC ports and data directory, sharing a
  * cluster name, secret and S3 keys; one pool of every node. A node keeps its ports and its data
  * directory across `restart`, as an operator's would. Every child is stopped by its PID. */
+import { CreateBucketCommand, PutBucketVersioningCommand, type S3Client } from '@aws-sdk/client-s3'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -113,4 +114,17 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     throw error
   }
   return cluster
+}
+
+/** The two buckets the cluster suites write to: `plain`, and `versioned` with versioning
+ * Enabled. */
+export async function createPlainAndVersioned(s3: S3Client): Promise<void> {
+  await s3.send(new CreateBucketCommand({ Bucket: 'plain' }))
+  await s3.send(new CreateBucketCommand({ Bucket: 'versioned' }))
+  await s3.send(
+    new PutBucketVersioningCommand({
+      Bucket: 'versioned',
+      VersioningConfiguration: { Status: 'Enabled' },
+    }),
+  )
 }
