@@ -238,6 +238,8 @@ export class Supervisor {
       supervisor: control.port2,
     }
     const worker = new Worker(new URL('./thread-host.js', import.meta.url), {
+      // The thread's name in /proc and `top -H` (Node names the thread after it).
+      name: child.name,
       workerData: hostData,
       transferList: [control.port2],
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB[child.role] },
