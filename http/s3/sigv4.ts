@@ -8,7 +8,7 @@
  * Derived signing keys live in a SigningKeyCache the caller owns; the module keeps only bounded
  * memos of pure parses (dates, credentials, signed-header lists, the last query split). */
 import assert from 'node:assert/strict'
-import { createHmac, hash, timingSafeEqual } from 'node:crypto'
+import { createHmac, createSecretKey, hash, timingSafeEqual, type KeyObject } from 'node:crypto'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { CLOCK_SKEW_MS_MAX, PRESIGN_EXPIRES_SECONDS_MAX } from '../../protocol/limits.js'
 
@@ -56,7 +56,7 @@ export interface ParsedAuth {
 export interface VerifiedAuth {
   accessKey: string
   /** kSigning, the HMAC key derived from the secret and the scope; signs chunks and trailers. */
-  signingKey: Uint8Array
+  signingKey: HmacKey
   /** date/region/service/aws4_request */
   scope: string
   amzDate: string
@@ -88,13 +88,18 @@ const PRESIGN_PARAMETERS = [
 type PresignParameter = (typeof PRESIGN_PARAMETERS)[number]
 const PRESIGN_PARAMETER_SET: ReadonlySet<string> = new Set(PRESIGN_PARAMETERS)
 
+/** An HMAC key: a KeyObject where the key is used again. Measured on Node 24: an HMAC of a
+ * string to sign takes 24 us with the key as a Buffer (its secret is imported afresh each time) and
+ * 3 us with a KeyObject made once. */
+export type HmacKey = KeyObject | Uint8Array
+
 /** Derived signing keys per (secret, scope). Deriving costs four HMACs per request; a day's
  * requests from one key share one entry. Bounded: the least recently used entry goes first. */
 export class SigningKeyCache {
-  private readonly entries = new Map<string, Buffer>()
+  private readonly entries = new Map<string, KeyObject>()
   /** The entry used last, already the newest in `entries`: most requests ask for it again. */
   private newestKey = ''
-  private newest: Buffer = Buffer.alloc(0)
+  private newest: KeyObject | null = null
 
   constructor(readonly entriesMax = 256) {
     assert(Number.isInteger(entriesMax) && entriesMax > 0)
@@ -104,10 +109,10 @@ export class SigningKeyCache {
     return this.entries.size
   }
 
-  get(secretKey: string, scope: CredentialScope): Buffer {
+  get(secretKey: string, scope: CredentialScope): KeyObject {
     // Date, region and service never contain '\n' (parseCredential), so the key is unambiguous.
     const cacheKey = `${scope.date}\n${scope.region}\n${scope.service}\n${secretKey}`
-    if (cacheKey === this.newestKey) return this.newest
+    if (cacheKey === this.newestKey && this.newest !== null) return this.newest
     const cached = this.entries.get(cacheKey)
     if (cached !== undefined) {
       this.newestKey = cacheKey
@@ -129,19 +134,19 @@ export class SigningKeyCache {
   }
 }
 
-export function deriveSigningKey(secretKey: string, scope: CredentialScope): Buffer {
+export function deriveSigningKey(secretKey: string, scope: CredentialScope): KeyObject {
   let key: Buffer = hmacSha256(Buffer.from('AWS4' + secretKey, 'utf8'), scope.date)
   key = hmacSha256(key, scope.region)
   key = hmacSha256(key, scope.service)
-  return hmacSha256(key, SCOPE_TERMINATOR)
+  return createSecretKey(hmacSha256(key, SCOPE_TERMINATOR))
 }
 
-export function hmacSha256(key: Uint8Array, data: string): Buffer {
+export function hmacSha256(key: HmacKey, data: string): Buffer {
   return createHmac('sha256', key).update(data, 'utf8').digest()
 }
 
 /** A signature as hex, the digest encoded at once rather than through a Buffer. */
-export function hmacSha256Hex(key: Uint8Array, data: string): string {
+export function hmacSha256Hex(key: HmacKey, data: string): string {
   return createHmac('sha256', key).update(data, 'utf8').digest('hex')
 }
 

@@ -19,7 +19,7 @@ import {
   type AwsChunkedOptions,
   type ChunkedMode,
 } from '../../http/s3/aws-chunked.js'
-import { parseAuth, verifyAuth, type VerifiedAuth } from '../../http/s3/sigv4.js'
+import { parseAuth, verifyAuth, type HmacKey, type VerifiedAuth } from '../../http/s3/sigv4.js'
 
 const EXAMPLE_SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'
 const EXAMPLE_SEED = '4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9'
@@ -27,7 +27,7 @@ const EXAMPLE_FIRST = 'ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485
 const EXAMPLE_DATE = '20130524T000000Z'
 const EXAMPLE_SCOPE = '20130524/us-east-1/s3/aws4_request'
 
-function hmac(key: Uint8Array | string, data: string): Buffer {
+function hmac(key: HmacKey | string, data: string): Buffer {
   return createHmac('sha256', key).update(data).digest()
 }
 

@@ -418,16 +418,17 @@ test('SigningKeyCache agrees with a fresh derivation and stays bounded', () => {
   const cache = new SigningKeyCache(4)
   const scope = { date: '20240102', region: 'us-east-1', service: 's3' }
   const key = cache.get(SECRET_KEY, scope)
-  assert.equal(key, deriveSigningKey(SECRET_KEY, scope))
+  assert.equal(key.export(), deriveSigningKey(SECRET_KEY, scope).export())
   assert.is(cache.get(SECRET_KEY, scope), key, 'a hit returns the cached buffer')
   const other = { ...scope, region: 'eu-west-1' }
   for (let round = 0; round < 3; round++) {
     assert.is(cache.get(SECRET_KEY, scope), key, 'alternating scopes each get their own key')
-    assert.equal(cache.get(SECRET_KEY, other), deriveSigningKey(SECRET_KEY, other))
+    const derived = deriveSigningKey(SECRET_KEY, other).export()
+    assert.equal(cache.get(SECRET_KEY, other).export(), derived)
   }
   for (let day = 10; day < 20; day++) cache.get(SECRET_KEY, { ...scope, date: `202401${day}` })
   assert.is(cache.size, 4)
-  assert.not.equal(cache.get('other', scope), key)
+  assert.not.equal(cache.get('other', scope).export(), key.export())
 })
 
 test('Amazon S3 documentation examples verify (header and query auth)', () => {
