@@ -2,7 +2,7 @@
  * store's counters, which are kept with every mutation (never computed by scanning). The dedup
  * ratio is total references over unique blobs, 0 while no blob is stored. /metrics serves the
  * store's figures as gauges too (runtime/store-metrics.ts). */
-import type { Mesh } from '../protocol/actor.js'
+import { objectActor, type Mesh } from '../protocol/actor.js'
 import type { Result } from '../protocol/errors.js'
 import type { StoreStats } from '../protocol/messages.js'
 import { CALL_TIMEOUT_MS } from '../protocol/timing.js'
@@ -30,7 +30,7 @@ export async function statsRecord(mesh: Mesh, uptimeSeconds: number): Promise<Re
 /** One call to the store's counters through the coordinator, failed with `timeout` after
  * timeoutMs. */
 export async function storeFigures(mesh: Mesh, timeoutMs: number): Promise<Result<StoreFigures>> {
-  const stats = await mesh.call<StoreStats>('coordinator', {
+  const stats = await mesh.call<StoreStats>(objectActor(mesh.config), {
     kind: 'system.stats',
     requestId: 'stats',
     deadlineMs: mesh.now() + timeoutMs,

@@ -43,10 +43,10 @@ export async function loadActor(name: ActorName): Promise<Actor<unknown, never>>
   }
 }
 
-/** Single mode: every actor once, in start order. */
+/** Single mode: every actor once, in start order. No coordinator: the ingress sends object and
+ * bucket requests to the store (objectActor in protocol/actor.ts). */
 export const SINGLE_NODE_ACTORS: readonly ActorName[] = [
   'replica-store',
-  'coordinator',
   'iam',
   'scrubber',
   'http-ingress',
@@ -54,9 +54,8 @@ export const SINGLE_NODE_ACTORS: readonly ActorName[] = [
 
 /** Directed links [caller, callee]: who may send requests to whom. */
 export const SINGLE_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = [
-  ['coordinator', 'replica-store'],
   ['iam', 'replica-store'],
-  ['http-ingress', 'coordinator'],
+  ['http-ingress', 'replica-store'],
   ['http-ingress', 'iam'],
   // iam announces changed keys so the ingress drops its cached lookups.
   ['iam', 'http-ingress'],
@@ -85,6 +84,9 @@ export const CLUSTER_NODE_ACTORS: readonly ActorName[] = [
 
 export const CLUSTER_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = [
   ...SINGLE_NODE_LINKS,
+  // Object and bucket requests go through the quorum path.
+  ['http-ingress', 'coordinator'],
+  ['coordinator', 'replica-store'],
   // The catalog asks gossip who is alive, and tells iam of users changed elsewhere.
   ['replica-store', 'gossiper'],
   ['replica-store', 'iam'],

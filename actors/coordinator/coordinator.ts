@@ -1,10 +1,10 @@
-/** @module Coordinator: the seam between the ingress and the replicas. On a single node every
- * object and bucket request goes unchanged to the local replica-store (its body or stream handle
- * moves along, transferred, never copied). In cluster mode it owns the quorum path: each change
- * of an object key is stamped and sent to the key's replicas (writes.ts, copies.ts), reads gather
- * R answers and take the newest (reads.ts), listings and figures merge what the pool's nodes
- * answer (listing.ts, stats.ts); bucket settings stay with the local store, whose catalog every
- * node shares. Each message keeps the caller's deadline, which no hop may extend. */
+/** @module Coordinator: the seam between the ingress and the replicas in cluster mode (a single
+ * node does not run it: its ingress sends requests to the store itself; without cluster settings
+ * the coordinator passes each request to the local store unchanged). It owns the quorum path:
+ * each change of an object key is stamped and sent to the key's replicas (writes.ts, copies.ts),
+ * reads gather R answers and take the newest (reads.ts), listings and figures merge what the
+ * pool's nodes answer (listing.ts, stats.ts); bucket settings stay with the local store, whose
+ * catalog every node shares. Each message keeps the caller's deadline, which no hop may extend. */
 import type { Actor, Context } from '../../protocol/actor.js'
 import { ok, type Result } from '../../protocol/errors.js'
 import type { CoordinatorMsg, TaggingResult } from '../../protocol/messages.js'

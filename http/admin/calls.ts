@@ -1,7 +1,7 @@
 /** @module The admin API's requests to actors: iam for identities, the coordinator for buckets
  * and objects. Each carries the admin request's id and the usual deadline, and its reply is typed
  * by the message kind. */
-import type { Mesh } from '../../protocol/actor.js'
+import { objectActor, type Mesh } from '../../protocol/actor.js'
 import type { Result } from '../../protocol/errors.js'
 import type {
   IamMsg,
@@ -28,7 +28,7 @@ export function askCoordinator<K extends ObjectMsg['kind']>(
   msg: { kind: K } & Unaddressed<Extract<ObjectMsg, { kind: K }>>,
 ): Promise<Result<ObjectReply[K]>> {
   const request = { ...msg, requestId: c.get('requestId'), deadlineMs: deadline(mesh) }
-  return mesh.call<ObjectReply[K]>('coordinator', request as ObjectMsg)
+  return mesh.call<ObjectReply[K]>(objectActor(mesh.config), request as ObjectMsg)
 }
 
 function deadline(mesh: Mesh): number {

@@ -3,7 +3,7 @@
  * object body streams from the store to the socket without a web-stream detour. Every response
  * carries `x-amz-request-id`. */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Mesh } from '../../protocol/actor.js'
+import { objectActor, type Mesh } from '../../protocol/actor.js'
 import type { ErrorCode, Result } from '../../protocol/errors.js'
 import type { ObjectMsg, ObjectReply, Principal, Unaddressed } from '../../protocol/messages.js'
 import { errorXml } from '../../protocol/s3-xml.js'
@@ -122,5 +122,5 @@ export function askCoordinator<K extends ObjectMsg['kind']>(
   msg: { kind: K } & Unaddressed<Extract<ObjectMsg, { kind: K }>>,
 ): Promise<Result<ObjectReply[K]>> {
   const request = { ...msg, requestId: ex.requestId, deadlineMs: callDeadline(ex) }
-  return ex.mesh.call<ObjectReply[K]>('coordinator', request as ObjectMsg)
+  return ex.mesh.call<ObjectReply[K]>(objectActor(ex.mesh.config), request as ObjectMsg)
 }

@@ -4,6 +4,7 @@
  * ?uploadId), AbortMultipartUpload (DELETE ?uploadId), ListParts (GET ?uploadId) and
  * ListMultipartUploads (GET on the bucket with ?uploads). Each is one upload message to the
  * coordinator; the store decides what exists. */
+import { objectActor } from '../../protocol/actor.js'
 import { PART_BYTES_MAX, LIST_PARTS_MAX, LIST_UPLOADS_MAX } from '../../protocol/limits.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { PartInfo } from '../../protocol/messages.js'
@@ -131,7 +132,7 @@ async function uploadPartCopy(
   if (!source.ok) return sendError(ex, source.code, source.detail)
   const range = parseCopyRange(ex.headers['x-amz-copy-source-range'])
   if (!range.ok) return sendError(ex, range.code, range.detail)
-  const reply = await ex.mesh.call<PartInfo>('coordinator', {
+  const reply = await ex.mesh.call<PartInfo>(objectActor(ex.mesh.config), {
     kind: 'upload.part-copy',
     ...at,
     uploadId,

@@ -6,7 +6,7 @@ import { checksumAlgorithmFromHeader } from '../../protocol/checksums.js'
 import { evaluateConditions } from '../../protocol/conditions.js'
 import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
-import type { Request } from '../../protocol/actor.js'
+import { objectActor, type Request } from '../../protocol/actor.js'
 import type { GetResult, MarkerResult, ObjectMsg, PutResult } from '../../protocol/messages.js'
 import type { Checksums, Conditions, Expectations } from '../../protocol/objects.js'
 import { copyObjectResultXml } from '../../protocol/s3-xml.js'
@@ -128,7 +128,7 @@ export async function sendBody<T>(
   if (size <= INLINE_BLOB_BYTES_MAX) {
     const body = await readWholeBody(ex, auth, size, 'incomplete_body')
     if (!body.ok) return body
-    return ex.mesh.call<T>('coordinator', {
+    return ex.mesh.call<T>(objectActor(ex.mesh.config), {
       ...base,
       body: body.value.bytes,
       deadlineMs: callDeadline(ex),
@@ -139,7 +139,7 @@ export async function sendBody<T>(
   const [local, remote] = ex.mesh.openStream()
   // Listening before the call: a call that cannot be sent closes `remote` at once.
   const sink = ex.mesh.sink(local, deadlineMs)
-  const pending = ex.mesh.call<T>('coordinator', {
+  const pending = ex.mesh.call<T>(objectActor(ex.mesh.config), {
     ...base,
     stream: remote,
     streamMd5: true,
@@ -235,7 +235,7 @@ function planAnswer(
 }
 
 function getCall(ex: S3Exchange, at: ObjectTarget, extra: object, deadlineMs: number) {
-  return ex.mesh.call<GetResult | MarkerResult>('coordinator', {
+  return ex.mesh.call<GetResult | MarkerResult>(objectActor(ex.mesh.config), {
     kind: 'object.get',
     ...at,
     ...extra,

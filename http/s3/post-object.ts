@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import type { Readable } from 'node:stream'
-import type { ByteSink } from '../../protocol/actor.js'
+import { objectActor, type ByteSink } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { PutResult } from '../../protocol/messages.js'
 import { checkPostPolicy, parsePostPolicy, sizeRange } from '../../protocol/post-policy.js'
@@ -128,7 +128,7 @@ export async function postObject(ex: S3Exchange, caches: AuthCaches): Promise<vo
   const { key } = object.value
   const deadlineMs = streamDeadlineMs(ex.mesh.now(), length)
   const [local, remote] = ex.mesh.openStream()
-  const pending = ex.mesh.call<PutResult>('coordinator', {
+  const pending = ex.mesh.call<PutResult>(objectActor(ex.mesh.config), {
     kind: 'object.put',
     bucket,
     ...object.value,

@@ -27,7 +27,7 @@ const ANSWER_BOUND_MS = 2_000
 const HANG_MS = 15_000
 /** Every actor is back within this after a kill (restart backoff is at most 2 s). */
 const ALL_UP_MS = 20_000
-const ACTORS = ['replica-store', 'coordinator', 'iam', 'scrubber', 'http-ingress']
+const ACTORS = ['replica-store', 'iam', 'scrubber', 'http-ingress']
 const PUT_BYTES = 1024 * 1024
 /** Larger than what loopback socket buffers and the stream window hold, so that the kill lands
  * while most of the body is still in the store. */

@@ -28,7 +28,7 @@ import { pollUntil } from '../support/wait.js'
 let server: TestServer
 let s3: S3Client
 
-const ACTORS = ['replica-store', 'coordinator', 'iam', 'scrubber', 'http-ingress']
+const ACTORS = ['replica-store', 'iam', 'scrubber', 'http-ingress']
 /** Figures every thread of the process reads alike: once per node, or a sum counts them again. */
 const PROCESS_WIDE = [
   'process_resident_memory_bytes',
@@ -252,7 +252,7 @@ test('without the store a scrape answers 200 without its gauges; they come back'
     const text = await scrape()
     sawWithout = sample(text, 'svc_buckets') === undefined
     if (sawWithout) {
-      assert.is(sample(text, 'svc_actor_up', 'actor="coordinator"'), 1)
+      assert.is(sample(text, 'svc_actor_up', 'actor="iam"'), 1)
       assert.is(seriesLines(text, 'process_resident_memory_bytes').length, 1)
     }
   }
