@@ -6,7 +6,8 @@ import type { AntiEntropyActorMsg, AntiEntropyMsg } from './anti-entropy.js'
 import type { PeerRequestMsg, Peers } from './cluster.js'
 import type { ErrorCode, Result } from './errors.js'
 import type { GossiperMsg } from './membership.js'
-import type { CoordinatorMsg, HintQueueMsg, IamMsg, IngressMsg, SystemMsg } from './messages.js'
+import type { CoordinatorMsg, HintQueueMsg, IamMsg, IngressMsg, LentFile } from './messages.js'
+import type { SystemMsg } from './messages.js'
 import type { BlobMsg, ScrubberMsg } from './scrubbing.js'
 
 /** Every request one actor may send another. */
@@ -97,6 +98,9 @@ export interface BlobFiles {
   promote(id: string): Promise<void>
   /** Opens a permanent (or, after a crash before promotion, temporary) file for reading. */
   open(id: string): Promise<BlobReader | undefined>
+  /** Where another thread of this process opens the file itself: its permanent path, then its
+   * temporary one (as `open` looks). Absent where blobs are not files. */
+  pathsOf?(id: string): string[]
   remove(id: string): Promise<void>
   /** Ids of temporary files left by a previous run. */
   listTemporary(): Promise<string[]>
@@ -223,6 +227,10 @@ export interface Mesh extends Pick<
   actorHealth(): Promise<Record<string, ActorHealth>>
   /** Cluster chaos: drops all node-to-node traffic with these peers (none: heals). */
   partition(peers: readonly string[]): Promise<void>
+  /** Reads a blob file the store lent (GetResult.lent) as a byte source: the range asked for, in
+   * pooled chunks, its CRC32 checked on a whole read before the last chunk goes (a mismatch, or a
+   * file gone, fails `corrupt` and is reported to the store). */
+  lentSource(lent: LentFile, deadlineMs: number): ByteSource
 }
 
 export interface ActorHealth {

@@ -58,9 +58,21 @@ export interface GetResult {
   body?: Uint8Array
   /** A multipart object's parts, when the request asked (withParts). */
   parts?: { size: number; checksums: Checksums }[]
+  /** The blob's file, lent to the caller (a `lend` request): it reads the bytes itself. */
+  lent?: LentFile
   /** Cluster mode (`stamped` requests): the stamp of the newest change of the key this replica
    * holds, deletions included; null when it holds none. */
   keyStamp?: string | null
+}
+/** A blob file lent to another thread of the store's process, which opens and reads it itself:
+ * the store keeps the file from removal as garbage for LOAN_PIN_MS, time enough to open it (an
+ * open file stays readable once removed). */
+export interface LentFile {
+  /** Where the file is (BlobFiles.pathsOf): the first that opens is it. */
+  paths: string[]
+  sha256: string
+  size: number
+  crc32: number
 }
 /** What a replica holds of a key, for a merged listing: the stamp of the key's newest change here
  * (null: none), and the current object with its write stamp (null: none, or deleted). */
@@ -227,6 +239,10 @@ export type ObjectMsg =
       /** Without a stream: answer with the whole body if it is small enough to be kept inline, so
        * small GETs take one round trip and no stream; a large object is then read with a stream. */
       inline?: true
+      /** With `inline`, from a thread of the store's own process (a single node's ingress): a
+       * single-file blob is lent (GetResult.lent) rather than streamed, so the whole GET is one
+       * round trip and its bytes never cross threads. */
+      lend?: true
       /** GET/HEAD ?partNumber=N: the reply says which bytes part N holds. */
       partNumber?: number
       /** A version by id (`null` included); absent, the current version. */

@@ -53,12 +53,16 @@ export type BlobMsg =
   | (Request & { kind: 'blob.replace'; sha256: string; stream: StreamHandle })
   /** The scrubber's verdict on a copy: corrupt (GETs answer `corrupt` before any byte) or not. */
   | (Request & { kind: 'blob.mark'; sha256: string; corrupt: boolean })
+  /** A reader of the store's process found the copy's bytes damaged (a GET of a lent file whose
+   * CRC32 failed, or whose file was gone): recorded as the store's own reads record it. */
+  | (Request & { kind: 'blob.damaged'; sha256: string; why: string })
 
 export type BlobReply = {
   'blob.list': BlobPage
   'blob.read': BlobHead
   'blob.replace': { replaced: boolean }
   'blob.mark': null
+  'blob.damaged': null
 }
 
 /** What the scrubber counted since it started, and where its pass is (repair-status, /metrics). */

@@ -18,3 +18,7 @@ export function streamDeadlineMs(nowMs: number, bytes: number): number {
   const transferMs = Math.ceil((bytes / STREAM_RATE_BYTES_MIN) * 1000)
   return nowMs + Math.min(STREAM_DEADLINE_MS_MAX, CALL_TIMEOUT_MS + transferMs)
 }
+
+/** How long a blob file lent to a reader of the store's process (GetResult.lent) is kept from
+ * removal as garbage: the reader opens it at once, and an open file stays readable. */
+export const LOAN_PIN_MS = CALL_TIMEOUT_MS

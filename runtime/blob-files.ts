@@ -137,6 +137,10 @@ class LocalFiles implements LocalBlobFiles {
     return this.openPath(this.temporaryPath(id))
   }
 
+  pathsOf(id: string): string[] {
+    return [this.permanentPath(id), this.temporaryPath(id)]
+  }
+
   private async openPath(path: string): Promise<FileReader | undefined> {
     let handle: FileHandle
     try {

@@ -27,6 +27,8 @@ import type { GatheredMetrics, SupervisorApi } from './supervisor.js'
 import type { HostContext } from './thread-host.js'
 import { storeMetricsText } from './store-metrics.js'
 import { listenFailure } from './listen-failure.js'
+import { LoanSource } from './blob-loan.js'
+import { CALL_TIMEOUT_MS } from '../protocol/timing.js'
 import { readTlsPair } from './tls-files.js'
 import { withTimeout } from './timeout.js'
 import { volumeMetricsText } from './volume-metrics.js'
@@ -90,6 +92,17 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       volumeStatus,
       actorHealth: () => actorHealth(supervisor),
       partition: (peers) => supervisor.partition([...peers]),
+      lentSource: (lent, deadlineMs) =>
+        new LoanSource(lent, deadlineMs, ctx.now, (why) => {
+          // Recorded as the store's own reads record damage; the answer is only its receipt.
+          void ctx.call('replica-store', {
+            kind: 'blob.damaged',
+            sha256: lent.sha256,
+            why,
+            requestId: 'lent-read',
+            deadlineMs: ctx.now() + CALL_TIMEOUT_MS,
+          })
+        }),
     }
     const state = {
       serving: false,

@@ -17,7 +17,9 @@ import type { BlobReader, ByteSink, Context, StreamHandle } from '../../protocol
 import { crc32Update } from '../../protocol/checksums.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
-import type { AbsentResult, GetResult, MarkerResult, ObjectMsg } from '../../protocol/messages.js'
+import type { AbsentResult, GetResult, LentFile } from '../../protocol/messages.js'
+import type { MarkerResult, ObjectMsg } from '../../protocol/messages.js'
+import { LOAN_PIN_MS } from '../../protocol/timing.js'
 import { isDamaged, reportDamage } from './damaged.js'
 import { blobKey, bucketKey, inlineKey, keyStampKey, objectKey } from './keys.js'
 import { Mutation } from './mutation.js'
@@ -89,6 +91,10 @@ export async function getObject(
       return ok({ ...inline.value, ...(part === undefined ? {} : { part }), ...stamped })
     }
     if (isDamaged(state, sha256, blob)) return fail('corrupt', `blob ${sha256} is damaged`)
+    if (msg.stream === undefined && msg.lend === true) {
+      const lent = await lendFile(state, ctx, blob.file, { sha256, blob })
+      if (lent !== null) return ok({ ...head, lent })
+    }
     if (msg.stream === undefined) return ok(head)
     if (state.streams.size >= GET_STREAMS_MAX) return fail('busy', 'too many GET streams open')
     await state.promoting.get(blob.file)?.catch(() => undefined)
@@ -104,6 +110,24 @@ export async function getObject(
     return ok(head)
   }
   return fail('corrupt', `blob file of ${msg.bucket}/${msg.key} is missing`)
+}
+
+/** Lends a blob's file to a reader of this process (GetMsg.lend): keeps it from removal as
+ * garbage for LOAN_PIN_MS, time enough to open it; null where blobs are not files. */
+async function lendFile(
+  state: StoreState,
+  ctx: Context,
+  file: string,
+  copy: BlobCopy,
+): Promise<LentFile | null> {
+  const paths = ctx.blobs.pathsOf?.(file)
+  if (paths === undefined) return null
+  // Pinned in the step that read its record: no removal decided later can take it.
+  pin(state, [file])
+  ctx.after(LOAN_PIN_MS, () => unpin(state, ctx, [file]))
+  // A promotion moves the file from one of its paths to the other: let it end first.
+  await state.promoting.get(file)?.catch(() => undefined)
+  return { paths, sha256: copy.sha256, size: copy.blob.size, crc32: copy.blob.crc32 }
 }
 
 /** The inclusive byte range of part `partNumber`, or null if the object has no such part. An

@@ -17,6 +17,7 @@
 import { checkRejoin, servingPhase, startBootstrap } from './rejoin.js'
 import assert from 'node:assert/strict'
 import type { Actor, ByteSink, Context } from '../../protocol/actor.js'
+import { reportDamage } from './damaged.js'
 import { fail, ok, ServiceError, unreachable, type Result } from '../../protocol/errors.js'
 import type { PeerRequestMsg } from '../../protocol/cluster.js'
 import type { StoreMsg } from '../../protocol/messages.js'
@@ -285,6 +286,9 @@ function dispatch(
       return readBlob(state, msg, ctx)
     case 'blob.mark':
       return markBlob(state, msg, ctx)
+    case 'blob.damaged':
+      reportDamage(state, ctx, msg.sha256, msg.why)
+      return ok(null)
     case 'blob.replace':
       return replaceBlob(state, msg, ctx)
     case 'ae.roots':

@@ -244,9 +244,11 @@ function getCall(ex: S3Exchange, at: ObjectTarget, extra: object, deadlineMs: nu
   })
 }
 
-/** GET and HEAD. A small object comes whole in the first reply; a larger one is read with a second
- * request that carries a stream, and the answer follows that second reply (the object may have
- * been replaced in between: what is sent is always one complete version). A read that meets a
+/** GET and HEAD. A small object comes whole in the first reply. On a single node the first reply
+ * lends a larger object's file, which this thread reads itself (one round trip); otherwise a
+ * larger one is read with a second request that carries a stream, and the answer follows that
+ * second reply (the object may have been replaced in between: what is sent is always one complete
+ * version). A read that meets a
  * corrupt copy before its first byte goes out is made once more: the store knows the copy damaged
  * from then on, so the second read takes another replica's copy (cluster mode) or answers 500 at
  * once, never the wrong bytes. */
@@ -265,7 +267,10 @@ async function getOnce(ex: S3Exchange, at: ObjectTarget, retry: boolean): Promis
   }
   const head = ex.method === 'HEAD'
   const deadlineMs = callDeadline(ex)
-  const first = await getCall(ex, at, head ? byPart : { ...byPart, inline: true }, deadlineMs)
+  // A single node's store lends a file blob to this thread, which reads it itself.
+  const lend = objectActor(ex.mesh.config) === 'replica-store' ? { lend: true as const } : {}
+  const firstLook = head ? byPart : { ...byPart, inline: true as const, ...lend }
+  const first = await getCall(ex, at, firstLook, deadlineMs)
   if (!first.ok) return sendError(ex, first.code, first.detail)
   if ('marker' in first.value) return sendMarker(ex, first.value)
   const firstAnswer = planAnswer(ex, first.value.info, first.value.part)
@@ -277,6 +282,13 @@ async function getOnce(ex: S3Exchange, at: ObjectTarget, retry: boolean): Promis
   if (inline !== undefined || length <= 0) {
     const bytes = inline?.subarray(firstAnswer.start, firstAnswer.end + 1) ?? new Uint8Array(0)
     return send(ex, firstAnswer.status, firstAnswer.headers, bytes)
+  }
+  const lent = first.value.lent
+  if (lent !== undefined) {
+    const source = ex.mesh.lentSource(lent, streamDeadlineMs(ex.mesh.now(), length))
+    source.request(firstAnswer.start, firstAnswer.end)
+    const headers = { ...firstAnswer.headers, 'content-length': length }
+    return streamOut(ex, firstAnswer.status, headers, source, retry)
   }
   const [local, remote] = ex.mesh.openStream()
   const streamed = { ...byPart, stream: remote }
