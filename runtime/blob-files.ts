@@ -16,6 +16,7 @@
  * data-volume.ts), and a write the volume has no room for, or that fails with ENOSPC, fails with
  * `insufficient_storage`: the store discards the file and answers 507. */
 import assert from 'node:assert/strict'
+import { closeSync, fdatasync, fsync, openSync, writeSync } from 'node:fs'
 import { link, mkdir, open, readdir, stat, unlink, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { BlobFiles, BlobReader, BlobWriter } from '../protocol/actor.js'
@@ -56,13 +57,16 @@ function isMissing(error: unknown): boolean {
   return (error as NodeJS.ErrnoException | null)?.code === 'ENOENT'
 }
 
-/** fsync of a directory, so that an entry created or renamed in it survives a crash. */
+/** fsync of a directory, so that an entry created or renamed in it survives a crash. Opening and
+ * closing are synchronous (see FileWriter), the fsync is not. */
 async function syncDirectory(path: string): Promise<void> {
-  const handle = await open(path, 'r')
+  const fd = openSync(path, 'r')
   try {
-    await handle.sync()
+    await new Promise<void>((resolve, reject) => {
+      fsync(fd, (error) => (error === null ? resolve() : reject(error)))
+    })
   } finally {
-    await handle.close()
+    closeSync(fd)
   }
 }
 
@@ -71,6 +75,8 @@ class LocalFiles implements LocalBlobFiles {
   readonly permanentDir: string
   /** Handles open now, closed by `close` if their owner never did. */
   private readonly handles = new Set<FileHandle>()
+  /** Writers open now, whose files `close` closes like the handles. */
+  private readonly writers = new Set<FileWriter>()
 
   constructor(
     dir: string,
@@ -94,15 +100,20 @@ class LocalFiles implements LocalBlobFiles {
     return join(this.fanOutDir(id), id)
   }
 
-  async create(id: string): Promise<BlobWriter> {
+  create(id: string): Promise<BlobWriter> {
     const path = this.temporaryPath(id)
-    // 'wx': an id is used once; an existing file means a bug in how ids are chosen.
-    const handle = await open(path, 'wx').catch((error: unknown) => {
+    let fd: number
+    try {
+      // 'wx': an id is used once; an existing file means a bug in how ids are chosen.
+      fd = openSync(path, 'wx')
+    } catch (error) {
       throw this.noSpaceAs(error)
-    })
-    this.handles.add(handle)
-    const release = (): boolean => this.handles.delete(handle)
-    return new FileWriter(handle, path, this.temporaryDir, release, this.space)
+    }
+    const writer: FileWriter = new FileWriter(fd, path, this.temporaryDir, this.space, () =>
+      this.writers.delete(writer),
+    )
+    this.writers.add(writer)
+    return Promise.resolve(writer)
   }
 
   async promote(id: string): Promise<void> {
@@ -187,6 +198,8 @@ class LocalFiles implements LocalBlobFiles {
   async close(): Promise<void> {
     const open = [...this.handles]
     this.handles.clear()
+    for (const writer of this.writers) writer.closeFile()
+    this.writers.clear()
     await Promise.allSettled(open.map((handle) => handle.close()))
   }
 }
@@ -223,54 +236,67 @@ async function unlinkIfPresent(path: string): Promise<void> {
  * writes while the rest arrives and the fsync before the commit has little left to do (a 1 GiB
  * object would otherwise spend seconds in that one fsync). */
 const WRITE_BEHIND_BYTES = 32 * 1024 * 1024
-/** Positional writes a writer keeps in flight on the thread pool. The caller hashes the next chunk
- * while earlier ones are written, instead of waiting for each write in turn (which held a large
- * upload to about one chunk per thread-pool round trip). */
-const WRITES_IN_FLIGHT_MAX = 4
 
+/** Writes go to the page cache synchronously, on the store's thread; only the syncs wait on
+ * libuv's pool. Measured on this two-core machine per 1 MiB file (open, four 256 KiB writes,
+ * fsync, close): 0.6 ms on the calling thread and 0.7 ms on the pool with every call on the pool,
+ * 0.6 ms and 0.27 ms so: a hand-off to the pool and back costs more than the copy it carries. The
+ * price is that a write the kernel throttles (the volume's dirty pages at their limit) holds the
+ * store's thread while it lasts, as nginx's writes of request bodies hold its worker. */
 class FileWriter implements BlobWriter {
   private position = 0
   private finished = false
   private flushedUpTo = 0
   /** The background flush in progress, at most one. */
   private flushing: Promise<void> | null = null
-  /** Writes started and not yet awaited, oldest first; each settles without rejecting. */
-  private readonly writing: Promise<void>[] = []
   /** The first write that failed: every later call reports it. */
   private failure: unknown = null
 
+  /** Null once closed: a descriptor's number is reused by the next open, so it is closed once. */
+  private fd: number | null
+
   constructor(
-    private readonly handle: FileHandle,
+    fd: number,
     private readonly path: string,
     private readonly directory: string,
-    private readonly release: () => void,
     private readonly space: BlobSpace,
-  ) {}
+    private readonly release: () => void,
+  ) {
+    this.fd = fd
+  }
 
-  /** Starts writing `chunk` at the end of the file and resolves once at most
-   * WRITES_IN_FLIGHT_MAX - 1 writes are still running; `written` is called when this chunk's
-   * bytes are in the file, after which the caller may reuse its buffer. */
+  /** Closes the file now, once (the adapters close it at a crash; the writer at its end). */
+  closeFile(): void {
+    if (this.fd === null) return
+    const fd = this.fd
+    this.fd = null
+    closeSync(fd)
+  }
+
+  private get openFd(): number {
+    if (this.fd === null) throw new Error("blob-files: the writer's file was closed")
+    return this.fd
+  }
+
+  /** Writes `chunk` at the end of the file; `written` is called once its bytes are in the file,
+   * after which the caller may reuse its buffer. */
   async write(chunk: Uint8Array, written?: () => void): Promise<void> {
     assert(!this.finished, 'blob writer used after commit or discard')
     this.throwIfFailed()
     const allowed = this.space.spend(chunk.byteLength)
     if (allowed !== true && !(await allowed)) throw roomless()
-    const position = this.position
+    try {
+      writeFully(this.openFd, chunk, this.position)
+    } catch (error) {
+      this.failure ??= error
+      this.throwIfFailed()
+    }
     this.position += chunk.byteLength
-    this.writing.push(
-      writeFully(this.handle, chunk, position).then(
-        () => written?.(),
-        (error: unknown) => {
-          this.failure ??= error
-        },
-      ),
-    )
-    while (this.writing.length >= WRITES_IN_FLIGHT_MAX) await this.writing.shift()
-    this.throwIfFailed()
+    written?.()
     if (this.position - this.flushedUpTo >= WRITE_BEHIND_BYTES && this.flushing === null) {
       this.flushedUpTo = this.position
       // Errors surface at commit, whose own fsync reports the same failure.
-      this.flushing = this.handle.datasync().then(
+      this.flushing = syncFile(this.openFd, 'data').then(
         () => {
           this.flushing = null
         },
@@ -285,15 +311,15 @@ class FileWriter implements BlobWriter {
     assert(!this.finished, 'blob writer committed twice')
     this.finished = true
     try {
-      await this.settleWrites()
       this.throwIfFailed()
       await this.flushing
-      await this.handle.sync()
+      await syncFile(this.openFd, 'all')
     } catch (error) {
       throw noSpaceAs(error, this.space)
     } finally {
+      await this.flushing
       this.release()
-      await this.handle.close()
+      this.closeFile()
     }
     await syncDirectory(this.directory)
   }
@@ -302,14 +328,9 @@ class FileWriter implements BlobWriter {
     if (this.finished) return
     this.finished = true
     this.release()
-    await this.settleWrites()
     await this.flushing
-    await this.handle.close()
+    this.closeFile()
     await unlinkIfPresent(this.path)
-  }
-
-  private async settleWrites(): Promise<void> {
-    await Promise.all(this.writing.splice(0))
   }
 
   private throwIfFailed(): void {
@@ -319,18 +340,24 @@ class FileWriter implements BlobWriter {
 
 /** Writes all of `chunk` at `position`: a regular file takes it in one call in practice, the loop
  * makes it a rule. */
-async function writeFully(handle: FileHandle, chunk: Uint8Array, position: number): Promise<void> {
+function writeFully(fd: number, chunk: Uint8Array, position: number): void {
   let written = 0
+  // Bounded: every turn writes at least one byte, or throws.
   while (written < chunk.byteLength) {
-    const result = await handle.write(
-      chunk,
-      written,
-      chunk.byteLength - written,
-      position + written,
-    )
-    assert(result.bytesWritten > 0)
-    written += result.bytesWritten
+    const bytes = writeSync(fd, chunk, written, chunk.byteLength - written, position + written)
+    assert(bytes > 0)
+    written += bytes
   }
+}
+
+/** fdatasync ('data') or fsync ('all') on libuv's pool. */
+function syncFile(fd: number, what: 'data' | 'all'): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (error: NodeJS.ErrnoException | null): void =>
+      error === null ? resolve() : reject(error)
+    if (what === 'data') fdatasync(fd, done)
+    else fsync(fd, done)
+  })
 }
 
 class FileReader implements BlobReader {
