@@ -16,8 +16,8 @@
  * data-volume.ts), and a write the volume has no room for, or that fails with ENOSPC, fails with
  * `insufficient_storage`: the store discards the file and answers 507. */
 import assert from 'node:assert/strict'
-import { closeSync, fdatasync, fsync, openSync, writeSync } from 'node:fs'
-import { link, mkdir, open, readdir, stat, unlink, type FileHandle } from 'node:fs/promises'
+import { closeSync, fdatasync, fsync, linkSync, openSync, unlinkSync, writeSync } from 'node:fs'
+import { mkdir, open, readdir, stat, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { BlobFiles, BlobReader, BlobWriter } from '../protocol/actor.js'
 import { ServiceError } from '../protocol/errors.js'
@@ -75,6 +75,8 @@ class LocalFiles implements LocalBlobFiles {
   readonly permanentDir: string
   /** Handles open now, closed by `close` if their owner never did. */
   private readonly handles = new Set<FileHandle>()
+  /** Fan-out directories known to exist (and synced into blobs/). */
+  private readonly fanOuts = new Set<string>()
   /** Writers open now, whose files `close` closes like the handles. */
   private readonly writers = new Set<FileWriter>()
 
@@ -120,11 +122,13 @@ class LocalFiles implements LocalBlobFiles {
     const source = this.temporaryPath(id)
     const target = this.permanentPath(id)
     const fanOut = this.fanOutDir(id)
-    const created = await mkdir(fanOut, { recursive: true })
+    // Each of the 256 fan-out directories is made (and synced into its parent) once per start.
+    const created = this.fanOuts.has(fanOut) ? undefined : await mkdir(fanOut, { recursive: true })
     // link + unlink rather than rename: a rename would silently replace a permanent file that
-    // has the same id, and a clash of ids must fail, not lose a blob.
+    // has the same id, and a clash of ids must fail, not lose a blob. Both are synchronous, as
+    // the writer's calls are.
     try {
-      await link(source, target)
+      linkSync(source, target)
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
       if (code === 'ENOENT' && (await statOrNull(target)) !== null) return // already promoted
@@ -136,10 +140,11 @@ class LocalFiles implements LocalBlobFiles {
       }
     }
     if (created !== undefined) await syncDirectory(this.permanentDir)
+    this.fanOuts.add(fanOut)
     await syncDirectory(fanOut)
     // A crash before this unlink leaves a second name in tmp/; recovery promotes it again, which
     // lands here through EEXIST with the same file and removes it.
-    await unlinkIfPresent(source)
+    unlinkIfPresent(source)
   }
 
   async open(id: string): Promise<BlobReader | undefined> {
@@ -172,9 +177,9 @@ class LocalFiles implements LocalBlobFiles {
   }
 
   async remove(id: string): Promise<void> {
-    await unlinkIfPresent(this.permanentPath(id))
+    unlinkIfPresent(this.permanentPath(id))
     // A blob dereferenced before it was promoted still sits in tmp/.
-    await unlinkIfPresent(this.temporaryPath(id))
+    unlinkIfPresent(this.temporaryPath(id))
   }
 
   async listTemporary(): Promise<string[]> {
@@ -184,7 +189,7 @@ class LocalFiles implements LocalBlobFiles {
   }
 
   async removeTemporary(id: string): Promise<void> {
-    await unlinkIfPresent(this.temporaryPath(id))
+    unlinkIfPresent(this.temporaryPath(id))
   }
 
   admits(bytes: number, inline = false): Promise<boolean> {
@@ -224,9 +229,9 @@ async function statOrNull(path: string): Promise<{ ino: number; dev: number } | 
   }
 }
 
-async function unlinkIfPresent(path: string): Promise<void> {
+function unlinkIfPresent(path: string): void {
   try {
-    await unlink(path)
+    unlinkSync(path)
   } catch (error) {
     if (!isMissing(error)) throw error
   }
@@ -330,7 +335,7 @@ class FileWriter implements BlobWriter {
     this.release()
     await this.flushing
     this.closeFile()
-    await unlinkIfPresent(this.path)
+    unlinkIfPresent(this.path)
   }
 
   private throwIfFailed(): void {
