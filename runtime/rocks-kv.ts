@@ -68,7 +68,6 @@ interface RocksLevelDb {
     createIfMissing: boolean
     compaction: string
     memtableMemoryBudget: number
-    cacheSize: number
   }): Promise<void>
   close(): Promise<void>
   readonly handle: bigint
@@ -141,7 +140,6 @@ export async function openRocksKv(dir: string, options: RocksKvOptions = {}): Pr
     // 64 MiB buffers: small objects live inline in RocksDB and the node's memory must stay bounded.
     compaction: 'level',
     memtableMemoryBudget: METADATA_MEMTABLE_BYTES,
-    cacheSize: Number(process.env['XCACHE'] ?? 8 << 20),
   })
   const writer = new Worker(WRITER_SOURCE, {
     eval: true,
