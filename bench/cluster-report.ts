@@ -1,41 +1,58 @@
 /** @module The cluster's closing tables: ops/s and MB/s of each load phase on the single service
  * (from the same run), through node 1 of the 3-node cluster and round-robin over its nodes, with
- * the ratios to the single service and the issue's goals for 1 MiB objects; then failed requests
- * and the node-to-node bytes per PUT. Every process runs on this machine's cores, so the ratios
- * say what the cluster costs, not what it scales to: the tables say so. */
+ * the ratios to the single service and the issue's goals for 1 MiB objects; the server CPU per
+ * request (the three nodes' processes summed, then per node); then failed requests and the
+ * node-to-node bytes per PUT. A load phase's figure is the median of its runs. Every process runs
+ * on this machine's cores, so the ratios say what the cluster costs, not what it scales to: the
+ * tables say so. */
 import { availableParallelism } from 'node:os'
+import { NODE_COUNT } from '../dev/cluster-plan.js'
 import { number, printColumns, ratio } from './columns.js'
 import { CLUSTER_ROUTES, type ClusterResults, type ClusterRoute } from './cluster-suite.js'
-import type { PhaseResult } from './load.js'
-import { PHASE_KINDS, type TargetResults } from './suite.js'
+import { cpuPerRequestUs, failedRequests, median, medianOf, megabytesPerSecond } from './figures.js'
+import { nodeCpuPerRequestUs, opsPerSecond, type Figure } from './figures.js'
+import { SELECTED_KINDS, type TargetResults } from './suite.js'
 
 /** The least share of the single service's MB/s each route must keep, by phase label start. */
 const GOALS: Record<string, number> = { 'PUT 1 MiB': 0.4, 'GET 1 MiB': 0.7 }
 
-type Figure = (result: PhaseResult) => number
-
 const ROUTE_COLUMNS: Record<ClusterRoute, string> = { n1: '3-node n1', 'round-robin': '3-node rr' }
+const ROUTE_SHORT: Record<ClusterRoute, string> = { n1: 'n1', 'round-robin': 'rr' }
 
 export function printClusterReport(single: TargetResults | null, cluster: ClusterResults): void {
   console.log(
-    `\ncluster: 3 nodes and the load generator share this machine's ${availableParallelism()} ` +
-      'cores,\nso these figures measure the overhead of cluster mode, not scale-out.',
+    `\ncluster: ${NODE_COUNT} nodes and the load generator share this machine's ` +
+      `${availableParallelism()} cores,\nso these figures measure the overhead of cluster mode, ` +
+      'not scale-out.',
   )
-  printRates('cluster ops/s', (r) => r.ops / r.seconds, single, cluster, false)
-  printRates('cluster MB/s', (r) => r.bytes / 1e6 / r.seconds, single, cluster, true)
-  const failed = PHASE_KINDS.map((kind) => [
+  printRates('cluster ops/s', opsPerSecond, single, cluster, false)
+  printRates('cluster MB/s', megabytesPerSecond, single, cluster, true)
+  const cpuTitle = `cluster server CPU per request, us (${NODE_COUNT} nodes' processes summed)`
+  printRates(cpuTitle, cpuPerRequestUs, single, cluster, false)
+  const byNode = SELECTED_KINDS.map((kind) => [
     kind.label,
-    ...CLUSTER_ROUTES.map((route) => {
-      const phase = cluster.get(route)?.phases.get(kind.label)
-      return number(phase === undefined ? null : phase.failed)
-    }),
+    ...CLUSTER_ROUTES.flatMap((route) =>
+      Array.from({ length: NODE_COUNT }, (_, at) =>
+        number(medianOf(cluster.get(route)?.phases.get(kind.label), nodeCpuPerRequestUs(at))),
+      ),
+    ),
+  ])
+  const nodeColumns = CLUSTER_ROUTES.flatMap((route) =>
+    Array.from({ length: NODE_COUNT }, (_, at) => `${ROUTE_SHORT[route]}: node ${at + 1}`),
+  )
+  printColumns('cluster server CPU per request by node, us', ['', ...nodeColumns], byNode)
+  const failed = SELECTED_KINDS.map((kind) => [
+    kind.label,
+    ...CLUSTER_ROUTES.map((route) =>
+      number(medianOf(cluster.get(route)?.phases.get(kind.label), failedRequests)),
+    ),
   ])
   printColumns('cluster failed requests', ['', ...routeColumns()], failed)
-  const bytes = PHASE_KINDS.filter((kind) => kind.method === 'PUT').map((kind) => [
+  const bytes = SELECTED_KINDS.filter((kind) => kind.method === 'PUT').map((kind) => [
     kind.label,
     ...CLUSTER_ROUTES.map((route) => {
-      const perPut = cluster.get(route)?.sentBytesPerPut.get(kind.label)
-      return perPut === undefined || perPut === null ? '-' : perPut.toFixed(0)
+      const perPut = median(cluster.get(route)?.sentBytesPerPut.get(kind.label) ?? [])
+      return perPut === null ? '-' : perPut.toFixed(0)
     }),
   ])
   printColumns(
@@ -56,12 +73,10 @@ function printRates(
   cluster: ClusterResults,
   withGoals: boolean,
 ): void {
-  const valueOf = (phase: PhaseResult | undefined): number | null =>
-    phase === undefined || phase.ops === 0 ? null : figure(phase)
-  const lines = PHASE_KINDS.map((kind) => {
-    const reference = valueOf(single?.phases.get(kind.label))
+  const lines = SELECTED_KINDS.map((kind) => {
+    const reference = medianOf(single?.phases.get(kind.label), figure)
     const values = CLUSTER_ROUTES.map((route) =>
-      valueOf(cluster.get(route)?.phases.get(kind.label)),
+      medianOf(cluster.get(route)?.phases.get(kind.label), figure),
     )
     const goal = withGoals ? GOALS[kind.label.slice(0, 'PUT 1 MiB'.length)] : undefined
     return [
@@ -73,7 +88,7 @@ function printRates(
       goal === undefined ? '' : verdict(goal, reference, values),
     ]
   })
-  const ratios = CLUSTER_ROUTES.map((route) => `${route === 'n1' ? 'n1' : 'rr'}/single`)
+  const ratios = CLUSTER_ROUTES.map((route) => `${ROUTE_SHORT[route]}/single`)
   const header = ['', 'single', ...routeColumns(), ...ratios]
   printColumns(title, withGoals ? [...header, 'goal', 'met'] : header, lines)
 }

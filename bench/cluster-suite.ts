@@ -1,8 +1,9 @@
 /** @module What the bench measures on the cluster target: the bench bucket created through node 1
  * (the catalog puts it on every node), an unrecorded warm-up through every node, then the load
  * phases of PHASE_KINDS twice, with the single server's concurrency, bounds and client: all
- * through node 1, then round-robin over the 3 nodes. Around each PUT phase it reads every node's
- * /metrics and keeps the node-to-node bytes sent per PUT acknowledged. Today a node keeps the
+ * through node 1, then round-robin over the 3 nodes (one wrk per node), the server's CPU being
+ * every node's either way. Around each PUT phase it reads every node's /metrics and keeps the
+ * node-to-node bytes sent per PUT acknowledged. Today a node keeps the
  * objects it receives, so a key is read back through the node it was written through; once
  * writes replicate, the same phases measure the replicated path. */
 import { request } from 'undici'
@@ -22,7 +23,8 @@ export type ClusterResults = Map<ClusterRoute, LoadResults>
 export async function runClusterSuite(target: Target): Promise<ClusterResults> {
   await flushDirtyPages(target.name)
   await createBucket(target, BUCKET)
-  const warmUpOpsPerSecond = await warmUp(target.name, target.nodes)
+  const warmUpOpsPerSecond = await warmUp(target)
+  const nodePids = (): number[][] => target.nodes.map((node) => node.pids())
   const sentBytes = (): Promise<number | null> => peerBytesSent(target.nodes)
   const results: ClusterResults = new Map()
   for (const route of CLUSTER_ROUTES) {
@@ -31,7 +33,7 @@ export async function runClusterSuite(target: Target): Promise<ClusterResults> {
     const keyPrefix = `${route}-`
     results.set(
       route,
-      await runLoadPhases({ name, nodes, keyPrefix, warmUpOpsPerSecond, sentBytes }),
+      await runLoadPhases({ name, nodes, nodePids, keyPrefix, warmUpOpsPerSecond, sentBytes }),
     )
   }
   return results

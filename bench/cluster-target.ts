@@ -45,9 +45,13 @@ export async function startCluster(): Promise<Started> {
     const log = join(dir, logs[at] ?? 'node.log')
     servers.push(spawnLogged(process.execPath, [SERVICE_MAIN], memberEnv, log))
   }
-  const nodes: Endpoint[] = members.map((member) => ({
+  const nodes: Endpoint[] = members.map((member, at) => ({
     origin: member.httpUrl,
     presign: presigner(Number(new URL(member.httpUrl).port), CREDENTIALS),
+    pids: () => {
+      const pid = servers[at]?.pid
+      return pid === undefined ? [] : processTree(pid)
+    },
   }))
   // Together: each node serves only after its first catalog pull, which needs the others.
   const healthy = await Promise.all(
@@ -63,8 +67,7 @@ export async function startCluster(): Promise<Started> {
     await stop()
     return log === '' ? { ok: false, reason: failure } : { ok: false, reason: failure, log }
   }
-  const pids = (): number[] =>
-    servers.flatMap((server) => (server.pid === undefined ? [] : processTree(server.pid)))
+  const pids = (): number[] => nodes.flatMap((node) => node.pids())
   const [first] = nodes
   if (first === undefined) throw new Error('the plan has no node')
   const target: Target = { name: 'cluster', ...first, nodes, pids, stop }

@@ -1,7 +1,8 @@
-/** @module Bench knobs. Three come from the environment so a quick run is one command away:
- * BENCH_SECONDS (time bound of each load phase), BENCH_BIG_MB (size of the streamed object) and
- * BENCH_LIST_KEYS (keys in the listing bucket); BENCH_TARGETS (comma-separated) picks targets.
- * The rest are fixed here, each with its reason. */
+/** @module Bench knobs. Some come from the environment so a quick run is one command away:
+ * BENCH_SECONDS (time bound of each load phase), BENCH_BIG_MB (size of the streamed object),
+ * BENCH_LIST_KEYS (keys in the listing bucket), BENCH_RUNS (runs of each load phase, reported by
+ * their median); BENCH_TARGETS and BENCH_PHASES (comma-separated) pick targets and phases. The
+ * rest are fixed here, each with its reason. */
 import assert from 'node:assert/strict'
 
 function envNumber(name: string, fallback: number, max: number): number {
@@ -13,8 +14,12 @@ function envNumber(name: string, fallback: number, max: number): number {
   return value
 }
 
-/** Five seconds per phase keeps 8 phases x 3 targets near two minutes. */
+/** Five seconds per phase keeps 10 phases x 3 targets near three minutes. wrk counts whole
+ * seconds: a fraction is rounded up. */
 export const PHASE_SECONDS = envNumber('BENCH_SECONDS', 5, 600)
+/** Each load phase runs this many times in a row (a PUT of new keys writes new keys each time);
+ * the report shows the median of each figure. */
+export const PHASE_RUNS = Math.round(envNumber('BENCH_RUNS', 1, 9))
 /** Unrecorded PUTs before a target's first phase, so that a JIT-compiled server (the service,
  * s3rver) is not measured cold against nginx. */
 export const WARMUP_SECONDS = Math.min(1, PHASE_SECONDS)
@@ -25,10 +30,16 @@ export const LIST_KEYS = Math.round(envNumber('BENCH_LIST_KEYS', 100_000, 1_000_
 export const SMALL_BYTES = 4 * 1024
 export const LARGE_BYTES = 1024 * 1024
 export const CONCURRENCIES = [16, 64] as const
-/** Count bound of a 4 KiB phase. Every URL is presigned beforehand (about 65 us each), so this
- * also bounds the preparation time; reads cycle over the keys their PUT phase wrote. */
+/** Count bound of a 4 KiB PUT phase of new keys. Every URL is presigned beforehand (about 65 us
+ * each), so this also bounds the preparation time; reads and overwrites cycle over the keys their
+ * PUT phase wrote. */
 export const SMALL_OPS_MAX = 100_000
-/** Count bound of a 1 MiB phase: 4 GiB written per PUT phase at most, deleted with the target. */
+/** A 4 KiB PUT phase of new keys gets this many times the keys the warm-up's rate would need in
+ * the phase's time, within SMALL_OPS_MAX: the warm-up is short and partly cold, and a phase that
+ * runs out ends early, its rates still right, since wrk-load.lua times the answers it got. */
+export const SMALL_OPS_MARGIN = 4
+/** Count bound of a 1 MiB PUT phase of new keys: 4 GiB written per run at most, deleted once its
+ * reads and overwrites are done. */
 export const LARGE_OPS_MAX = 4_000
 /** Chunk of the streamed upload: one buffer, filled once and sent again and again. */
 export const BIG_CHUNK_BYTES = 1024 * 1024
@@ -45,7 +56,8 @@ export const SERVICE_LIST_FILL_SECONDS_MAX = 150
 /** s3rver takes one to two seconds a page over a large bucket: we list for this long at most. */
 export const LIST_SECONDS_MAX = 30
 export const LIST_PAGE_KEYS = 1000
-/** Every request that outlives this is failed, so no phase can hang on a stuck server. */
+/** Every undici request that outlives this is failed, so no phase can hang on a stuck server;
+ * wrk counts an answer slower than this as a timeout. */
 export const REQUEST_TIMEOUT_MS = 30_000
 /** The service must answer GET /health within this after its start. */
 export const HEALTH_WAIT_MS = 30_000
@@ -57,6 +69,14 @@ export const BUCKET = 'bench'
 
 /** Targets to run, by name; empty means all. Unknown names are reported by run.ts. */
 export const ONLY_TARGETS = (process.env['BENCH_TARGETS'] ?? '')
+  .split(',')
+  .map((name) => name.trim())
+  .filter((name) => name !== '')
+
+/** Load phases to run, by substrings of their labels (e.g. `GET 4 KiB,PUT 1 MiB`); empty means
+ * all. A phase that reads or overwrites keys brings the PUT phase that writes them. `streamed`
+ * and `list` name the streamed object and the listing, which run only when named then. */
+export const ONLY_PHASES = (process.env['BENCH_PHASES'] ?? '')
   .split(',')
   .map((name) => name.trim())
   .filter((name) => name !== '')

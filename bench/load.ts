@@ -1,9 +1,10 @@
-/** @module Load generator: one phase is up to `countMax` requests from `concurrency` workers over
- * an undici Pool per origin with as many connections (pipelining 1), stopped by whichever of count
- * or time comes first; with several origins (a cluster's nodes) each path goes to its own. Paths
- * are ready-made (presigned beforehand), bodies are one shared buffer, responses are read and
- * dropped: the client does as little as it can per request, so the figures are the server's as
- * far as one client process on the same machine allows. */
+/** @module The undici client, for what wrk (wrk.ts, the timed load phases) cannot do well: the
+ * untimed deletes, which must reach every key whatever the time, and the listing's fill of zero-
+ * byte objects; big.ts streams over its Pool too. One run is up to `countMax` requests from
+ * `concurrency` workers over a Pool per origin with as many connections (pipelining 1), stopped
+ * by whichever of count or time comes first; with several origins each path goes to its own.
+ * Paths are ready-made (presigned beforehand), bodies are one shared buffer, responses are read
+ * and dropped. */
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
 import { Pool } from 'undici'
@@ -13,10 +14,10 @@ export interface PhaseSpec {
   /** Path j goes to origins[j % origins.length]: one server, or the nodes in turn. */
   origins: readonly string[]
   /** DELETE clears a phase's objects away, untimed, so they stop holding dirty page cache. */
-  method: 'PUT' | 'GET' | 'DELETE'
+  method: 'PUT' | 'DELETE'
   /** Request i goes to paths[i % paths.length]. */
   paths: readonly string[]
-  /** Sent with every PUT; GETs expect this many bytes back; DELETEs count none. */
+  /** Sent with every PUT; DELETEs count none. */
   objectBytes: number
   concurrency: number
   countMax: number
@@ -30,8 +31,6 @@ export interface PhaseResult {
   seconds: number
   /** Latencies of the successful requests, ascending. */
   latenciesMs: Float64Array
-  /** Indexes of the requests that succeeded: for a PUT phase, the keys now readable. */
-  succeeded: number[]
   firstError: string | null
 }
 
@@ -43,7 +42,6 @@ interface Progress {
   lastEndMs: number
   firstError: string | null
   latenciesMs: Float64Array
-  succeeded: number[]
 }
 
 /** Bytes of an error body we keep to explain a failure. */
@@ -81,7 +79,6 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
     lastEndMs: 0,
     firstError: null,
     latenciesMs: new Float64Array(spec.countMax),
-    succeeded: [],
   }
   collectClientGarbage()
   const startMs = performance.now()
@@ -102,7 +99,6 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
     bytes: progress.bytes,
     seconds: Math.max(progress.lastEndMs - startMs, 1) / 1000,
     latenciesMs,
-    succeeded: progress.succeeded,
     firstError: progress.firstError,
   }
 }
@@ -125,11 +121,9 @@ async function work(
     const outcome = await once(pool, spec.method, path, body)
     const endMs = performance.now()
     progress.lastEndMs = Math.max(progress.lastEndMs, endMs)
-    const expected = spec.method === 'GET' ? spec.objectBytes : 0
-    if (outcome.error === null && outcome.received === expected) {
+    if (outcome.error === null && outcome.received === 0) {
       progress.latenciesMs[progress.ops++] = endMs - startMs
       progress.bytes += spec.method === 'DELETE' ? 0 : spec.objectBytes
-      progress.succeeded.push(index)
       continue
     }
     progress.failed++

@@ -1,12 +1,16 @@
 /** @module The closing tables: one per figure, a column per target, the ratios of the service to
- * nginx and to s3rver, and the service's goal with whether this run met it. It prints and judges
- * nothing else: the bench never fails on a figure. MB is 10^6 bytes throughout. */
-import { BIG_BYTES, LIST_KEYS } from './config.js'
-import { percentile, type PhaseResult } from './load.js'
-import { PHASE_KINDS, type TargetResults } from './suite.js'
+ * nginx and to s3rver, and the service's goal with whether this run met it; then the service's
+ * CPU per request split by thread name. A load phase's figure is the median of its runs. It
+ * prints and judges nothing else: the bench never fails on a figure. MB is 10^6 bytes
+ * throughout. */
+import { LIST_KEYS, PHASE_RUNS } from './config.js'
+import { percentile } from './load.js'
+import { BIG_STEP, LIST_STEP, phaseNamed, SELECTED_KINDS, type TargetResults } from './suite.js'
 import { printClusterReport } from './cluster-report.js'
 import type { ClusterResults } from './cluster-suite.js'
 import { number, printColumns, ratio } from './columns.js'
+import { cpuPerRequestUs, failedRequests, megabytesPerSecond, medianOf } from './figures.js'
+import { opsPerSecond, p50Ms, p99Ms, threadsCpuPerRequestUs, type Figure } from './figures.js'
 import { SERVER_NAMES, type ServerName, type TargetName } from './targets.js'
 
 export type AllResults = Map<ServerName, TargetResults>
@@ -20,60 +24,83 @@ interface Row {
   goal?: Goal
 }
 
-type Figure = (result: PhaseResult) => number
+/** The service's goal on the row of this phase label, if any. */
+type GoalOf = (label: string) => Goal | undefined
 
-const FIGURES: readonly { title: string; figure: Figure; goals: Record<string, Goal> }[] = [
+/** Goals by the start of the label: every concurrency, and overwrites too. */
+const byStart =
+  (goals: Record<string, Goal>): GoalOf =>
+  (label) =>
+    goals[label.slice(0, 'PUT 4 KiB'.length)]
+
+/** Server CPU per request, at 16 connections, PUTs of new keys. */
+const CPU_GOALS: Record<string, Goal> = {
+  'GET 4 KiB c16': { below: 110 },
+  'PUT 4 KiB c16': { below: 300 },
+  'GET 1 MiB c16': { below: 1200 },
+  'PUT 1 MiB c16': { below: 4500 },
+}
+
+const FIGURES: readonly { title: string; figure: Figure; goalOf: GoalOf }[] = [
   {
     title: 'ops/s',
-    figure: (r) => r.ops / r.seconds,
-    goals: {
+    figure: opsPerSecond,
+    goalOf: byStart({
       'PUT 4 KiB': { against: 's3rver', ratioMin: 3 },
       'GET 4 KiB': { against: 's3rver', ratioMin: 5 },
-    },
+    }),
   },
   {
     title: 'MB/s',
-    figure: (r) => r.bytes / 1e6 / r.seconds,
-    goals: {
+    figure: megabytesPerSecond,
+    goalOf: byStart({
       'PUT 1 MiB': { against: 'nginx', ratioMin: 0.5 },
       'GET 1 MiB': { against: 'nginx', ratioMin: 0.5 },
-    },
+    }),
   },
-  { title: 'p50 latency, ms', figure: (r) => percentile(r.latenciesMs, 0.5), goals: {} },
-  { title: 'p99 latency, ms', figure: (r) => percentile(r.latenciesMs, 0.99), goals: {} },
-  { title: 'failed requests', figure: (r) => r.failed, goals: {} },
+  { title: 'p50 latency, ms', figure: p50Ms, goalOf: () => undefined },
+  { title: 'p99 latency, ms', figure: p99Ms, goalOf: () => undefined },
+  { title: 'failed requests', figure: failedRequests, goalOf: () => undefined },
+  {
+    title: 'server CPU per request, us (all its processes, from /proc)',
+    figure: cpuPerRequestUs,
+    goalOf: (label) => CPU_GOALS[label],
+  },
 ]
+
+/** Columns of the service's split by thread: the names that take most, the rest summed. */
+const THREAD_COLUMNS = 8
 
 export function printReport(
   results: AllResults,
   cluster: ClusterResults | null,
   skipped: Map<TargetName, string>,
 ): void {
-  console.log('\n=== Results (MB = 10^6 bytes; "-" = not measured) ===')
+  const runs = PHASE_RUNS === 1 ? '' : `; load phases: median of ${PHASE_RUNS} runs`
+  console.log(`\n=== Results (MB = 10^6 bytes; "-" = not measured${runs}) ===`)
   for (const [name, reason] of skipped) console.log(`${name}: skipped: ${reason}`)
   if (results.size === 0 && cluster === null) {
     console.log('nothing was measured')
     return
   }
-  for (const { title, figure, goals } of FIGURES) {
-    const rows = PHASE_KINDS.map((kind) => {
+  for (const { title, figure, goalOf } of FIGURES) {
+    const rows = SELECTED_KINDS.map((kind) => {
       const row: Row = {
         label: kind.label,
-        values: valuesOf(results, (r) => {
-          const phase = r.phases.get(kind.label)
-          return phase === undefined || (phase.ops === 0 && title !== 'failed requests')
-            ? null
-            : figure(phase)
-        }),
+        values: valuesOf(results, (r) => medianOf(r.phases.get(kind.label), figure)),
       }
-      const goal = goals[kind.label.slice(0, 'PUT 4 KiB'.length)]
+      const goal = goalOf(kind.label)
       if (goal !== undefined) row.goal = goal
       return row
     })
     printTable(title, rows)
   }
-  printTable(`streamed ${BIG_BYTES / 2 ** 20} MiB object`, bigRows(results))
-  printTable(`ListObjectsV2, ${LIST_KEYS} keys, pages of 1000`, listRows(results))
+  const service = results.get('service')
+  if (service !== undefined) printThreads(service)
+  if (phaseNamed(BIG_STEP)) printTable(`${BIG_STEP} object`, bigRows(results))
+  if (phaseNamed(LIST_STEP)) {
+    printTable(`ListObjectsV2, ${LIST_KEYS} keys, pages of 1000`, listRows(results))
+  }
   if (cluster !== null) printClusterReport(results.get('service') ?? null, cluster)
   printErrors(results)
 }
@@ -161,11 +188,40 @@ function verdict(goal: Goal, values: Record<ServerName, number | null>): string 
   return service / reference >= goal.ratioMin ? 'met' : 'NOT MET'
 }
 
+/** The service's CPU per request by thread name: the names that take most over all phases get
+ * a column each. */
+function printThreads(service: TargetResults): void {
+  const totals = new Map<string, number>()
+  for (const kind of SELECTED_KINDS) {
+    for (const run of service.phases.get(kind.label) ?? []) {
+      for (const [name, us] of run.cpu.byThread) {
+        if (run.answers > 0) totals.set(name, (totals.get(name) ?? 0) + us / run.answers)
+      }
+    }
+  }
+  const names = [...totals].sort((a, b) => b[1] - a[1]).map(([name]) => name)
+  const shown = names.slice(0, THREAD_COLUMNS)
+  const rest = names.slice(THREAD_COLUMNS)
+  const columns = [...shown.map((name) => [name]), ...(rest.length === 0 ? [] : [rest])]
+  const lines = SELECTED_KINDS.map((kind) => {
+    const runs = service.phases.get(kind.label)
+    return [
+      kind.label,
+      ...columns.map((names) => number(medianOf(runs, threadsCpuPerRequestUs(names)))),
+    ]
+  })
+  const header = ['', ...shown, ...(rest.length === 0 ? [] : ['other'])]
+  printColumns('service CPU per request by thread, us', header, lines)
+}
+
 function printErrors(results: AllResults): void {
   for (const [name, result] of results) {
-    for (const [label, phase] of result.phases) {
-      if (phase.firstError === null) continue
-      console.log(`${name} ${label}: first error: ${phase.firstError}`)
+    for (const [label, runs] of result.phases) {
+      for (const [at, run] of runs.entries()) {
+        if (run.firstError === null) continue
+        const which = runs.length === 1 ? '' : ` (run ${at + 1})`
+        console.log(`${name} ${label}${which}: first error: ${run.firstError}`)
+      }
     }
     for (const transfer of result.big === null ? [] : [result.big.upload, result.big.download]) {
       if (transfer.error !== null) console.log(`${name} streamed: ${transfer.error}`)

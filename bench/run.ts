@@ -1,15 +1,17 @@
 /** @module `npm run bench`: measures the service, s3rver, nginx (WebDAV) and a 3-node cluster of
- * the service one after the other on 127.0.0.1, each in its own child processes and temp dir, then
- * prints the tables of report.ts. A
- * target that is missing or does not come up is reported and skipped; figures are printed, never
- * judged by the exit code, which is 0 unless the bench itself broke. On SIGINT or SIGTERM the
- * running target is stopped by its PID and its temp dir removed before we exit. */
+ * the service one after the other on 127.0.0.1, each in its own child processes and temp dir, with
+ * wrk as the load generator, then prints the tables of report.ts. A target that is missing or does
+ * not come up is reported and skipped; figures are printed, never judged by the exit code, which
+ * is 0 unless the bench itself broke (or wrk is missing). On SIGINT or SIGTERM the running target
+ * is stopped by its PID and its temp dir removed before we exit (wrk.ts kills its own). */
 import { availableParallelism, loadavg } from 'node:os'
-import { BIG_BYTES, LIST_KEYS, ONLY_TARGETS, PHASE_SECONDS } from './config.js'
+import { BIG_BYTES, LIST_KEYS, ONLY_PHASES, ONLY_TARGETS, PHASE_RUNS } from './config.js'
+import { PHASE_SECONDS } from './config.js'
 import { runClusterSuite, type ClusterResults } from './cluster-suite.js'
 import { printReport, type AllResults } from './report.js'
 import { runSuite } from './suite.js'
 import { start, TARGET_NAMES, type Target, type TargetName } from './targets.js'
+import { wrkMissing } from './wrk.js'
 
 interface Running {
   target: Target | null
@@ -19,10 +21,18 @@ interface Running {
 }
 
 async function main(): Promise<void> {
+  const missing = wrkMissing()
+  if (missing !== null) {
+    console.log(`bench: cannot load the servers: ${missing}`)
+    process.exitCode = 1
+    return
+  }
+  const runs = PHASE_RUNS === 1 ? '' : `, each run ${PHASE_RUNS} times`
   console.log(
-    `bench: phases up to ${PHASE_SECONDS} s, streamed object ${BIG_BYTES / 2 ** 20} MiB, ` +
+    `bench: phases up to ${PHASE_SECONDS} s${runs}, streamed object ${BIG_BYTES / 2 ** 20} MiB, ` +
       `listing over ${LIST_KEYS} keys; ${availableParallelism()} cores`,
   )
+  if (ONLY_PHASES.length > 0) console.log(`bench: only phases naming ${ONLY_PHASES.join(', ')}`)
   const unknown = ONLY_TARGETS.filter((name) => !(TARGET_NAMES as readonly string[]).includes(name))
   if (unknown.length > 0) console.log(`bench: BENCH_TARGETS names no target: ${unknown.join(', ')}`)
   const running: Running = { target: null, starting: false, interrupted: false }

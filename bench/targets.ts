@@ -22,19 +22,20 @@ export type TargetName = ServerName | 'cluster'
 /** In the order they run: the cluster last, so the single servers run exactly as without it. */
 export const TARGET_NAMES: readonly TargetName[] = [...SERVER_NAMES, 'cluster']
 
-/** One server's address for the load generator. */
+/** One server: its address for the load generator, and its processes. */
 export interface Endpoint {
   origin: string
   /** Signs a request; null for nginx, which takes the same paths unsigned. */
   presign: Presign | null
+  /** The server's processes now (main and descendants): their memory and CPU are the server's.
+   * A target's are those of all its nodes. */
+  pids(): number[]
 }
 
 export interface Target extends Endpoint {
   name: TargetName
   /** Every node of the target (one for a single server), the first being `origin`'s. */
   nodes: readonly Endpoint[]
-  /** The server's processes now (main and descendants): their memory is the server's. */
-  pids(): number[]
   stop(): Promise<void>
 }
 
@@ -167,7 +168,7 @@ async function ready(
     await stop()
     return log === '' ? { ok: false, reason: failure } : { ok: false, reason: failure, log }
   }
-  const nodes = [{ origin, presign }]
-  const target: Target = { name, origin, presign, nodes, pids: () => processTree(pid), stop }
+  const pids = (): number[] => processTree(pid)
+  const target: Target = { name, origin, presign, nodes: [{ origin, presign, pids }], pids, stop }
   return { ok: true, target }
 }
