@@ -1,5 +1,6 @@
 /** @module `npm run sim -- --seeds N [--from S]` runs N seeds and reports each failing one with
- * the command that replays it; `--seed N` replays one with its trace and history. */
+ * the command that replays it; `--seed N` replays one with its trace and history; `--grace-ms G`
+ * keeps tombstones G ms instead of the simulation's default. */
 import { simulate } from './simulation.js'
 
 function option(name: string): number | undefined {
@@ -11,9 +12,12 @@ function option(name: string): number | undefined {
 }
 
 async function main(): Promise<void> {
+  const grace = option('grace-ms')
+  const gcGraceMs = grace === undefined ? {} : { gcGraceMs: grace }
+  const again = grace === undefined ? '' : ` --grace-ms ${grace}`
   const one = option('seed')
   if (one !== undefined) {
-    const report = await simulate({ seed: one, trace: true })
+    const report = await simulate({ seed: one, trace: true, ...gcGraceMs })
     console.log(`# seed ${one}: ${JSON.stringify(report.plan)}`)
     console.log('# trace\n' + report.trace)
     console.log('# history\n' + report.fingerprint)
@@ -33,7 +37,7 @@ async function main(): Promise<void> {
   let hints = 0
   let purged = 0
   for (let seed = from; seed < from + count; seed++) {
-    const report = await simulate({ seed })
+    const report = await simulate({ seed, ...gcGraceMs })
     hints += report.hintsDelivered
     purged += report.tombstonesPurged
     if (report.problems.length > 0) {
@@ -41,7 +45,7 @@ async function main(): Promise<void> {
       console.log(
         `seed ${seed} FAILED: ${report.problems.length} problems, first: ${report.problems[0]}`,
       )
-      console.log(`  replay: npm run sim -- --seed ${seed}`)
+      console.log(`  replay: npm run sim -- --seed ${seed}${again}`)
     }
   }
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
