@@ -84,6 +84,16 @@ function threadTicks(pid: number): Map<string, Ticks> {
 
 /** The name and utime + stime of a stat file; null when it is gone. */
 function statTicks(path: string): Ticks | null {
+  const stat = readStat(path)
+  if (stat === null) return null
+  // Field 3 (state) is fields[0]: utime (14) and stime (15) are fields[11] and fields[12].
+  const ticks = Number(stat.fields[11]) + Number(stat.fields[12])
+  return Number.isFinite(ticks) ? { name: stat.name, ticks } : null
+}
+
+/** A /proc stat line: the name (`comm`) and the fields after it, from field 3 (state) on; null
+ * when the file is gone. */
+export function readStat(path: string): { name: string; fields: string[] } | null {
   let stat: string
   try {
     stat = readFileSync(path, 'utf8')
@@ -92,9 +102,8 @@ function statTicks(path: string): Ticks | null {
   }
   // The name is in parentheses and may hold spaces or ')': fields start after the last ')'.
   const close = stat.lastIndexOf(')')
-  const name = stat.slice(stat.indexOf('(') + 1, close)
-  const fields = stat.slice(close + 2).split(' ')
-  // Field 3 (state) is fields[0]: utime (14) and stime (15) are fields[11] and fields[12].
-  const ticks = Number(fields[11]) + Number(fields[12])
-  return Number.isFinite(ticks) ? { name, ticks } : null
+  return {
+    name: stat.slice(stat.indexOf('(') + 1, close),
+    fields: stat.slice(close + 2).split(' '),
+  }
 }

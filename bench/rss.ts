@@ -3,6 +3,7 @@
  * runs, keeping the peak. Only Linux has /proc: elsewhere the figures read 0. */
 import assert from 'node:assert/strict'
 import { readFileSync, readdirSync } from 'node:fs'
+import { readStat } from './cpu.js'
 
 /** A process table scan reads this many entries at most (a busy machine has a few hundred). */
 const PROCESSES_MAX = 100_000
@@ -31,15 +32,9 @@ export function processTree(root: number): number[] {
 }
 
 function parentPid(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    // The command name is in parentheses and may hold spaces: fields start after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    const parent = Number(fields[1])
-    return Number.isInteger(parent) ? parent : null
-  } catch {
-    return null // Gone between the directory read and now.
-  }
+  // Field 4 (ppid) follows field 3 (state).
+  const parent = Number(readStat(`/proc/${pid}/stat`)?.fields[1])
+  return Number.isInteger(parent) ? parent : null
 }
 
 export function rssBytes(pids: readonly number[]): number {

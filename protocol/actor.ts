@@ -40,7 +40,6 @@ export type ActorName =
   // Cluster mode: compares this node's replicas with its peers' and syncs what differs.
   | 'anti-entropy'
 
-/** Every request between actors carries these. `deadlineMs` is absolute, on ctx.now()'s clock. */
 /** The actor an ingress sends object and bucket requests to: in a cluster the coordinator, which
  * owns the quorum path; on a single node the store itself, where a coordinator would only pass
  * each request on (a hop less: two thread crossings per request, measured at 30-40 us of CPU for a
@@ -50,6 +49,7 @@ export function objectActor(config: Readonly<Record<string, string>>): ActorName
   return mode === 'single' ? 'replica-store' : 'coordinator'
 }
 
+/** Every request between actors carries these. `deadlineMs` is absolute, on ctx.now()'s clock. */
 export interface Request {
   requestId: string
   deadlineMs: number

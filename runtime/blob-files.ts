@@ -62,9 +62,7 @@ function isMissing(error: unknown): boolean {
 async function syncDirectory(path: string): Promise<void> {
   const fd = openSync(path, 'r')
   try {
-    await new Promise<void>((resolve, reject) => {
-      fsync(fd, (error) => (error === null ? resolve() : reject(error)))
-    })
+    await syncFile(fd, 'all')
   } finally {
     closeSync(fd)
   }
@@ -315,14 +313,13 @@ class FileWriter implements BlobWriter {
   async commit(): Promise<void> {
     assert(!this.finished, 'blob writer committed twice')
     this.finished = true
+    await this.flushing // Never rejects: its failure is the fsync's below.
     try {
       this.throwIfFailed()
-      await this.flushing
       await syncFile(this.openFd, 'all')
     } catch (error) {
       throw noSpaceAs(error, this.space)
     } finally {
-      await this.flushing
       this.release()
       this.closeFile()
     }

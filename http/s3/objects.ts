@@ -248,10 +248,9 @@ function getCall(ex: S3Exchange, at: ObjectTarget, extra: object, deadlineMs: nu
  * lends a larger object's file, which this thread reads itself (one round trip); otherwise a
  * larger one is read with a second request that carries a stream, and the answer follows that
  * second reply (the object may have been replaced in between: what is sent is always one complete
- * version). A read that meets a
- * corrupt copy before its first byte goes out is made once more: the store knows the copy damaged
- * from then on, so the second read takes another replica's copy (cluster mode) or answers 500 at
- * once, never the wrong bytes. */
+ * version). A read that meets a corrupt copy before its first byte goes out is made once more: the
+ * store knows the copy damaged from then on, so the second read takes another replica's copy
+ * (cluster mode) or answers 500 at once, never the wrong bytes. */
 export async function getObject(ex: S3Exchange, at: ObjectTarget): Promise<void> {
   if ((await getOnce(ex, at, true)) === 'again') await getOnce(ex, at, false)
 }
