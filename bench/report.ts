@@ -1,5 +1,5 @@
 /** @module The closing tables: one per figure, a column per target, the ratios of the service to
- * nginx and to s3rver, and the service's goal with whether this run met it; then the service's
+ * nginx, to s3rver and to the floor (a Node.js server that hashes and stores nothing), and the service's goal with whether this run met it; then the service's
  * CPU per request split by thread name. A load phase's figure is the median of its runs. It
  * prints and judges nothing else: the bench never fails on a figure. MB is 10^6 bytes
  * throughout. */
@@ -148,7 +148,12 @@ function valuesOf(
   results: AllResults,
   pick: (result: TargetResults) => number | null,
 ): Record<ServerName, number | null> {
-  const values: Record<ServerName, number | null> = { service: null, s3rver: null, nginx: null }
+  const values: Record<ServerName, number | null> = {
+    service: null,
+    s3rver: null,
+    nginx: null,
+    floor: null,
+  }
   for (const name of SERVER_NAMES) {
     const result = results.get(name)
     const value = result === undefined ? null : pick(result)
@@ -158,16 +163,19 @@ function valuesOf(
 }
 
 function printTable(title: string, rows: readonly Row[]): void {
-  const header = ['', 'service', 's3rver', 'nginx', 'svc/nginx', 'svc/s3rver', 'goal', 'met']
+  const columns = ['s3rver', 'nginx', 'floor', 'svc/nginx', 'svc/s3rver', 'svc/floor']
+  const header = ['', 'service', ...columns, 'goal', 'met']
   const lines = rows.map((row) => {
-    const { service, s3rver, nginx } = row.values
+    const { service, s3rver, nginx, floor } = row.values
     return [
       row.label,
       number(service),
       number(s3rver),
       number(nginx),
+      number(floor),
       ratio(service, nginx),
       ratio(service, s3rver),
+      ratio(service, floor),
       row.goal === undefined ? '' : goalText(row.goal),
       row.goal === undefined ? '' : verdict(row.goal, row.values),
     ]

@@ -1,6 +1,7 @@
-/** @module `npm run bench`: measures the service, s3rver, nginx (WebDAV) and a 3-node cluster of
- * the service one after the other on 127.0.0.1, each in its own child processes and temp dir, with
- * wrk as the load generator, then prints the tables of report.ts. A target that is missing or does
+/** @module `npm run bench`: measures the service, s3rver, nginx (WebDAV), the floor of a Node.js
+ * server (floor-main.ts) and a 3-node cluster of the service one after the other on 127.0.0.1,
+ * each in its own child processes and temp dir, with wrk as the load generator, then prints the
+ * tables of report.ts. A target that is missing or does
  * not come up is reported and skipped; figures are printed, never judged by the exit code, which
  * is 0 unless the bench itself broke (or wrk is missing). On SIGINT or SIGTERM the running target
  * is stopped by its PID and its temp dir removed before we exit (wrk.ts kills its own). */

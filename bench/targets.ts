@@ -1,6 +1,7 @@
 /** @module The servers under test, each started as a child process on 127.0.0.1 with a fresh temp
  * dir: the service (dist/runtime/main.js), s3rver (bench/s3rver-main.ts), nginx with WebDAV PUT
- * as the limit of HTTP-to-disk, and a cluster of 3 service nodes (cluster-target.ts). A target
+ * as the limit of HTTP-to-disk, the floor of a Node.js server that hashes as S3 must and stores
+ * nothing (bench/floor-main.ts), and a cluster of 3 service nodes (cluster-target.ts). A target
  * that cannot start says why and is skipped. Stopping is by PID (processes.ts); the temp dir goes
  * with the target. */
 import { existsSync, mkdirSync, mkdtempSync } from 'node:fs'
@@ -16,8 +17,8 @@ import { freePort, logTail, SERVICE_MAIN, spawnLogged, stopProcess, waitUp } fro
 import { processTree } from './rss.js'
 
 /** The targets of one server, whose phases compare with each other, column by column. */
-export type ServerName = 'service' | 's3rver' | 'nginx'
-export const SERVER_NAMES: readonly ServerName[] = ['service', 's3rver', 'nginx']
+export type ServerName = 'service' | 's3rver' | 'nginx' | 'floor'
+export const SERVER_NAMES: readonly ServerName[] = ['service', 's3rver', 'nginx', 'floor']
 export type TargetName = ServerName | 'cluster'
 /** In the order they run: the cluster last, so the single servers run exactly as without it. */
 export const TARGET_NAMES: readonly TargetName[] = [...SERVER_NAMES, 'cluster']
@@ -25,7 +26,7 @@ export const TARGET_NAMES: readonly TargetName[] = [...SERVER_NAMES, 'cluster']
 /** One server: its address for the load generator, and its processes. */
 export interface Endpoint {
   origin: string
-  /** Signs a request; null for nginx, which takes the same paths unsigned. */
+  /** Signs a request; null for nginx and the floor, which take the same paths unsigned. */
   presign: Presign | null
   /** The server's processes now (main and descendants): their memory and CPU are the server's.
    * A target's are those of all its nodes. */
@@ -44,6 +45,7 @@ export type Started = { ok: true; target: Target } | { ok: false; reason: string
 
 const here = dirname(fileURLToPath(import.meta.url))
 const S3RVER_MAIN = join(here, 's3rver-main.js')
+const FLOOR_MAIN = join(here, 'floor-main.js')
 const NGINX_BINARY = '/usr/sbin/nginx'
 const SERVICE_CREDENTIALS = {
   accessKeyId: 'benchkey',
@@ -59,6 +61,8 @@ export function start(name: TargetName): Promise<Started> {
       return startS3rver()
     case 'nginx':
       return startNginx()
+    case 'floor':
+      return startFloor()
     case 'cluster':
       return startCluster()
   }
@@ -106,6 +110,19 @@ async function startNginx(): Promise<Started> {
   const args = ['-c', join(dir, 'nginx.conf'), '-p', dir]
   const server = spawnLogged(NGINX_BINARY, args, process.env, join(dir, 'nginx.log'))
   return ready('nginx', server, dir, port, null, () => true, '/')
+}
+
+async function startFloor(): Promise<Started> {
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'bench-floor-'))
+  const server = spawnLogged(
+    process.execPath,
+    [FLOOR_MAIN, String(port)],
+    process.env,
+    join(dir, 'floor.log'),
+  )
+  // It answers 404 to a path it holds nothing for: any answer means it is up.
+  return ready('floor', server, dir, port, null, () => true, '/')
 }
 
 /** Everything inside `dir`, so nothing touches the system's nginx; body temp files sit on the
@@ -164,7 +181,7 @@ async function ready(
   }
   const failure = await waitUp(server, origin + probePath, isUp, HEALTH_WAIT_MS)
   if (failure !== null) {
-    const log = logTail(dir, ['service.log', 's3rver.log', 'nginx.log', 'error.log'])
+    const log = logTail(dir, ['service.log', 's3rver.log', 'nginx.log', 'error.log', 'floor.log'])
     await stop()
     return log === '' ? { ok: false, reason: failure } : { ok: false, reason: failure, log }
   }
