@@ -1,7 +1,9 @@
 -- One load phase of `npm run bench`, run by wrk 4.1 (bench/wrk.ts spawns it with this script).
 -- The paths are ready-made (presigned) lines of the file WRK_PATHS; wrk thread `id` takes the
 -- lines k with k % WRK_THREADS == id and sends WRK_METHOD to them in turn, with a body of
--- WRK_BODY_BYTES bytes for a PUT (one string, made once). WRK_ONCE=1 sends each path once (new
+-- WRK_BODY_BYTES bytes for a PUT, each different: its first bytes name the thread and the request,
+-- so no two PUTs of a run share their content (identical bodies would all be one deduplicated
+-- blob, which costs the server less than the distinct objects of real use). WRK_ONCE=1 sends each path once (new
 -- keys: a thread stops once every path of its own is answered); otherwise the paths are cycled
 -- until wrk's duration ends. An answer counts when it is 2xx and, for a GET, WRK_GET_BYTES long.
 -- done() prints one line, "WRK-RESULT " and a JSON object, which bench/wrk.ts reads.
@@ -35,6 +37,8 @@ end
 -- Thread states. `id` is set by setup() before init() runs; the counters are globals so that
 -- done() can read them with thread:get.
 local method, body, paths, once, get_bytes
+-- Bytes at the head of each PUT body that make it unique (thread id and request number).
+local UNIQUE_HEAD_BYTES = 16
 local next_index = 1
 -- wrk 4.1 calls request() of the thread it makes first once before the run, only to check that
 -- it returns a request: that call must not use up a path, or a PUT phase's first key would be
@@ -50,7 +54,10 @@ function init(args)
   once = os.getenv("WRK_ONCE") == "1"
   get_bytes = tonumber(os.getenv("WRK_GET_BYTES") or "")
   local body_bytes = tonumber(os.getenv("WRK_BODY_BYTES") or "0")
-  if method == "PUT" then body = string.rep("a", body_bytes) end
+  if method == "PUT" then
+    assert(body_bytes >= UNIQUE_HEAD_BYTES, "a PUT body must hold its unique head")
+    body = string.rep("a", body_bytes - UNIQUE_HEAD_BYTES)
+  end
   checked = id ~= 0
   paths = {}
   local k = 0
@@ -62,10 +69,16 @@ function init(args)
   assert(#paths > 0, "wrk thread " .. id .. " has no path")
 end
 
+-- The body of the request numbered `n` of this thread: nil for a GET.
+local function body_of(n)
+  if body == nil then return nil end
+  return string.format("%08x%08x", id, n) .. body
+end
+
 function request()
   if not checked then
     checked = true
-    return wrk.format(method, paths[1], nil, body)
+    return wrk.format(method, paths[1], nil, body_of(0))
   end
   if next_index > #paths then
     -- Nothing is left to send: an empty request writes nothing, and the connection idles until
@@ -77,7 +90,7 @@ function request()
   next_index = next_index + 1
   sent = sent + 1
   if started_us == nil then started_us = now_us() end
-  return wrk.format(method, path, nil, body)
+  return wrk.format(method, path, nil, body_of(sent))
 end
 
 function response(status, headers, text)
