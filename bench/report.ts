@@ -1,8 +1,8 @@
 /** @module The closing tables: one per figure, a column per target, the ratios of the service to
- * nginx, to s3rver and to the floor (a Node.js server that hashes and stores nothing), and the service's goal with whether this run met it; then the service's
- * CPU per request split by thread name. A load phase's figure is the median of its runs. It
- * prints and judges nothing else: the bench never fails on a figure. MB is 10^6 bytes
- * throughout. */
+ * nginx, to s3rver and to the floor (a Node.js server that hashes and stores nothing), and the
+ * service's goal with whether this run met it; then the service's CPU per request split by thread
+ * name. A load phase's figure is the median of its runs. It prints and judges nothing else: the
+ * bench never fails on a figure. MB is 10^6 bytes throughout. */
 import { LIST_KEYS, PHASE_RUNS } from './config.js'
 import { percentile } from './load.js'
 import { BIG_STEP, LIST_STEP, phaseNamed, SELECTED_KINDS, type TargetResults } from './suite.js'
