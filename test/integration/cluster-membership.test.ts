@@ -29,6 +29,8 @@ import { pollUntil, sleep } from '../support/wait.js'
 const DEAD_WAIT_MS = 30_000
 const LEFT_WAIT_MS = 10_000
 const ALIVE_WAIT_MS = 30_000
+/** Lines of a node's log a failure quotes. */
+const LOG_LINES = 40
 /** The load under a stop: clients at once, and each one's operations at most. */
 const LOAD_CLIENTS = 4
 const LOAD_OPS_PER_CLIENT_MAX = 400
@@ -229,7 +231,9 @@ test('the cluster actors can be killed: they restart and the node is Alive again
       const restarts = sample(text, 'svc_actor_restarts_total', `actor="${actor}"`) ?? 0
       return restarts >= 1 && sample(text, 'svc_actor_up', `actor="${actor}"`) === 1
     }
-    assert.ok(await pollUntil(restarted, ALIVE_WAIT_MS, 100), `${actor} not restarted`)
+    // A failure quotes the node's last log lines: why the restart did not happen is in them.
+    const log = (): string => cluster.server('n2').output().split('\n').slice(-LOG_LINES).join('\n')
+    assert.ok(await pollUntil(restarted, ALIVE_WAIT_MS, 100), `${actor} not restarted:\n${log()}`)
     await waitStatus(['n1', 'n3'], 'n2', 'Alive', ALIVE_WAIT_MS)
     await waitStatus(['n2'], 'n1', 'Alive', ALIVE_WAIT_MS)
     // The node still serves: a restarted gossiper does not announce it as joining again.

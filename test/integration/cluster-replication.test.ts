@@ -23,9 +23,12 @@ import { sample } from '../support/metrics-text.js'
 import { pollUntil, sleep } from '../support/wait.js'
 
 let cluster: TestCluster
+/** How long a case keeps a node's hints from being delivered: past its read and repair. */
+const HINTS_HELD_MS = 45_000
 
 test.before(async () => {
-  cluster = await startCluster({ nodes: 3, gateways: 1 })
+  // Chaos routes on: one case holds a node's hint delivery back.
+  cluster = await startCluster({ nodes: 3, gateways: 1, env: { SVC_CHAOS: '1' } })
   const s3 = cluster.server('n1').client()
   await createPlainAndVersioned(s3)
 })
@@ -248,6 +251,14 @@ test('a key deleted while a node was down stays deleted when read through that n
   await restartMember('n3')
   await killMember('n2')
   await s3.send(new DeleteObjectCommand({ Bucket: 'plain', Key }))
+  // n1, which coordinated the delete, keeps a hint for n2 and would deliver it as soon as it sees
+  // n2 again, racing the read below: its hint-queue stays down until the read has repaired n2.
+  const held = await signedRequest(cluster.server('n1').url, {
+    method: 'POST',
+    path: '/admin/chaos/kill/hint-queue',
+    query: { down_ms: String(HINTS_HELD_MS) },
+  })
+  assert.is(held.status, 200, held.body.toString())
   await restartMember('n2')
   const missing = await failure(() =>
     cluster
