@@ -29,6 +29,8 @@ let server: TestServer
 let s3: S3Client
 
 const ACTORS = ['replica-store', 'iam', 'scrubber', 'http-ingress']
+/** How long a killed store stays down before its restart, so that scrapes meet it gone. */
+const STORE_DOWN_MS = 2_000
 /** Figures every thread of the process reads alike: once per node, or a sum counts them again. */
 const PROCESS_WIDE = [
   'process_resident_memory_bytes',
@@ -241,9 +243,11 @@ test('a dead actor shows svc_actor_up 0 and the scrape still answers 200', async
 })
 
 test('without the store a scrape answers 200 without its gauges; they come back', async () => {
+  // Held down a while: a store back within milliseconds could leave no scrape without it.
   const killed = await signedRequest(server.url, {
     method: 'POST',
     path: '/admin/chaos/kill/replica-store',
+    query: { down_ms: String(STORE_DOWN_MS) },
   })
   assert.is(killed.status, 200)
   let sawWithout = false
