@@ -2,7 +2,8 @@
  * a temp data directory, bootstrap keys, and waits (bounded) for /health. Every child is stopped by
  * its PID: `stop` sends SIGTERM and waits, `kill` sends SIGKILL; both are bounded in time. */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { randomInt } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -17,15 +18,40 @@ export const SECRET_KEY = 'testsecretkeytestsecretkeytestsecret0001'
 const HEALTH_WAIT_MS = 30_000
 const EXIT_WAIT_MS = 40_000
 
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Ports are drawn from here up to the first port the kernel gives outgoing connections. */
+const PORT_LOW = 10_000
+const PORT_ATTEMPTS_MAX = 100
+
+/** The first port of Linux's range for outgoing connections (the usual one where it cannot be
+ * read). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(
+      readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0],
+    )
+    return Number.isInteger(low) && low > PORT_LOW + 1000 ? low : 32_768
+  } catch {
+    return 32_768
+  }
+}
+const EPHEMERAL_LOW = ephemeralLow()
+
+/** A port nothing listens on now, below the range of outgoing connections' ports: a port the
+ * kernel chose (listening on 0) can be taken by a connection made before the server that is to
+ * bind it has started, as a cluster's nodes connect to one another while the next one starts. */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  for (let attempt = 0; attempt < PORT_ATTEMPTS_MAX; attempt++) {
+    const port = PORT_LOW + randomInt(EPHEMERAL_LOW - PORT_LOW)
+    if (await bindable(port, host)) return port
+  }
+  throw new Error(`no free port below ${EPHEMERAL_LOW} in ${PORT_ATTEMPTS_MAX} attempts`)
+}
+
+function bindable(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
     const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, host, () => {
-      const address = probe.address()
-      const port = typeof address === 'object' && address !== null ? address.port : 0
-      probe.close(() => resolve(port))
-    })
+    probe.once('error', () => resolve(false))
+    probe.listen(port, host, () => probe.close(() => resolve(true)))
   })
 }
 
