@@ -83,8 +83,10 @@ export function sendError(
   if (mapped.status >= 500) {
     ex.mesh.log.error({ requestId: ex.requestId, code, detail }, 's3 request failed')
   }
-  // A 4xx carries the precise reason; a 5xx only S3's fixed text (the detail is in the log).
-  const message = mapped.status < 500 && detail !== '' ? detail : mapped.message
+  // A 4xx carries the precise reason; a 5xx only S3's fixed text (the detail is in the log), but
+  // for 501 NotImplemented, whose detail names what the client asked for and reveals nothing.
+  const precise = mapped.status < 500 || code === 'not_implemented'
+  const message = precise && detail !== '' ? detail : mapped.message
   const headers: Record<string, string> = {}
   if (code === 'busy' || code === 'unavailable' || code === 'timeout') headers['retry-after'] = '1'
   if (mapped.status === 304) {

@@ -25,6 +25,7 @@ import { isKeyTooLong } from './names.js'
 import { parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
 import { readPostForm, type PostForm } from './post-form.js'
 import { ALGORITHM, hmacSha256Hex, parseCredential, signaturesEqual } from './sigv4.js'
+import { refusedFormFeature, sendRefusal } from './unsupported.js'
 
 /** A POST on a bucket with a form body, whatever else it carries (S3 routes it so too). */
 export function isPostObject(ex: S3Exchange): boolean {
@@ -119,6 +120,11 @@ export async function postObject(ex: S3Exchange, caches: AuthCaches): Promise<vo
   const form = await readPostForm(ex)
   if (!form.ok) return sendError(ex, form.code, form.detail)
   const range = await authorize(ex, caches, bucket, form.value.fields)
+  const refused = range.ok ? refusedFormFeature(form.value.fields) : null
+  if (refused !== null) {
+    form.value.file.resume()
+    return sendRefusal(ex, refused)
+  }
   const object = range.ok ? objectOf(form.value) : range
   if (!object.ok) {
     form.value.file.resume()

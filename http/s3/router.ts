@@ -36,6 +36,7 @@ import { clientFields } from '../request-log.js'
 import { isPostObject, postObject } from './post-object.js'
 import { bucketTagging, objectTagging } from './tagging.js'
 import { parseTarget } from './target.js'
+import { refusedFeature, sendRefusal } from './unsupported.js'
 
 /** Subresources of Amazon S3 this service does not implement (yet): answered 501. */
 const UNIMPLEMENTED = [
@@ -166,6 +167,9 @@ export async function handleS3(
   if (unimplemented !== undefined) {
     return sendError(ex, 'not_implemented', `The ${unimplemented} subresource is not implemented`)
   }
+  const operation = operationOf(ex.method, ex.target, ex.query, headers, UNIMPLEMENTED)
+  const refused = refusedFeature(operation, headers)
+  if (refused !== null) return sendRefusal(ex, refused)
   await dispatch(ex, auth.value)
 }
 

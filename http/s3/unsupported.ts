@@ -1,0 +1,210 @@
+/** @module Request headers (and form fields) that ask for Amazon S3 features this service does not
+ * have: server-side encryption (SSE-S3, SSE-KMS, SSE-C, for the object or for a copy's source),
+ * object lock (on a new bucket or on an object write), and ACLs other than the private one every
+ * bucket and object already has. Storing an object while ignoring one of them would let a client
+ * believe something false (plaintext kept where encryption was asked, a version deletable where a
+ * retention was set, an object private where it was made public), so every such request is
+ * refused here, in one place, before any operation runs: `400 InvalidArgument` for a value or a
+ * combination Amazon S3 itself refuses, else `501 NotImplemented` naming the header (in the
+ * message and in S3's `<Header>` element), as S3 answers a header that implies functionality it
+ * does not implement.
+ *
+ * What is accepted because it is true of every bucket and object here: `x-amz-acl: private`
+ * (owner only; this service never grants anyone else, nor anonymous access) and, on object
+ * writes, `bucket-owner-full-control` (the bucket's owner controls every object in it); the
+ * object ownership `BucketOwnerEnforced` (ACLs disabled) on CreateBucket; and
+ * `x-amz-bucket-object-lock-enabled: false`. Subresources such as ?acl, ?encryption,
+ * ?object-lock, ?retention and ?legal-hold are refused by the router (501) before this runs. */
+import { createHash } from 'node:crypto'
+import { sendError, type S3Exchange } from './exchange.js'
+import type { S3Operation } from './operation.js'
+
+export interface Refusal {
+  code: 'not_implemented' | 'invalid_argument'
+  detail: string
+  /** The header (or form field, by its header name) refused. */
+  header: string
+}
+
+const SSE = 'x-amz-server-side-encryption'
+const SSE_KMS_HEADERS = [
+  'x-amz-server-side-encryption-aws-kms-key-id',
+  'x-amz-server-side-encryption-context',
+  'x-amz-server-side-encryption-bucket-key-enabled',
+]
+/** Customer-key headers for the object written or read, and for the source of a copy. */
+const SSE_C_PREFIXES = [
+  'x-amz-server-side-encryption-customer-',
+  'x-amz-copy-source-server-side-encryption-customer-',
+]
+const LOCK_MODE = 'x-amz-object-lock-mode'
+const LOCK_UNTIL = 'x-amz-object-lock-retain-until-date'
+const LEGAL_HOLD = 'x-amz-object-lock-legal-hold'
+const GRANTS = [
+  'x-amz-grant-read',
+  'x-amz-grant-write',
+  'x-amz-grant-read-acp',
+  'x-amz-grant-write-acp',
+  'x-amz-grant-full-control',
+]
+const CANNED_ACLS = new Set([
+  'private',
+  'public-read',
+  'public-read-write',
+  'authenticated-read',
+  'aws-exec-read',
+  'bucket-owner-read',
+  'bucket-owner-full-control',
+  'log-delivery-write',
+])
+const OBJECT_OWNERSHIPS = new Set(['BucketOwnerEnforced', 'BucketOwnerPreferred', 'ObjectWriter'])
+
+function notImplemented(header: string, what: string): Refusal {
+  return {
+    code: 'not_implemented',
+    header,
+    detail: `A header you provided implies functionality that is not implemented: ${header} (${what}).`,
+  }
+}
+
+function invalid(header: string, detail: string): Refusal {
+  return { code: 'invalid_argument', header, detail }
+}
+
+/** The refusal a request with these (lower-cased) headers gets, or null when it asks for nothing
+ * this service lacks. */
+export function refusedFeature(
+  operation: S3Operation,
+  headers: Readonly<Record<string, string>>,
+): Refusal | null {
+  return (
+    encryption(headers) ??
+    customerKey(headers) ??
+    objectLock(headers) ??
+    bucketSettings(headers) ??
+    acl(operation, headers)
+  )
+}
+
+/** The same for a browser form upload, whose ACL field is `acl` and the others named as headers. */
+export function refusedFormFeature(fields: ReadonlyMap<string, string>): Refusal | null {
+  const headers = Object.fromEntries(fields)
+  const canned = fields.get('acl')
+  if (canned !== undefined) headers['x-amz-acl'] = canned
+  return refusedFeature('PostObject', headers)
+}
+
+/** Answers a refusal, the header named in S3's `<Header>` element too. */
+export function sendRefusal(ex: S3Exchange, refusal: Refusal): void {
+  sendError(ex, refusal.code, refusal.detail, { Header: refusal.header })
+}
+
+function encryption(headers: Readonly<Record<string, string>>): Refusal | null {
+  const method = headers[SSE]
+  if (method === undefined) {
+    const kms = SSE_KMS_HEADERS.find((name) => headers[name] !== undefined)
+    if (kms === undefined) return null
+    return invalid(
+      kms,
+      `Server Side Encryption with AWS KMS managed key requires HTTP header ${SSE} : aws:kms`,
+    )
+  }
+  if (!['AES256', 'aws:kms', 'aws:kms:dsse'].includes(method)) {
+    return invalid(SSE, 'The encryption method specified is not supported')
+  }
+  if (headers[SSE_C_PREFIXES[0] + 'algorithm'] !== undefined) {
+    return invalid(
+      SSE,
+      'Server Side Encryption with Customer provided key is incompatible with the encryption ' +
+        'method specified',
+    )
+  }
+  return notImplemented(SSE, `server-side encryption ${method}`)
+}
+
+/** SSE-C: each group of algorithm, key and key MD5 must be whole and consistent, as S3 checks. */
+function customerKey(headers: Readonly<Record<string, string>>): Refusal | null {
+  for (const prefix of SSE_C_PREFIXES) {
+    const algorithm = headers[prefix + 'algorithm']
+    const key = headers[prefix + 'key']
+    const keyMd5 = headers[prefix + 'key-md5']
+    if (algorithm === undefined && key === undefined && keyMd5 === undefined) continue
+    const header = prefix + 'algorithm'
+    const refusal = customerKeyProblem(algorithm, key, keyMd5)
+    if (refusal !== null) return invalid(header, refusal)
+    return notImplemented(header, 'server-side encryption with a customer-provided key')
+  }
+  return null
+}
+
+function customerKeyProblem(
+  algorithm: string | undefined,
+  key: string | undefined,
+  keyMd5: string | undefined,
+): string | null {
+  const requests = 'Requests specifying Server Side Encryption with Customer provided keys must'
+  if (algorithm !== 'AES256') return `${requests} provide a valid encryption algorithm.`
+  if (key === undefined || Buffer.from(key, 'base64').length !== 32) {
+    return `${requests} provide an appropriate secret key.`
+  }
+  if (keyMd5 === undefined)
+    return `${requests} provide the client calculated MD5 of the secret key.`
+  const md5 = createHash('md5').update(Buffer.from(key, 'base64')).digest('base64')
+  if (md5 !== keyMd5) {
+    return 'The calculated MD5 hash of the key did not match the hash that was provided.'
+  }
+  return null
+}
+
+function objectLock(headers: Readonly<Record<string, string>>): Refusal | null {
+  const mode = headers[LOCK_MODE]
+  const until = headers[LOCK_UNTIL]
+  if (mode !== undefined || until !== undefined) {
+    if (mode === undefined || until === undefined) {
+      return invalid(
+        mode === undefined ? LOCK_UNTIL : LOCK_MODE,
+        `${LOCK_UNTIL} and ${LOCK_MODE} must both be supplied`,
+      )
+    }
+    if (mode !== 'GOVERNANCE' && mode !== 'COMPLIANCE') {
+      return invalid(LOCK_MODE, 'Unknown wormMode directive.')
+    }
+    if (Number.isNaN(Date.parse(until))) {
+      return invalid(LOCK_UNTIL, 'The retain until date must be provided in ISO 8601 format')
+    }
+    return notImplemented(LOCK_MODE, `object lock retention ${mode}`)
+  }
+  const hold = headers[LEGAL_HOLD]
+  if (hold === undefined) return null
+  if (hold !== 'ON' && hold !== 'OFF') {
+    return invalid(LEGAL_HOLD, "Legal Hold must be either of 'ON' or 'OFF'")
+  }
+  return notImplemented(LEGAL_HOLD, 'object lock legal hold')
+}
+
+/** CreateBucket's object lock and object ownership settings. */
+function bucketSettings(headers: Readonly<Record<string, string>>): Refusal | null {
+  const lockName = 'x-amz-bucket-object-lock-enabled'
+  const lock = headers[lockName]?.toLowerCase()
+  if (lock === 'true') return notImplemented(lockName, 'object lock')
+  if (lock !== undefined && lock !== 'false') {
+    return invalid(lockName, `${lockName} must be true or false`)
+  }
+  const ownershipName = 'x-amz-object-ownership'
+  const ownership = headers[ownershipName]
+  if (ownership === undefined || ownership === 'BucketOwnerEnforced') return null
+  if (!OBJECT_OWNERSHIPS.has(ownership)) {
+    return invalid(ownershipName, `Invalid ${ownershipName} value ${ownership}`)
+  }
+  return notImplemented(ownershipName, `object ownership ${ownership}: ACLs are disabled`)
+}
+
+function acl(operation: S3Operation, headers: Readonly<Record<string, string>>): Refusal | null {
+  const grant = GRANTS.find((name) => headers[name] !== undefined)
+  if (grant !== undefined) return notImplemented(grant, 'access control lists')
+  const canned = headers['x-amz-acl']
+  if (canned === undefined || canned === 'private') return null
+  if (!CANNED_ACLS.has(canned)) return invalid('x-amz-acl', `Invalid canned ACL ${canned}`)
+  if (canned === 'bucket-owner-full-control' && operation !== 'CreateBucket') return null
+  return notImplemented('x-amz-acl', `canned ACL ${canned}; every bucket and object is private`)
+}

@@ -1,0 +1,371 @@
+/** Goal: a request that asks for an S3 feature the service does not have (server-side encryption,
+ * a customer key, object lock, an ACL beyond private) is refused as Amazon S3 refuses what it does
+ * not implement, `501 NotImplemented` naming the header, or `400` for a value S3 itself refuses,
+ * and does nothing: no object stored, no bucket created. What is true of every object anyway
+ * (`x-amz-acl: private`, `bucket-owner-full-control` on objects, object lock disabled) is
+ * accepted. Method: the real server, driven by @aws-sdk/client-s3 where it can say the request,
+ * else by raw signed requests; form uploads signed by @aws-sdk/s3-presigned-post. */
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { createHash } from 'node:crypto'
+import {
+  CopyObjectCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  GetObjectAclCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutBucketEncryptionCommand,
+  PutObjectCommand,
+  PutObjectLockConfigurationCommand,
+  PutObjectRetentionCommand,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3'
+import { createPresignedPost } from '@aws-sdk/s3-presigned-post'
+import { failure } from '../support/s3-failure.js'
+import { errorCode, signedRequest, type RawResponse } from '../support/signed-request.js'
+import { s3, server, useS3Suite } from '../support/s3-suite.js'
+
+const BUCKET = 'unsupported'
+
+useS3Suite(BUCKET)
+
+const CUSTOMER_KEY = Buffer.alloc(32, 7)
+const CUSTOMER_KEY_MD5 = createHash('md5').update(CUSTOMER_KEY).digest('base64')
+const SSE_C = {
+  'x-amz-server-side-encryption-customer-algorithm': 'AES256',
+  'x-amz-server-side-encryption-customer-key': CUSTOMER_KEY.toString('base64'),
+  'x-amz-server-side-encryption-customer-key-md5': CUSTOMER_KEY_MD5,
+}
+
+function put(key: string, headers: Record<string, string>): Promise<RawResponse> {
+  return signedRequest(server.url, {
+    method: 'PUT',
+    path: `/${BUCKET}/${key}`,
+    headers: { 'content-length': '5', ...headers },
+    body: 'plain',
+  })
+}
+
+/** A 501 NotImplemented whose message and <Header> name `header`. */
+function expectNotImplemented(response: RawResponse, header: string, what = ''): void {
+  const body = response.body.toString()
+  assert.is(response.status, 501, `${what} status; body: ${body}`)
+  assert.is(errorCode(response), 'NotImplemented', `${what} code; body: ${body}`)
+  assert.ok(body.includes(`<Header>${header}</Header>`), `${what} <Header>; body: ${body}`)
+  assert.match(/<Message>([^<]*)<\/Message>/.exec(body)?.[1] ?? '', header, `${what} message`)
+}
+
+function expectInvalid(response: RawResponse, what = ''): void {
+  const body = response.body.toString()
+  assert.is(response.status, 400, `${what} status; body: ${body}`)
+  assert.is(errorCode(response), 'InvalidArgument', `${what} code; body: ${body}`)
+}
+
+async function absent(key: string): Promise<boolean> {
+  const head = await failure(() => s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: key })))
+  return head.status === 404
+}
+
+test('PutObject with a customer key (SSE-C) is 501 and stores nothing', async () => {
+  const refused = await failure(() =>
+    s3.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: 'sse-c',
+        Body: 'secret',
+        SSECustomerAlgorithm: 'AES256',
+        SSECustomerKey: CUSTOMER_KEY.toString('base64'),
+      }),
+    ),
+  )
+  assert.equal(refused, { name: 'NotImplemented', status: 501 })
+  assert.ok(await absent('sse-c'))
+  expectNotImplemented(
+    await put('sse-c-raw', SSE_C),
+    'x-amz-server-side-encryption-customer-algorithm',
+  )
+  assert.ok(await absent('sse-c-raw'))
+})
+
+test('an incomplete or inconsistent customer key is 400, as S3 checks it', async () => {
+  const { ['x-amz-server-side-encryption-customer-key-md5']: _md5, ...withoutMd5 } = SSE_C
+  expectInvalid(await put('sse-c-bad', withoutMd5), 'no key MD5')
+  const wrongMd5 = { ...SSE_C, 'x-amz-server-side-encryption-customer-key-md5': 'AAAA' }
+  expectInvalid(await put('sse-c-bad', wrongMd5), 'wrong key MD5')
+  const wrongAlgorithm = { ...SSE_C, 'x-amz-server-side-encryption-customer-algorithm': 'DES' }
+  expectInvalid(await put('sse-c-bad', wrongAlgorithm), 'algorithm')
+  assert.ok(await absent('sse-c-bad'))
+})
+
+test('GET and HEAD with a customer key are 501, never the plaintext', async () => {
+  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'plain', Body: 'plain' }))
+  for (const method of ['GET', 'HEAD']) {
+    const read = await signedRequest(server.url, {
+      method,
+      path: `/${BUCKET}/plain`,
+      headers: SSE_C,
+    })
+    assert.is(read.status, 501, method)
+    if (method === 'GET') {
+      expectNotImplemented(read, 'x-amz-server-side-encryption-customer-algorithm', method)
+    }
+  }
+})
+
+for (const method of ['AES256', 'aws:kms', 'aws:kms:dsse']) {
+  test(`PutObject with x-amz-server-side-encryption: ${method} is 501 and stores nothing`, async () => {
+    const key = `sse-${method.replace(/:/g, '-')}`
+    expectNotImplemented(
+      await put(key, { 'x-amz-server-side-encryption': method }),
+      'x-amz-server-side-encryption',
+    )
+    assert.ok(await absent(key))
+  })
+}
+
+test('an unknown encryption method, or a KMS key without aws:kms, is 400', async () => {
+  expectInvalid(await put('sse-bad', { 'x-amz-server-side-encryption': 'ROT13' }), 'method')
+  const keyOnly = { 'x-amz-server-side-encryption-aws-kms-key-id': 'alias/mine' }
+  expectInvalid(await put('sse-bad', keyOnly), 'key id alone')
+  expectInvalid(
+    await put('sse-bad', { 'x-amz-server-side-encryption': 'AES256', ...SSE_C }),
+    'SSE with SSE-C',
+  )
+  assert.ok(await absent('sse-bad'))
+})
+
+test('CopyObject with encryption of the copy or a customer key of its source is 501', async () => {
+  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'source', Body: 'source' }))
+  const copy = (headers: Record<string, string>) =>
+    signedRequest(server.url, {
+      method: 'PUT',
+      path: `/${BUCKET}/copied`,
+      headers: { 'x-amz-copy-source': `/${BUCKET}/source`, ...headers },
+    })
+  expectNotImplemented(
+    await copy({ 'x-amz-server-side-encryption': 'AES256' }),
+    'x-amz-server-side-encryption',
+  )
+  expectNotImplemented(await copy(SSE_C), 'x-amz-server-side-encryption-customer-algorithm')
+  const sourceKey = Object.fromEntries(
+    Object.entries(SSE_C).map(([name, value]) => [
+      name.replace('x-amz-', 'x-amz-copy-source-'),
+      value,
+    ]),
+  )
+  expectNotImplemented(
+    await copy(sourceKey),
+    'x-amz-copy-source-server-side-encryption-customer-algorithm',
+  )
+  assert.ok(await absent('copied'))
+  const sdk = await failure(() =>
+    s3.send(
+      new CopyObjectCommand({
+        Bucket: BUCKET,
+        Key: 'copied',
+        CopySource: `${BUCKET}/source`,
+        ServerSideEncryption: 'aws:kms',
+      }),
+    ),
+  )
+  assert.equal(sdk, { name: 'NotImplemented', status: 501 })
+})
+
+test('CreateMultipartUpload with encryption and UploadPart with a customer key are 501', async () => {
+  const create = await failure(() =>
+    s3.send(
+      new CreateMultipartUploadCommand({
+        Bucket: BUCKET,
+        Key: 'mpu',
+        ServerSideEncryption: 'AES256',
+      }),
+    ),
+  )
+  assert.equal(create, { name: 'NotImplemented', status: 501 })
+  const upload = await s3.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: 'mpu' }))
+  const part = await failure(() =>
+    s3.send(
+      new UploadPartCommand({
+        Bucket: BUCKET,
+        Key: 'mpu',
+        UploadId: upload.UploadId,
+        PartNumber: 1,
+        Body: 'part',
+        SSECustomerAlgorithm: 'AES256',
+        SSECustomerKey: CUSTOMER_KEY.toString('base64'),
+      }),
+    ),
+  )
+  assert.equal(part, { name: 'NotImplemented', status: 501 })
+})
+
+test('CreateBucket with object lock enabled is 501 and creates nothing; disabled is 200', async () => {
+  const refused = await failure(() =>
+    s3.send(new CreateBucketCommand({ Bucket: 'locked-bucket', ObjectLockEnabledForBucket: true })),
+  )
+  assert.equal(refused, { name: 'NotImplemented', status: 501 })
+  const head = await failure(() => s3.send(new HeadBucketCommand({ Bucket: 'locked-bucket' })))
+  assert.is(head.status, 404)
+  const raw = await signedRequest(server.url, {
+    method: 'PUT',
+    path: '/locked-bucket',
+    headers: { 'x-amz-bucket-object-lock-enabled': 'true' },
+  })
+  expectNotImplemented(raw, 'x-amz-bucket-object-lock-enabled')
+  await s3.send(new CreateBucketCommand({ Bucket: 'unlocked', ObjectLockEnabledForBucket: false }))
+  await s3.send(new HeadBucketCommand({ Bucket: 'unlocked' }))
+})
+
+test('PutObject with a GOVERNANCE retention is 501 and stores nothing', async () => {
+  const refused = await failure(() =>
+    s3.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: 'retained',
+        Body: 'keep me',
+        ObjectLockMode: 'GOVERNANCE',
+        ObjectLockRetainUntilDate: new Date('2030-01-01T00:00:00Z'),
+      }),
+    ),
+  )
+  assert.equal(refused, { name: 'NotImplemented', status: 501 })
+  assert.ok(await absent('retained'))
+  expectNotImplemented(
+    await put('retained', {
+      'x-amz-object-lock-mode': 'COMPLIANCE',
+      'x-amz-object-lock-retain-until-date': '2030-01-01T00:00:00Z',
+    }),
+    'x-amz-object-lock-mode',
+  )
+  expectInvalid(await put('retained', { 'x-amz-object-lock-mode': 'GOVERNANCE' }), 'no date')
+  const badMode = {
+    'x-amz-object-lock-mode': 'FOREVER',
+    'x-amz-object-lock-retain-until-date': '2030-01-01T00:00:00Z',
+  }
+  expectInvalid(await put('retained', badMode), 'unknown mode')
+  assert.ok(await absent('retained'))
+})
+
+test('PutObject with a legal hold is 501 and stores nothing', async () => {
+  expectNotImplemented(
+    await put('held', { 'x-amz-object-lock-legal-hold': 'ON' }),
+    'x-amz-object-lock-legal-hold',
+  )
+  expectInvalid(await put('held', { 'x-amz-object-lock-legal-hold': 'maybe' }), 'bad value')
+  assert.ok(await absent('held'))
+})
+
+test('an ACL other than private is 501 and stores nothing; private is accepted', async () => {
+  const refused = await failure(() =>
+    s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'public', Body: 'x', ACL: 'public-read' })),
+  )
+  assert.equal(refused, { name: 'NotImplemented', status: 501 })
+  assert.ok(await absent('public'))
+  expectNotImplemented(await put('public', { 'x-amz-acl': 'public-read' }), 'x-amz-acl')
+  expectNotImplemented(
+    await put('public', {
+      'x-amz-grant-read': 'uri="http://acs.amazonaws.com/groups/global/AllUsers"',
+    }),
+    'x-amz-grant-read',
+  )
+  expectInvalid(await put('public', { 'x-amz-acl': 'everyone' }), 'unknown canned ACL')
+  assert.ok(await absent('public'))
+  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'private', Body: 'x', ACL: 'private' }))
+  await s3.send(
+    new PutObjectCommand({
+      Bucket: BUCKET,
+      Key: 'owner-full',
+      Body: 'x',
+      ACL: 'bucket-owner-full-control',
+    }),
+  )
+  assert.not.ok(await absent('private'))
+  assert.not.ok(await absent('owner-full'))
+})
+
+test('CreateBucket with a public ACL or object-writer ownership is 501; private is 200', async () => {
+  const refused = await failure(() =>
+    s3.send(new CreateBucketCommand({ Bucket: 'public-bucket', ACL: 'public-read' })),
+  )
+  assert.equal(refused, { name: 'NotImplemented', status: 501 })
+  const writer = await failure(() =>
+    s3.send(new CreateBucketCommand({ Bucket: 'public-bucket', ObjectOwnership: 'ObjectWriter' })),
+  )
+  assert.equal(writer, { name: 'NotImplemented', status: 501 })
+  const head = await failure(() => s3.send(new HeadBucketCommand({ Bucket: 'public-bucket' })))
+  assert.is(head.status, 404)
+  await s3.send(
+    new CreateBucketCommand({
+      Bucket: 'private-bucket',
+      ACL: 'private',
+      ObjectOwnership: 'BucketOwnerEnforced',
+    }),
+  )
+})
+
+test('a form upload with a public acl or encryption field is 501 and stores nothing', async () => {
+  for (const [name, value, header] of [
+    ['acl', 'public-read', 'x-amz-acl'],
+    ['x-amz-server-side-encryption', 'AES256', 'x-amz-server-side-encryption'],
+  ] as const) {
+    const { url, fields } = await createPresignedPost(s3, {
+      Bucket: BUCKET,
+      Key: 'form',
+      Fields: { [name]: value },
+    })
+    const boundary = '----unsupported-form'
+    const parts = Object.entries(fields).map(
+      ([field, text]) =>
+        `--${boundary}\r\nContent-Disposition: form-data; name="${field}"\r\n\r\n${text}\r\n`,
+    )
+    const body =
+      parts.join('') +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\n` +
+      `content\r\n--${boundary}--\r\n`
+    const answer = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      body,
+    })
+    const text = await answer.text()
+    assert.is(answer.status, 501, `${name}: ${text}`)
+    assert.ok(text.includes(`<Header>${header}</Header>`), text)
+  }
+  assert.ok(await absent('form'))
+})
+
+test('the ACL, encryption, object-lock and retention subresources are 501', async () => {
+  const calls = [
+    () => s3.send(new GetObjectAclCommand({ Bucket: BUCKET, Key: 'private' })),
+    () =>
+      s3.send(
+        new PutBucketEncryptionCommand({
+          Bucket: BUCKET,
+          ServerSideEncryptionConfiguration: {
+            Rules: [{ ApplyServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+          },
+        }),
+      ),
+    () =>
+      s3.send(
+        new PutObjectLockConfigurationCommand({
+          Bucket: BUCKET,
+          ObjectLockConfiguration: { ObjectLockEnabled: 'Enabled' },
+        }),
+      ),
+    () =>
+      s3.send(
+        new PutObjectRetentionCommand({
+          Bucket: BUCKET,
+          Key: 'private',
+          Retention: { Mode: 'GOVERNANCE', RetainUntilDate: new Date('2030-01-01T00:00:00Z') },
+        }),
+      ),
+  ]
+  for (const call of calls) {
+    assert.equal(await failure(call), { name: 'NotImplemented', status: 501 })
+  }
+})
+
+test.run()
