@@ -24,8 +24,10 @@ import { readCheckedBody } from './body.js'
 import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { isValidBucketName } from './names.js'
 
+const US_EAST_1 = 'us-east-1'
+
 export function regionOf(ex: S3Exchange): string {
-  return ex.mesh.config['SVC_REGION'] ?? 'us-east-1'
+  return ex.mesh.config['SVC_REGION'] ?? US_EAST_1
 }
 
 export function ownerOf(ex: S3Exchange): S3Owner {
@@ -52,7 +54,12 @@ export async function createBucket(
     bucket,
     owner: auth.principal.userId,
   })
-  if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
+  // Amazon S3 in us-east-1 answers 200 to re-creating a bucket one owns (its legacy behaviour
+  // there); every other region answers 409 BucketAlreadyOwnedByYou.
+  const ownedHere = !reply.ok && reply.code === 'bucket_owned_by_you' && regionOf(ex) === US_EAST_1
+  if (!reply.ok && !ownedHere) {
+    return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
+  }
   send(ex, 200, { location: '/' + bucket })
 }
 

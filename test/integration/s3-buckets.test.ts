@@ -1,8 +1,9 @@
 /** Goal: listings and buckets answer as Amazon S3 does: `encoding-type=url` encodes keys, prefixes,
  * delimiters and markers with S3's set (a space is %20), an empty continuation token is none;
  * ListBuckets pages by max-buckets and continuation tokens and filters by prefix and region;
- * buckets belong to the user who created them (BucketAlreadyExists against another's,
- * BucketAlreadyOwnedByYou against one's own, ListBuckets shows one's own, a SuperUser's all);
+ * buckets belong to the user who created them (BucketAlreadyExists against another's; against
+ * one's own 200 in us-east-1 and BucketAlreadyOwnedByYou elsewhere, as S3 answers; ListBuckets
+ * shows one's own, a SuperUser's all);
  * names follow S3's rules in full and a foreign LocationConstraint is refused. Method: the real
  * server as a child process, driven by @aws-sdk/client-s3 with each user's keys, and by raw signed
  * HTTP where the SDK would not send the request. */
@@ -230,7 +231,8 @@ test('buckets belong to their creator: conflicts say whose, ListBuckets shows ow
     const create = (client: S3Client, bucket: string) =>
       outcome(() => client.send(new CreateBucketCommand({ Bucket: bucket })))
     assert.is(await create(alice, 'alice-bucket'), 'ok')
-    assert.is(await create(alice, 'alice-bucket'), 'BucketAlreadyOwnedByYou')
+    // us-east-1, the node's region here: S3 answers 200 to re-creating one's own bucket.
+    assert.is(await create(alice, 'alice-bucket'), 'ok')
     assert.is(await create(bob, 'alice-bucket'), 'BucketAlreadyExists')
     assert.is(await create(s3, 'alice-bucket'), 'BucketAlreadyExists')
     assert.is(await create(bob, 'bob-bucket'), 'ok')
@@ -250,6 +252,29 @@ test('buckets belong to their creator: conflicts say whose, ListBuckets shows ow
   } finally {
     alice.destroy()
     bob.destroy()
+  }
+})
+
+test("outside us-east-1, re-creating one's own bucket is 409 BucketAlreadyOwnedByYou", async () => {
+  const region = 'eu-central-1'
+  const regional = await startServer({ env: { SVC_REGION: region } })
+  const client = regional.client()
+  try {
+    const create = () =>
+      outcome(() =>
+        client.send(
+          new CreateBucketCommand({
+            Bucket: 'regional-bucket',
+            CreateBucketConfiguration: { LocationConstraint: region },
+          }),
+        ),
+      )
+    assert.is(await create(), 'ok')
+    assert.is(await create(), 'BucketAlreadyOwnedByYou')
+  } finally {
+    client.destroy()
+    await regional.stop()
+    regional.cleanup()
   }
 })
 
