@@ -163,8 +163,10 @@ export async function listObjectsV2(ex: S3Exchange, bucket: string): Promise<voi
   const q = ex.query
   const list = listQuery(q)
   if (!list.ok) return sendError(ex, list.code, list.detail)
-  // S3 treats an empty token as none: a client's first page may send `continuation-token=`.
-  const token = q.get('continuation-token') || null
+  // S3 treats an empty token as none (a client's first page may send `continuation-token=`), yet
+  // answers ContinuationToken whenever the request carried one.
+  const sentToken = q.get('continuation-token')
+  const token = sentToken || null
   let after = q.get('start-after') ?? ''
   if (token !== null) {
     const decoded = decodeContinuationToken(token)
@@ -177,7 +179,7 @@ export async function listObjectsV2(ex: S3Exchange, bucket: string): Promise<voi
     bucket,
     ...list.value,
     page: page.value,
-    continuationToken: token ?? undefined,
+    continuationToken: sentToken ?? undefined,
     startAfter: q.get('start-after') ?? undefined,
     fetchOwner: q.get('fetch-owner') === 'true',
     owner: ownerOf(ex),

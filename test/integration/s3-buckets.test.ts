@@ -1,5 +1,6 @@
 /** Goal: listings and buckets answer as Amazon S3 does: `encoding-type=url` encodes keys, prefixes,
- * delimiters and markers with S3's set (a space is %20), an empty continuation token is none;
+ * delimiters and markers with S3's set (a space is %20), without it a prefix comes back as sent
+ * (control characters too); an empty continuation token is none, yet echoed;
  * ListBuckets pages by max-buckets and continuation tokens and filters by prefix and region;
  * buckets belong to the user who created them (BucketAlreadyExists against another's; against
  * one's own 200 in us-east-1 and BucketAlreadyOwnedByYou elsewhere, as S3 answers; ListBuckets
@@ -158,7 +159,23 @@ test('ListObjectVersions and ListMultipartUploads encode with encoding-type=url 
   }
 })
 
-test('an empty continuation-token is treated as absent', async () => {
+test('a prefix with control characters comes back as sent without encoding-type', async () => {
+  for (const prefix of [
+    'line\nbreak',
+    'tab\there',
+    'cr\rlf\n',
+    '\x01start',
+    'end\x1f',
+    ' spaced ',
+  ]) {
+    const listed = await s3.send(
+      new ListObjectsV2Command({ Bucket: ENCODED_BUCKET, Prefix: prefix }),
+    )
+    assert.is(listed.Prefix, prefix, JSON.stringify(prefix))
+  }
+})
+
+test('an empty continuation-token is treated as absent, and echoed', async () => {
   const listed = await signedRequest(server.url, {
     method: 'GET',
     path: `/${ENCODED_BUCKET}`,
@@ -167,7 +184,8 @@ test('an empty continuation-token is treated as absent', async () => {
   const xml = listed.body.toString()
   assert.is(listed.status, 200, xml)
   assert.is([...xml.matchAll(/<Key>/g)].length, ENCODED_KEYS.length, xml)
-  assert.not.match(xml, '<ContinuationToken>')
+  // S3 answers ContinuationToken whenever the request carried one, even empty.
+  assert.match(xml, '<ContinuationToken></ContinuationToken>')
 })
 
 /** The S3 error code of a failed call, or 'ok'. */
