@@ -1,24 +1,18 @@
-/** @module User metadata beyond ASCII, as Amazon S3 treats it. node:http gives header values as
- * latin1 text (one character per byte); S3 reads the bytes as UTF-8, and decodes a value written
- * as RFC 2047 encoded words (`=?UTF-8?B?...?=`) before storing it. A value that is not ASCII is
- * returned RFC 2047-encoded (`=?UTF-8?B?<base64>?=`), which keeps response headers ASCII; ASCII
- * values go back as they came. */
+/** @module User metadata beyond ASCII: a value reads back as it was sent. node:http gives header
+ * values as latin1 text (one character per byte); the bytes are read as UTF-8 (as latin1 when
+ * they are not UTF-8) and stored as that text, and a GET or HEAD writes the text's UTF-8 bytes
+ * back, so UTF-8 sent is UTF-8 returned, byte for byte. A value sent as RFC 2047 encoded words
+ * (`=?UTF-8?B?...?=`) is stored and returned as those words, as sent. Only a value no header can
+ * carry (a control character, which a form upload's field may hold) is returned as one RFC 2047
+ * word, as S3 returns it. */
 
-const ENCODED_WORD = /^=\?([^?]+)\?([BbQq])\?([^?]*)\?=$/
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
-/** The text of a received header value: its bytes as UTF-8 when they are UTF-8, else as latin1;
- * an RFC 2047 value decoded. */
-export function metaValueFromHeader(raw: string): string {
-  const words = raw.trim().split(/[ \t]+/)
-  if (raw.startsWith('=?') && words.every((word) => ENCODED_WORD.test(word))) {
-    const decoded = words.map(decodeWord)
-    if (decoded.every((word) => word !== null)) return decoded.join('')
-  }
-  return bytesAsText(raw)
-}
+/** Characters node:http refuses in a header value (it sends latin1, tab and 0x20 to 0xff but DEL). */
+const NOT_IN_HEADER = /[\u0000-\u0008\u000a-\u001f\u007f]/
 
-function bytesAsText(raw: string): string {
+/** The text of a received header value: its bytes as UTF-8 when they are UTF-8, else as latin1. */
+export function metaValueFromHeader(raw: string): string {
   if (!/[\u0080-\u00ff]/.test(raw)) return raw
   try {
     return utf8.decode(Buffer.from(raw, 'latin1'))
@@ -27,37 +21,11 @@ function bytesAsText(raw: string): string {
   }
 }
 
-/** One encoded word, or null when its charset is one S3 would not know or its text is malformed. */
-function decodeWord(word: string): string | null {
-  const [, charset = '', encoding = '', text = ''] = ENCODED_WORD.exec(word) ?? []
-  const bytes =
-    encoding.toUpperCase() === 'B'
-      ? Buffer.from(text, 'base64')
-      : Buffer.from(
-          text
-            .replace(/_/g, ' ')
-            .replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) =>
-              String.fromCharCode(parseInt(hex, 16)),
-            ),
-          'latin1',
-        )
-  switch (charset.toLowerCase()) {
-    case 'utf-8':
-    case 'us-ascii':
-      try {
-        return utf8.decode(bytes)
-      } catch {
-        return null
-      }
-    case 'iso-8859-1':
-      return bytes.toString('latin1')
-    default:
-      return null
-  }
-}
-
-/** The header value that returns `value`: itself when ASCII, else one RFC 2047 B-encoded word. */
+/** The header value (latin1 text, a character per byte) that sends `value`'s UTF-8 bytes. */
 export function metaValueToHeader(value: string): string {
-  if (!/[^\x20-\x7e\t]/.test(value)) return value
-  return `=?UTF-8?B?${Buffer.from(value, 'utf8').toString('base64')}?=`
+  if (NOT_IN_HEADER.test(value)) {
+    return `=?UTF-8?B?${Buffer.from(value, 'utf8').toString('base64')}?=`
+  }
+  if (!/[^\u0000-\u007f]/.test(value)) return value
+  return Buffer.from(value, 'utf8').toString('latin1')
 }
