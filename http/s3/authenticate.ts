@@ -46,9 +46,12 @@ export async function lookupKey(
   return lookup
 }
 
+/** `absentPayloadHash`: what a header-signed request without x-amz-content-sha256 signed as its
+ * payload hash (S3 requires the header; a non-S3 SigV4 signer of a bodiless call omits it). */
 export async function authenticate(
   ex: S3Exchange,
   caches: AuthCaches,
+  absentPayloadHash?: string,
 ): Promise<Result<Authenticated>> {
   const request = {
     method: ex.method,
@@ -57,7 +60,7 @@ export async function authenticate(
     headers: ex.headers,
   }
   if (isSigV2(request, ex.query)) return authenticateV2(ex, caches)
-  const parsed = parseAuth(request, ex.mesh.now())
+  const parsed = parseAuth(request, ex.mesh.now(), absentPayloadHash)
   if (!parsed.ok) return parsed
   const lookup = await lookupKey(ex, caches.keys, parsed.value.accessKey)
   if (!lookup.ok) return lookup

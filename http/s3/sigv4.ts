@@ -196,7 +196,11 @@ class ParseMemo<T> {
 /** Reads the credentials of a request without its secret: which access key, which scope, whether
  * the request is fresh. Fails with access_denied when the request carries no credentials at all
  * (anonymous), so a caller that allows anonymous reads tests for exactly that code. */
-export function parseAuth(req: SignedRequest, nowMs: number): Result<ParsedAuth> {
+export function parseAuth(
+  req: SignedRequest,
+  nowMs: number,
+  absentPayloadHash?: string,
+): Result<ParsedAuth> {
   const authorization = req.headers['authorization']
   const query = parseQuery(req.rawQuery)
   const presigned = query.some(
@@ -205,7 +209,9 @@ export function parseAuth(req: SignedRequest, nowMs: number): Result<ParsedAuth>
   if (authorization !== undefined && presigned) {
     return fail('invalid_argument', 'Only one auth mechanism allowed')
   }
-  if (authorization !== undefined) return parseHeaderAuth(req, authorization, nowMs)
+  if (authorization !== undefined) {
+    return parseHeaderAuth(req, authorization, nowMs, absentPayloadHash)
+  }
   if (presigned) return parsePresigned(query, nowMs)
   if (query.some(([key]) => key === 'AWSAccessKeyId' || key === 'Signature')) {
     // SigV2's own parser takes these; here they come with a SigV4 Authorization header too.
@@ -218,6 +224,7 @@ function parseHeaderAuth(
   req: SignedRequest,
   authorization: string,
   nowMs: number,
+  absentPayloadHash: string | undefined,
 ): Result<ParsedAuth> {
   const fields = parseAuthorizationHeader(authorization)
   if (!fields.ok) return fields
@@ -235,7 +242,7 @@ function parseHeaderAuth(
   if (Math.abs(nowMs - date.value.ms) > CLOCK_SKEW_MS_MAX) {
     return fail('request_time_skewed', 'The difference between request time and now is too large')
   }
-  const payloadHash = req.headers['x-amz-content-sha256']
+  const payloadHash = req.headers['x-amz-content-sha256'] ?? absentPayloadHash
   if (payloadHash === undefined) {
     return fail('invalid_request', 'Missing required header x-amz-content-sha256')
   }
