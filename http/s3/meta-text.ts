@@ -8,7 +8,8 @@
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
-/** Characters node:http refuses in a header value (it sends latin1, tab and 0x20 to 0xff but DEL). */
+/** Characters node:http refuses in a header value: of latin1, it sends tab and 0x20 to 0xff but
+ * DEL. */
 const NOT_IN_HEADER = /[\u0000-\u0008\u000a-\u001f\u007f]/
 
 /** The text of a received header value: its bytes as UTF-8 when they are UTF-8, else as latin1. */

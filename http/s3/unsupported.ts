@@ -63,7 +63,9 @@ function notImplemented(header: string, what: string): Refusal {
   return {
     code: 'not_implemented',
     header,
-    detail: `A header you provided implies functionality that is not implemented: ${header} (${what}).`,
+    detail:
+      `A header you provided implies functionality that is not implemented: ` +
+      `${header} (${what}).`,
   }
 }
 

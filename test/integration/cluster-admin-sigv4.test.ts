@@ -3,7 +3,8 @@
  * body is served, since its payload hash is the empty body's; a call with a body answers 400
  * naming the missing header, never 401 "A valid bearer token is required.". Method: three real
  * nodes (test/support/cluster.ts); requests signed by @smithy/signature-v4 for another service
- * with no x-amz-content-sha256 header (the signer then hashes the body itself), sent by node:http. */
+ * with no x-amz-content-sha256 header (the signer then hashes the body itself), sent by
+ * node:http. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { Sha256 } from '@aws-crypto/sha256-js'

@@ -114,7 +114,7 @@ test('GET and HEAD with a customer key are 501, never the plaintext', async () =
 })
 
 for (const method of ['AES256', 'aws:kms', 'aws:kms:dsse']) {
-  test(`PutObject with x-amz-server-side-encryption: ${method} is 501 and stores nothing`, async () => {
+  test(`PutObject with x-amz-server-side-encryption: ${method}: 501, nothing stored`, async () => {
     const key = `sse-${method.replace(/:/g, '-')}`
     expectNotImplemented(
       await put(key, { 'x-amz-server-side-encryption': method }),
@@ -172,7 +172,7 @@ test('CopyObject with encryption of the copy or a customer key of its source is 
   assert.equal(sdk, { name: 'NotImplemented', status: 501 })
 })
 
-test('CreateMultipartUpload with encryption and UploadPart with a customer key are 501', async () => {
+test('CreateMultipartUpload with encryption, UploadPart with a customer key: 501', async () => {
   const create = await failure(() =>
     s3.send(
       new CreateMultipartUploadCommand({
@@ -200,7 +200,7 @@ test('CreateMultipartUpload with encryption and UploadPart with a customer key a
   assert.equal(part, { name: 'NotImplemented', status: 501 })
 })
 
-test('CreateBucket with object lock enabled is 501 and creates nothing; disabled is 200', async () => {
+test('CreateBucket with object lock enabled: 501, nothing created; disabled: 200', async () => {
   const refused = await failure(() =>
     s3.send(new CreateBucketCommand({ Bucket: 'locked-bucket', ObjectLockEnabledForBucket: true })),
   )
@@ -284,7 +284,7 @@ test('an ACL other than private is 501 and stores nothing; private is accepted',
   assert.not.ok(await absent('owner-full'))
 })
 
-test('CreateBucket with a public ACL or object-writer ownership is 501; private is 200', async () => {
+test('CreateBucket with a public ACL or ObjectWriter ownership: 501; private: 200', async () => {
   const refused = await failure(() =>
     s3.send(new CreateBucketCommand({ Bucket: 'public-bucket', ACL: 'public-read' })),
   )
