@@ -93,7 +93,7 @@ test('PutObject If-None-Match with ETags: 412 over any of them, weak or not', as
   assert.is(await read('inm-absent'), 'new')
 })
 
-test('PutObject If-Match with a list or *: strong comparison, a weak ETag never matches', async () => {
+test('PutObject If-Match, a list or *, compared strongly: a weak ETag fails', async () => {
   const first = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'im', Body: 'v1' }))
   const etag = first.ETag ?? ''
   assert.equal(await rawPut('im', 'x', { 'if-match': `W/${etag}` }), {
@@ -115,7 +115,7 @@ test('PutObject If-Match with a list or *: strong comparison, a weak ETag never 
   })
 })
 
-test('PutObject If-Unmodified-Since applies unless If-Match; If-Modified-Since is ignored', async () => {
+test('PutObject If-Unmodified-Since applies unless If-Match; If-Modified-Since not', async () => {
   const put = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'ius', Body: 'v1' }))
   const head = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'ius' }))
   await head.Body?.transformToString()
