@@ -51,8 +51,9 @@ export interface PutResult {
 }
 export interface GetResult {
   info: ObjectInfo
-  /** The inclusive byte range of the part the request named (partNumber). */
-  part?: { start: number; end: number }
+  /** The inclusive byte range of the part the request named (partNumber), with the part's own
+   * checksum when it has one. */
+  part?: { start: number; end: number; checksums?: Checksums }
   /** Whole body of a small object, sent with the reply; otherwise the bytes come on the stream
    * after the receiver asks for a range. */
   body?: Uint8Array

@@ -182,11 +182,16 @@ function planAnswer(
 ): Answer | null {
   const failed = evaluateConditions(info, conditionsFrom(ex.headers, ''), 'read')
   const headers = objectHeaders(info, ex.query)
+  const checksumMode = ex.headers['x-amz-checksum-mode']?.toUpperCase() === 'ENABLED'
   if (part !== undefined && info.partsCount !== undefined) {
-    // One part of a multipart object: S3 answers it as a range, with the object's part count.
+    // One part of a multipart object: S3 answers it as a range, with the object's part count, and
+    // with checksum mode the part's own checksum, of the object's checksum type.
     headers['x-amz-mp-parts-count'] = String(info.partsCount)
     if (failed === null && part.end >= part.start) {
       headers['content-range'] = `bytes ${part.start}-${part.end}/${info.size}`
+      if (checksumMode && part.checksums !== undefined) {
+        Object.assign(headers, checksumHeaders(part.checksums, info.checksumType))
+      }
       return { status: 206, headers, start: part.start, end: part.end }
     }
   }
@@ -208,7 +213,7 @@ function planAnswer(
   const end = range.kind === 'partial' ? range.end : info.size - 1
   if (range.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${info.size}`
   // A stored checksum describes the whole object, so only a whole-object answer carries it.
-  if (range.kind === 'whole' && ex.headers['x-amz-checksum-mode']?.toUpperCase() === 'ENABLED') {
+  if (range.kind === 'whole' && checksumMode) {
     Object.assign(headers, checksumHeaders(info.checksums, info.checksumType))
   }
   return { status: range.kind === 'partial' ? 206 : 200, headers, start, end }
