@@ -12,11 +12,12 @@
  * matches), If-None-Match weakly; quotes may be left out, as S3 clients do.
  *
  * Writes (PutObject, CopyObject's target, CompleteMultipartUpload) take the conditions of RFC 7232
- * in full, as MinIO and Ceph do, of which Amazon S3's (If-None-Match `*`, If-Match with one
- * ETag) are a subset: `*` or a list of ETags in either header, and If-Unmodified-Since when
- * If-Match is absent; If-Modified-Since is ignored, as RFC 7232 section 3.3 requires of methods
- * other than GET and HEAD. The store evaluates them in the same synchronous step as the commit of
- * the object record (in a cluster, the coordinator with the key held, key-hold.ts). */
+ * in full, of which Amazon S3's (If-None-Match `*`, If-Match with ETags) are a subset: `*` or a
+ * list of ETags in either header, as MinIO and Ceph take them. Of the dates, which Amazon S3
+ * documents for no write, RFC 7232 decides: If-Unmodified-Since applies when If-Match is absent,
+ * and If-Modified-Since is ignored, as section 3.3 requires of methods other than GET and HEAD.
+ * The store evaluates them in the same synchronous step as the commit of the object record (in a
+ * cluster, the coordinator with the key held, key-hold.ts). */
 import type { ErrorCode } from './errors.js'
 import type { Conditions } from './objects.js'
 
