@@ -51,8 +51,9 @@ export interface PutResult {
 }
 export interface GetResult {
   info: ObjectInfo
-  /** The inclusive byte range of the part the request named (partNumber). */
-  part?: { start: number; end: number }
+  /** The inclusive byte range of the part the request named (partNumber), with the part's own
+   * checksum when it has one. */
+  part?: { start: number; end: number; checksums?: Checksums }
   /** Whole body of a small object, sent with the reply; otherwise the bytes come on the stream
    * after the receiver asks for a range. */
   body?: Uint8Array
@@ -225,7 +226,8 @@ export type ObjectMsg =
        * so the store need not: MD5 is the slowest of its hashes, and it then runs on another
        * thread while the store computes the rest. */
       streamMd5?: boolean
-      /** If-Match / If-None-Match: checked in the commit that writes the object. */
+      /** If-Match, If-None-Match, If-Unmodified-Since: checked in the commit that writes the
+       * object (protocol/conditions.ts). */
       conditions?: WriteConditions
       /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
       stamp?: string
@@ -299,7 +301,11 @@ export type ObjectMsg =
       replace?: { http: HttpMeta; userMeta: Record<string, string> }
       /** The copy's tags (x-amz-tagging-directive REPLACE); absent, the source's are kept. */
       tags?: Tag[]
+      /** x-amz-copy-source-if-*: checked against the source. */
       conditions: Conditions
+      /** If-Match, If-None-Match, If-Unmodified-Since: checked against the target's current
+       * object, as object.put's conditions. */
+      targetConditions?: WriteConditions
     })
   /** An object version's tags: replaced whole (an empty set deletes them); its bytes untouched. */
   | (Request & {

@@ -1,7 +1,8 @@
 /** @module S3 XML of GetObjectAttributes: the attribute names a request may ask for
  * (x-amz-object-attributes) and the GetObjectAttributesResponse, with Amazon S3's element names and
- * order. The ETag is unquoted there, and a COMPOSITE checksum carries no `-<parts>` suffix (both as
- * S3 answers); each part is listed only when the object has a checksum. */
+ * order. The ETag is unquoted there (as S3 answers), a COMPOSITE checksum carries its `-<parts>`
+ * suffix as everywhere else (as Ceph answers, and conformance suites expect), and each part is
+ * listed only when the object has a checksum. */
 import { fail, ok, type Result } from './errors.js'
 import type { GetResult } from './messages.js'
 import { checksumElements } from './s3-xml.js'
@@ -54,10 +55,7 @@ export function objectAttributesXml(options: AttributesXmlOptions): string {
   if (wanted.has('ETag')) text(root, 'ETag', info.etag.replace(/^"(.*)"$/, '$1'))
   const hasChecksum = Object.values(info.checksums).some((value) => value !== '')
   if (wanted.has('Checksum') && hasChecksum) {
-    const whole = Object.fromEntries(
-      Object.entries(info.checksums).map(([name, value]) => [name, value.replace(/-\d+$/, '')]),
-    )
-    checksumElements(root.ele('Checksum'), whole, info.checksumType ?? 'FULL_OBJECT')
+    checksumElements(root.ele('Checksum'), info.checksums, info.checksumType ?? 'FULL_OBJECT')
   }
   if (wanted.has('ObjectParts') && info.partsCount !== undefined) {
     objectPartsXml(root.ele('ObjectParts'), options, hasChecksum)

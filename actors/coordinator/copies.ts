@@ -1,8 +1,9 @@
 /** @module CopyObject and UploadPartCopy across replicas: the source version is found by a quorum
  * read (its conditions checked there), then its bytes are read once from the replica that holds
  * it and written as a new body to the target key's replicas, which may be in another pool. The
- * target's write is stamped like any other. A copy thus always moves bytes in a cluster; each
- * replica still stores them once (content-addressed). */
+ * target's write is stamped like any other, its conditions (If-Match and so on) checked as a
+ * PUT's. A copy thus always moves bytes in a cluster; each replica still stores them once
+ * (content-addressed). */
 import type { ByteSource, Context } from '../../protocol/actor.js'
 import type { ChecksumAlgorithm, Conditions } from '../../protocol/objects.js'
 import { evaluateConditions } from '../../protocol/conditions.js'
@@ -135,6 +136,7 @@ export async function copyObject(
       userMeta: msg.replace?.userMeta ?? info.userMeta,
       ...(tags.value.length === 0 ? {} : { tags: tags.value }),
       expect: { size: info.size, ...wholeChecksums(found.value.found) },
+      ...(msg.targetConditions === undefined ? {} : { conditions: msg.targetConditions }),
       ...body.value.inline,
       ...request,
     },

@@ -5,9 +5,12 @@
  * may repeat, and its last entry counts, as S3 takes a part re-uploaded while its first upload was
  * in flight), each part uploaded with that ETag (InvalidPart), every part but the last at least
  * PART_BYTES_MIN (EntityTooSmall), then the checksums of an upload created with an algorithm
- * (multipart-checksum.ts: listed part checksums must match, the object's is made from the parts').
- * The ETag is the MD5 of the parts' binary MD5s, then `-` and the part count. If-Match /
- * If-None-Match are checked against the key's current object in the same step. Everything from
+ * (multipart-checksum.ts: listed part checksums must match, the object's is made from the stored
+ * parts' and checked against any the request names, then a COMPOSITE one needs each part's
+ * listed).
+ * The ETag is the MD5 of the parts' binary MD5s, then `-` and the part count. The write's
+ * conditions (protocol/conditions.ts) are checked against the key's current object in the same
+ * step. Everything from
  * the first read to the batch happens with no await, so a complete racing with an abort, another
  * complete of the same upload or a write of the key has exactly one outcome, and no reference is
  * lost or counted twice. A completed upload leaves a small record (completed-uploads.ts) so that
@@ -197,26 +200,27 @@ function uploadChecksum(
   const { algorithm, type } = named
   const sums: { checksum: string; size: number }[] = []
   for (const [index, part] of parts.entries()) {
-    const partNumber = wanted[index]?.partNumber
-    const listed = wanted[index]?.checksums?.[algorithm]
-    if (type === 'COMPOSITE' && listed === undefined) {
-      return fail(
-        'invalid_request',
-        `The upload was created using a ${algorithm} checksum. The complete request must ` +
-          `include the checksum for each part. It was missing for part ${partNumber} in the ` +
-          'request.',
-      )
-    }
     const checksum = part.checksums[algorithm]
     if (checksum === undefined) {
-      return fail('invalid_part', `part ${partNumber} has no ${algorithm} checksum`)
+      return fail('invalid_part', `part ${wanted[index]?.partNumber} has no ${algorithm} checksum`)
     }
     sums.push({ checksum, size: part.size })
   }
+  // The whole object's checksum is made from the stored parts', so a wrong one the client named
+  // is BadDigest first, whatever its list says (as Ceph answers).
   const value = objectChecksum(named, sums)
   const expected = msg.expect?.[algorithm]
   if (expected !== undefined && expected !== value) {
     return fail('checksum_mismatch', `x-amz-checksum-${algorithm} does not match the parts'`)
+  }
+  const unlisted = wanted.find((part) => part.checksums?.[algorithm] === undefined)
+  if (type === 'COMPOSITE' && unlisted !== undefined) {
+    return fail(
+      'invalid_request',
+      `The upload was created using a ${algorithm} checksum. The complete request must ` +
+        `include the checksum for each part. It was missing for part ${unlisted.partNumber} in ` +
+        'the request.',
+    )
   }
   return ok({ checksums: { [algorithm]: value }, type })
 }

@@ -1,7 +1,8 @@
 /** @module object.copy: a new object record that references the source's blob (a copy never
  * moves bytes). The source's metadata is kept unless the message replaces it; the copy gets a new
- * last-modified time. Conditions (x-amz-copy-source-if-*) are checked against the source, and
- * everything from the source read to the batch happens with no await in between. */
+ * last-modified time. Conditions (x-amz-copy-source-if-*) are checked against the source, the
+ * target's (If-Match, If-None-Match, If-Unmodified-Since) against the target's current object,
+ * and everything from the source read to the batch happens with no await in between. */
 import type { Context } from '../../protocol/actor.js'
 import { evaluateConditions } from '../../protocol/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
@@ -11,6 +12,7 @@ import { NO_ROOM } from './put.js'
 import { blobsOf, withTags, type ObjectRecord } from './records.js'
 import { commitMutation, type StoreState } from './store-state.js'
 import { findVersion, writeCurrent } from './versions.js'
+import { checkWriteConditions } from './write-conditions.js'
 
 export type CopyMsg = Extract<ObjectMsg, { kind: 'object.copy' }>
 
@@ -38,6 +40,8 @@ export async function copyObject(
     // S3's wording: a copy onto itself must change something.
     return fail('invalid_request', 'copying an object to itself requires replacing its metadata')
   }
+  const allowed = checkWriteConditions(mutation, target, msg.targetConditions)
+  if (!allowed.ok) return allowed
   const record: ObjectRecord = {
     ...original,
     lastModifiedMs: ctx.now(),

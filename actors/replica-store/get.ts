@@ -19,6 +19,7 @@ import { fail, ok, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type { AbsentResult, GetResult, LentFile } from '../../protocol/messages.js'
 import type { MarkerResult, ObjectMsg } from '../../protocol/messages.js'
+import type { Checksums } from '../../protocol/objects.js'
 import { LOAN_PIN_MS } from '../../protocol/timing.js'
 import { isDamaged, reportDamage } from './damaged.js'
 import { blobKey, bucketKey, inlineKey, keyStampKey, objectKey } from './keys.js'
@@ -130,18 +131,18 @@ async function lendFile(
   return { paths, sha256: copy.sha256, size: copy.blob.size, crc32: copy.blob.crc32 }
 }
 
-/** The inclusive byte range of part `partNumber`, or null if the object has no such part. An
- * object not made by a multipart upload is its own part 1, as in S3. */
-function partRange(
-  record: ObjectRecord,
-  partNumber: number,
-): { start: number; end: number } | null {
-  const blobs = record.parts ?? [{ size: record.size }]
+/** The inclusive byte range of part `partNumber` and the part's own checksum, or null if the
+ * object has no such part. An object not made by a multipart upload is its own part 1, as in S3. */
+function partRange(record: ObjectRecord, partNumber: number): GetResult['part'] | null {
+  const blobs = record.parts ?? [{ size: record.size, checksums: record.checksums }]
   if (partNumber < 1 || partNumber > blobs.length) return null
   let start = 0
   for (const blob of blobs.slice(0, partNumber - 1)) start += blob.size
-  const size = (blobs[partNumber - 1] as { size: number }).size
-  return { start, end: start + size - 1 }
+  const { size, checksums } = blobs[partNumber - 1] as { size: number; checksums?: Checksums }
+  const range = { start, end: start + size - 1 }
+  return checksums === undefined || Object.keys(checksums).length === 0
+    ? range
+    : { ...range, checksums }
 }
 
 /** One blob of a multipart object as the pump reads it: where it starts in the object, and its

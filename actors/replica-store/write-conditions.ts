@@ -1,4 +1,4 @@
-/** @module Conditional writes (If-Match, If-None-Match: `*`) as the store checks them: against the
+/** @module Conditional writes (protocol/conditions.ts) as the store checks them: against the
  * key's current object, read by the mutation that is about to replace it. The caller prepares that
  * mutation with no await between this check and handing it to the commit, so a concurrent write
  * to the same key is either already visible here or commits after this one and sees it. */

@@ -30,15 +30,9 @@ import {
   type S3Exchange,
 } from './exchange.js'
 import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
-import {
-  conditionsFrom,
-  expectations,
-  headerChecksums,
-  parseCopySource,
-  sendBody,
-} from './objects.js'
+import { expectations, headerChecksums, parseCopySource, sendBody } from './objects.js'
 import { requestTags } from './tagging.js'
-import { writeConditions } from './write-conditions.js'
+import { conditionsFrom, writeConditions } from './conditions.js'
 import { parseUploadChecksum } from '../../protocol/multipart-checksum.js'
 
 interface ObjectTarget {
@@ -160,14 +154,13 @@ export async function completeMultipartUpload(
   const parts = parseCompleteUpload(body.value)
   if (!parts.ok) return sendError(ex, parts.code, parts.detail)
   const conditions = writeConditions(ex.headers)
-  if (!conditions.ok) return sendError(ex, conditions.code, conditions.detail)
   const expect = headerChecksums(ex.headers)
   const reply = await askCoordinator(ex, {
     kind: 'upload.complete',
     ...at,
     uploadId,
     parts: parts.value,
-    ...(conditions.value === null ? {} : { conditions: conditions.value }),
+    ...(conditions === null ? {} : { conditions }),
     ...(Object.keys(expect).length === 0 ? {} : { expect }),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)

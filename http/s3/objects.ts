@@ -8,7 +8,7 @@ import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../proto
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
 import { objectActor, type Request } from '../../protocol/actor.js'
 import type { GetResult, MarkerResult, ObjectMsg, PutResult } from '../../protocol/messages.js'
-import type { Checksums, Conditions, Expectations } from '../../protocol/objects.js'
+import type { Checksums, Expectations } from '../../protocol/objects.js'
 import { copyObjectResultXml } from '../../protocol/s3-xml.js'
 import { parsePartNumber } from '../../protocol/s3-multipart-xml.js'
 import { streamDeadlineMs } from '../../protocol/timing.js'
@@ -31,7 +31,7 @@ import {
 } from './object-headers.js'
 import { resolveRange } from './range.js'
 import { copyTags, requestTags } from './tagging.js'
-import { writeConditions } from './write-conditions.js'
+import { conditionsFrom, writeConditions } from './conditions.js'
 
 interface ObjectTarget {
   bucket: string
@@ -93,13 +93,12 @@ export async function putObject(
   const expect = expectations(ex, auth, size.value)
   if (!expect.ok) return sendError(ex, expect.code, expect.detail)
   const conditions = writeConditions(ex.headers)
-  if (!conditions.ok) return sendError(ex, conditions.code, conditions.detail)
   const reply = await sendBody<PutResult>(ex, auth, size.value, expect.value, {
     kind: 'object.put',
     ...at,
     http: parseHttpMeta(ex.headers),
     userMeta: userMeta.value,
-    ...(conditions.value === null ? {} : { conditions: conditions.value }),
+    ...(conditions === null ? {} : { conditions }),
     ...tags.value,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
@@ -167,25 +166,6 @@ function withTrailers(expect: Expectations, trailers: Record<string, string>): E
   return Object.keys(checksums).length > 0 ? { checksums } : {}
 }
 
-function httpDateMs(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined
-  const ms = Date.parse(value)
-  return Number.isNaN(ms) ? undefined : ms
-}
-
-export function conditionsFrom(headers: Record<string, string>, prefix: string): Conditions {
-  const conditions: Conditions = {}
-  const ifMatch = headers[prefix + 'if-match']
-  const ifNoneMatch = headers[prefix + 'if-none-match']
-  const modifiedSince = httpDateMs(headers[prefix + 'if-modified-since'])
-  const unmodifiedSince = httpDateMs(headers[prefix + 'if-unmodified-since'])
-  if (ifMatch !== undefined) conditions.ifMatch = ifMatch
-  if (ifNoneMatch !== undefined) conditions.ifNoneMatch = ifNoneMatch
-  if (modifiedSince !== undefined) conditions.ifModifiedSinceMs = modifiedSince
-  if (unmodifiedSince !== undefined) conditions.ifUnmodifiedSinceMs = unmodifiedSince
-  return conditions
-}
-
 interface Answer {
   status: number
   headers: Record<string, string>
@@ -202,11 +182,16 @@ function planAnswer(
 ): Answer | null {
   const failed = evaluateConditions(info, conditionsFrom(ex.headers, ''), 'read')
   const headers = objectHeaders(info, ex.query)
+  const checksumMode = ex.headers['x-amz-checksum-mode']?.toUpperCase() === 'ENABLED'
   if (part !== undefined && info.partsCount !== undefined) {
-    // One part of a multipart object: S3 answers it as a range, with the object's part count.
+    // One part of a multipart object: S3 answers it as a range, with the object's part count, and
+    // with checksum mode the part's own checksum, of the object's checksum type.
     headers['x-amz-mp-parts-count'] = String(info.partsCount)
     if (failed === null && part.end >= part.start) {
       headers['content-range'] = `bytes ${part.start}-${part.end}/${info.size}`
+      if (checksumMode && part.checksums !== undefined) {
+        Object.assign(headers, checksumHeaders(part.checksums, info.checksumType))
+      }
       return { status: 206, headers, start: part.start, end: part.end }
     }
   }
@@ -228,7 +213,7 @@ function planAnswer(
   const end = range.kind === 'partial' ? range.end : info.size - 1
   if (range.kind === 'partial') headers['content-range'] = `bytes ${start}-${end}/${info.size}`
   // A stored checksum describes the whole object, so only a whole-object answer carries it.
-  if (range.kind === 'whole' && ex.headers['x-amz-checksum-mode']?.toUpperCase() === 'ENABLED') {
+  if (range.kind === 'whole' && checksumMode) {
     Object.assign(headers, checksumHeaders(info.checksums, info.checksumType))
   }
   return { status: range.kind === 'partial' ? 206 : 200, headers, start, end }
@@ -467,6 +452,7 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
     if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
     replace = { http: parseHttpMeta(ex.headers), userMeta: userMeta.value }
   }
+  const targetConditions = writeConditions(ex.headers)
   const reply = await askCoordinator(ex, {
     kind: 'object.copy',
     source: source.value,
@@ -474,6 +460,7 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
     ...(replace === undefined ? {} : { replace }),
     ...tags.value,
     conditions: conditionsFrom(ex.headers, 'x-amz-copy-source-'),
+    ...(targetConditions === null ? {} : { targetConditions }),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const headers = versionHeaders(reply.value)

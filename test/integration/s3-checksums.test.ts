@@ -1,12 +1,14 @@
 /** Goal: the additional checksums behave as Amazon S3's for a real client: CRC64NVME on single
  * PUTs (in a header and as an aws-chunked trailer), returned by GET and HEAD with
  * x-amz-checksum-mode: ENABLED together with x-amz-checksum-type; multipart uploads created with a
- * checksum algorithm and type, their parts' checksums checked and listed, and the whole object's
- * COMPOSITE or FULL_OBJECT checksum from Complete, GET/HEAD and GetObjectAttributes, which is also
- * tested on its own (attributes, versions, errors). Method: the real server as a child process,
- * driven by @aws-sdk/client-s3 v3 with ChecksumAlgorithm set (the SDK validates the checksums it
- * gets back), expected values computed independently (node:crypto, whole-body CRCs), and raw signed
- * HTTP where the SDK cannot say it. */
+ * checksum algorithm and type (every pair S3 allows), their parts' checksums checked (a wrong one
+ * is BadDigest, streamed or not) and listed, and the whole object's COMPOSITE (with its -N) or
+ * FULL_OBJECT checksum and type from Complete, GET/HEAD and GetObjectAttributes, a part's own from
+ * GET/HEAD with partNumber; a wrong whole checksum named at Complete is BadDigest.
+ * GetObjectAttributes is also tested on its own (attributes, versions, errors). Method: the real
+ * server as a child process, driven by @aws-sdk/client-s3 v3 with ChecksumAlgorithm set (the SDK
+ * validates the checksums it gets back), expected values computed independently (node:crypto,
+ * whole-body CRCs), and raw signed HTTP where the SDK cannot say it. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { Readable } from 'node:stream'
@@ -218,7 +220,7 @@ test('multipart checksums: parts checked and listed, the whole returned everywhe
         ObjectAttributes: [...ALL_ATTRIBUTES],
       }),
     )
-    assert.is((attributes.Checksum as Sums)[member(algorithm)], whole.replace(/-2$/, ''), label)
+    assert.is((attributes.Checksum as Sums)[member(algorithm)], whole, label)
     assert.is(attributes.Checksum?.ChecksumType, type, label)
     assert.is(attributes.ObjectParts?.TotalPartsCount, 2, label)
     assert.is(attributes.ObjectParts?.IsTruncated, false, label)
@@ -281,6 +283,157 @@ test('multipart checksums: the refusals S3 answers', async () => {
     { PartNumber: 1, ETag: part.ETag, ChecksumSHA256: part.ChecksumSHA256 },
   ])
   assert.is(done.ChecksumSHA256, await expectedWhole('SHA256', 'COMPOSITE', [Body]))
+})
+
+/** Every algorithm and type S3 allows for a multipart upload (CRC64NVME is FULL_OBJECT only, SHA-1
+ * and SHA-256 COMPOSITE only). */
+const EVERY_UPLOAD_CHECKSUM: Array<[ChecksumAlgorithm, ChecksumType]> = [
+  ['CRC32', 'COMPOSITE'],
+  ['CRC32', 'FULL_OBJECT'],
+  ['CRC32C', 'COMPOSITE'],
+  ['CRC32C', 'FULL_OBJECT'],
+  ['CRC64NVME', 'FULL_OBJECT'],
+  ['SHA1', 'COMPOSITE'],
+  ['SHA256', 'COMPOSITE'],
+]
+
+test('multipart checksums: every algorithm answers its type, a composite its -N', async () => {
+  const parts = [randomBytes(5 * MiB), randomBytes(1000)]
+  const last = parts.length
+  for (const [algorithm, type] of EVERY_UPLOAD_CHECKSUM) {
+    const label = `${algorithm} ${type}`
+    const Key = `every-${algorithm}-${type}`
+    // The type is left to its default where S3 has one (COMPOSITE, FULL_OBJECT for CRC64NVME).
+    const named = type === 'COMPOSITE' || algorithm === 'CRC64NVME' ? {} : { ChecksumType: type }
+    const { UploadId } = await s3.send(
+      new CreateMultipartUploadCommand({
+        Bucket: BUCKET,
+        Key,
+        ChecksumAlgorithm: algorithm,
+        ...named,
+      }),
+    )
+    const completed = []
+    for (const [index, Body] of parts.entries()) {
+      const PartNumber = index + 1
+      const uploaded = await s3.send(
+        new UploadPartCommand({
+          Bucket: BUCKET,
+          Key,
+          UploadId,
+          PartNumber,
+          Body,
+          ChecksumAlgorithm: algorithm,
+        }),
+      )
+      completed.push({
+        PartNumber,
+        ETag: uploaded.ETag,
+        [member(algorithm)]: (uploaded as Sums)[member(algorithm)],
+      })
+    }
+    const whole = await expectedWhole(algorithm, type, parts)
+    if (type === 'COMPOSITE') assert.ok(whole.endsWith(`-${last}`), label)
+    // The whole object's checksum, named in Complete's header, is checked and then answered.
+    const done = await s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: BUCKET,
+        Key,
+        UploadId,
+        MultipartUpload: { Parts: completed },
+        [member(algorithm)]: whole,
+      }),
+    )
+    assert.is((done as Sums)[member(algorithm)], whole, label)
+    assert.is(done.ChecksumType, type, label)
+    const head = await s3.send(
+      new HeadObjectCommand({ Bucket: BUCKET, Key, ChecksumMode: 'ENABLED' }),
+    )
+    assert.is((head as Sums)[member(algorithm)], whole, label)
+    assert.is(head.ChecksumType, type, label)
+    const attributes = await s3.send(
+      new GetObjectAttributesCommand({ Bucket: BUCKET, Key, ObjectAttributes: ['Checksum'] }),
+    )
+    assert.is((attributes.Checksum as Sums | undefined)?.[member(algorithm)], whole, label)
+    assert.is(attributes.Checksum?.ChecksumType, type, label)
+    // One part, by number: that part's own checksum, of the object's type.
+    for (const { PartNumber, ...sum } of completed) {
+      const one = `${label} part ${PartNumber}`
+      const got = await s3.send(
+        new GetObjectCommand({ Bucket: BUCKET, Key, PartNumber, ChecksumMode: 'ENABLED' }),
+      )
+      await bytesOf(got)
+      assert.is((got as Sums)[member(algorithm)], (sum as Sums)[member(algorithm)], one)
+      assert.is(got.ChecksumType, type, one)
+      const headed = await s3.send(
+        new HeadObjectCommand({ Bucket: BUCKET, Key, PartNumber, ChecksumMode: 'ENABLED' }),
+      )
+      assert.is((headed as Sums)[member(algorithm)], (sum as Sums)[member(algorithm)], one)
+      assert.is(headed.ChecksumType, type, one)
+    }
+  }
+})
+
+test('multipart checksums: a wrong SHA-256 of a part or of the whole is BadDigest', async () => {
+  const Key = 'sha256-wrong'
+  const { UploadId } = await s3.send(
+    new CreateMultipartUploadCommand({ Bucket: BUCKET, Key, ChecksumAlgorithm: 'SHA256' }),
+  )
+  // A part streamed (larger than a body kept inline) and a small one, each with a wrong sum.
+  for (const size of [6 * MiB, 1000]) {
+    const body = randomBytes(size)
+    const wrong = await checksumBase64('sha256', randomBytes(16))
+    const refused = await signedRequest(server.url, {
+      method: 'PUT',
+      path: `/${BUCKET}/${Key}`,
+      query: { partNumber: '1', uploadId: UploadId ?? '' },
+      headers: { 'x-amz-checksum-sha256': wrong, 'x-amz-sdk-checksum-algorithm': 'SHA256' },
+      body,
+    })
+    assert.is(refused.status, 400, `${size}`)
+    assert.is(errorCode(refused), 'BadDigest', `${size}`)
+  }
+  const listed = await s3.send(new ListPartsCommand({ Bucket: BUCKET, Key, UploadId }))
+  assert.is(listed.Parts?.length ?? 0, 0)
+  const Body = randomBytes(100)
+  const part = await s3.send(
+    new UploadPartCommand({
+      Bucket: BUCKET,
+      Key,
+      UploadId,
+      PartNumber: 1,
+      Body,
+      ChecksumAlgorithm: 'SHA256',
+    }),
+  )
+  // A wrong whole-object checksum is BadDigest first, also where the list lacks part checksums.
+  const unlisted = await failure(() =>
+    s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: BUCKET,
+        Key,
+        UploadId,
+        MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] },
+        ChecksumSHA256: 'bad',
+      }),
+    ),
+  )
+  assert.is(unlisted.name, 'BadDigest')
+  const Parts = [{ PartNumber: 1, ETag: part.ETag, ChecksumSHA256: part.ChecksumSHA256 }]
+  for (const ChecksumSHA256 of ['bad', await checksumBase64('sha256', Body)]) {
+    const mismatch = await failure(() =>
+      s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: BUCKET,
+          Key,
+          UploadId,
+          MultipartUpload: { Parts },
+          ChecksumSHA256,
+        }),
+      ),
+    )
+    assert.is(mismatch.name, 'BadDigest', ChecksumSHA256)
+  }
 })
 
 test('multipart checksums: copied parts get the checksum, whole or ranged', async () => {

@@ -1,14 +1,18 @@
-/** Goal: conditional writes work as Amazon S3's (2024): PutObject and CompleteMultipartUpload with
+/** Goal: conditional writes work as Amazon S3's (2024), with RFC 7232's conditions in full as
+ * MinIO and Ceph take them: PutObject, CopyObject and CompleteMultipartUpload with
  * `If-None-Match: *` create only where the key has no current object, with `If-Match` write only
- * over that ETag (412 PreconditionFailed, 404 NoSuchKey for an absent key); two racing
+ * over one of the listed ETags (412 PreconditionFailed, 404 NoSuchKey for an absent key),
+ * If-None-Match with ETags refuses a write over any of them (weakly compared), If-Unmodified-Since
+ * refuses one over an object changed since, If-Modified-Since is ignored; two racing
  * `If-None-Match: *` writes of one key end one 200 and one 412, also when both bodies were on their
  * way before either finished. Method: a real server driven by @aws-sdk/client-s3, and raw signed
- * HTTP to hold two PUT bodies half-sent. */
+ * HTTP for the headers the SDK does not send and to hold two PUT bodies half-sent. */
 import { randomBytes } from 'node:crypto'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
   CompleteMultipartUploadCommand,
+  CopyObjectCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
@@ -19,7 +23,12 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3'
 import { failure } from '../support/s3-failure.js'
-import { errorCode, halfSentRequest, type RawResponse } from '../support/signed-request.js'
+import {
+  errorCode,
+  halfSentRequest,
+  signedRequest,
+  type RawResponse,
+} from '../support/signed-request.js'
 import { sleep } from '../support/wait.js'
 import { s3, server, useS3Suite } from '../support/s3-suite.js'
 
@@ -44,13 +53,122 @@ test('PutObject If-None-Match: * creates once, then answers 412 and keeps the ob
   )
   assert.equal(again, { name: 'PreconditionFailed', status: 412 })
   assert.is(await read('once'), 'first')
-  // Any other If-None-Match value on a write is not something S3 implements.
-  const other = await failure(() =>
-    s3.send(
-      new PutObjectCommand({ Bucket: BUCKET, Key: 'once', Body: 'x', IfNoneMatch: first.ETag }),
-    ),
+})
+
+/** A raw signed PUT of `body` to `key` with `headers`: its status and error code. */
+async function rawPut(key: string, body: string, headers: Record<string, string>) {
+  const answer = await signedRequest(server.url, {
+    method: 'PUT',
+    path: `/${BUCKET}/${key}`,
+    headers,
+    body,
+  })
+  return { status: answer.status, code: errorCode(answer) ?? null }
+}
+
+test('PutObject If-None-Match with ETags: 412 over any of them, weak or not', async () => {
+  const first = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'inm', Body: 'v1' }))
+  const etag = first.ETag ?? ''
+  const bare = etag.replace(/"/g, '')
+  const refused = { status: 412, code: 'PreconditionFailed' }
+  for (const header of [etag, `"other", ${etag}`, `W/${etag}`, bare]) {
+    assert.equal(await rawPut('inm', 'x', { 'if-none-match': header }), refused, header)
+  }
+  assert.is(await read('inm'), 'v1')
+  const written = await s3.send(
+    new PutObjectCommand({
+      Bucket: BUCKET,
+      Key: 'inm',
+      Body: 'v2',
+      IfNoneMatch: '"other", "more"',
+    }),
   )
-  assert.equal(other, { name: 'NotImplemented', status: 501 })
+  assert.is.not(written.ETag, etag)
+  assert.is(await read('inm'), 'v2')
+  // A key without an object matches no ETag: the write goes through.
+  assert.equal(await rawPut('inm-absent', 'new', { 'if-none-match': etag }), {
+    status: 200,
+    code: null,
+  })
+  assert.is(await read('inm-absent'), 'new')
+})
+
+test('PutObject If-Match, a list or *, compared strongly: a weak ETag fails', async () => {
+  const first = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'im', Body: 'v1' }))
+  const etag = first.ETag ?? ''
+  assert.equal(await rawPut('im', 'x', { 'if-match': `W/${etag}` }), {
+    status: 412,
+    code: 'PreconditionFailed',
+  })
+  const listed = await s3.send(
+    new PutObjectCommand({ Bucket: BUCKET, Key: 'im', Body: 'v2', IfMatch: `"other", ${etag}` }),
+  )
+  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'im', Body: 'v3', IfMatch: '*' }))
+  assert.is(await read('im'), 'v3')
+  const stale = await failure(() =>
+    s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'im', Body: 'v4', IfMatch: listed.ETag })),
+  )
+  assert.equal(stale, { name: 'PreconditionFailed', status: 412 })
+  assert.equal(await rawPut('im-absent', 'x', { 'if-match': '*' }), {
+    status: 404,
+    code: 'NoSuchKey',
+  })
+})
+
+test('PutObject If-Unmodified-Since applies unless If-Match; If-Modified-Since not', async () => {
+  const put = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'ius', Body: 'v1' }))
+  const head = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'ius' }))
+  await head.Body?.transformToString()
+  const modifiedMs = head.LastModified?.getTime() ?? 0
+  const before = new Date(modifiedMs - 60_000).toUTCString()
+  const after = new Date(modifiedMs + 60_000).toUTCString()
+  assert.equal(await rawPut('ius', 'x', { 'if-unmodified-since': before }), {
+    status: 412,
+    code: 'PreconditionFailed',
+  })
+  assert.is(await read('ius'), 'v1')
+  // If-Match decides alone when present (RFC 7232 section 6).
+  const matched = await rawPut('ius', 'v2', {
+    'if-unmodified-since': before,
+    'if-match': put.ETag ?? '',
+  })
+  assert.equal(matched, { status: 200, code: null })
+  assert.equal(await rawPut('ius', 'v3', { 'if-unmodified-since': after }), {
+    status: 200,
+    code: null,
+  })
+  // A GET would answer 304 to this date; a write is not held by it.
+  assert.equal(await rawPut('ius', 'v4', { 'if-modified-since': after }), {
+    status: 200,
+    code: null,
+  })
+  assert.is(await read('ius'), 'v4')
+  // A key without an object has no date to compare: the condition does not apply.
+  assert.equal(await rawPut('ius-absent', 'new', { 'if-unmodified-since': before }), {
+    status: 200,
+    code: null,
+  })
+})
+
+test('CopyObject: If-None-Match, If-Match and If-Unmodified-Since on the target', async () => {
+  const source = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'src', Body: 'copied' }))
+  const target = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'dst', Body: 'kept' }))
+  const copy = (extra: object, Key = 'dst') =>
+    s3.send(new CopyObjectCommand({ Bucket: BUCKET, Key, CopySource: `${BUCKET}/src`, ...extra }))
+  const taken = await failure(() => copy({ IfNoneMatch: '*' }))
+  assert.equal(taken, { name: 'PreconditionFailed', status: 412 })
+  const listed = await failure(() => copy({ IfNoneMatch: `"x", ${target.ETag}` }))
+  assert.equal(listed, { name: 'PreconditionFailed', status: 412 })
+  const stale = await failure(() => copy({ IfMatch: source.ETag }))
+  assert.equal(stale, { name: 'PreconditionFailed', status: 412 })
+  const absent = await failure(() => copy({ IfMatch: '*' }, 'dst-absent'))
+  assert.equal(absent, { name: 'NoSuchKey', status: 404 })
+  assert.is(await read('dst'), 'kept')
+  // The source's conditions are the x-amz-copy-source-if-* headers: both sets are checked.
+  await copy({ IfMatch: target.ETag, CopySourceIfMatch: source.ETag })
+  assert.is(await read('dst'), 'copied')
+  await copy({ IfNoneMatch: '*' }, 'dst-new')
+  assert.is(await read('dst-new'), 'copied')
 })
 
 test('PutObject If-Match writes over that ETag only; 404 NoSuchKey without an object', async () => {
@@ -167,6 +285,18 @@ test('CompleteMultipartUpload: If-None-Match: * and If-Match; a refused one stay
   const absent = await uploadOf('mp-absent', 'x')
   const noKey = await failure(() => completeWith('mp-absent', absent, { IfMatch: '"abc"' }))
   assert.equal(noKey, { name: 'NoSuchKey', status: 404 })
+})
+
+test('CompleteMultipartUpload: If-None-Match with ETags, If-Match with a list', async () => {
+  const put = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'mp-list', Body: 'plain' }))
+  const upload = await uploadOf('mp-list', 'from parts')
+  const refused = await failure(() =>
+    completeWith('mp-list', upload, { IfNoneMatch: `"x", W/${put.ETag}` }),
+  )
+  assert.equal(refused, { name: 'PreconditionFailed', status: 412 })
+  assert.is(await read('mp-list'), 'plain')
+  await completeWith('mp-list', upload, { IfMatch: `"x", ${put.ETag}` })
+  assert.is(await read('mp-list'), 'from parts')
 })
 
 test('two racing completes with If-None-Match: * of one key: one 200, one 412', async () => {

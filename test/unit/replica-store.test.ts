@@ -900,6 +900,7 @@ test('evaluateConditions: GET and copy semantics', () => {
   assert.is(read({ ifMatch: '"x", "abc"' }), null)
   assert.is(read({ ifMatch: '*' }), null)
   assert.is(read({ ifMatch: '"x"' }), 'precondition_failed')
+  assert.is(read({ ifMatch: 'W/"abc"' }), 'precondition_failed')
   assert.is(read({ ifNoneMatch: '"abc"' }), 'not_modified')
   assert.is(read({ ifNoneMatch: 'W/"abc"' }), 'not_modified')
   assert.is(read({ ifNoneMatch: '"x"' }), null)
