@@ -3,9 +3,9 @@
  * times, level names and, per request, the client's address, user agent and bytes, while
  * generated credentials go to stderr once and never into the JSON stream; buckets named like the
  * node's own routes (`metrics`, `health`, `api`) work for every S3 operation; the data directory
- * and everything in it is owner-only whatever the umask; a clean start and a client's request the node
- * does not implement log no warning or error. Method: real node child processes (and
- * npm's), real S3 clients; the npm case finds the node's PID among npm's descendants in /proc and
+ * and everything in it is owner-only whatever the umask; a clean start and a client's request the
+ * node does not implement log no warning or error. Method: real node child processes (and npm's),
+ * real S3 clients; the npm case finds the node's PID among npm's descendants in /proc and
  * stops everything by PID in the end. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
@@ -179,7 +179,7 @@ test('logs: ISO times, level names, the request line; credentials only on stderr
   }
 })
 
-test('a clean start, and a request the node does not implement (501), log no warning or error', async () => {
+test('a clean start and a 501 (a request not implemented) log no warning or error', async () => {
   // With a root password: a node without any user warns that its admin API is disabled.
   const env = { SVC_LOG_LEVEL: 'info', SVC_ROOT_PASSWORD: 'operator-test-root-password' }
   const server = await startServer({ env })
