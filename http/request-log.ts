@@ -25,3 +25,10 @@ export function clientFields(incoming: IncomingMessage): () => ClientFields {
     bytesOut: socket.bytesWritten - writtenBefore,
   })
 }
+
+/** Whether a response's status is a fault of the node, which its log line reports at level error:
+ * a 5xx, but not 501, a client's request for what the node does not implement (refused, not
+ * failed: at level info, as any refused request). */
+export function isNodeFault(status: number): boolean {
+  return status >= 500 && status !== 501
+}

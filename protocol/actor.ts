@@ -30,7 +30,7 @@ export type ActorName =
   | 'coordinator'
   | 'replica-store'
   // Cluster mode: calls from other nodes come in through grpc-ingress, which hands Membership.*
-  // to the gossiper and Catalog.* to replica-store.
+  // to the gossiper, Catalog.* and Replica.* to replica-store, and Iam.* to iam.
   | 'grpc-ingress'
   | 'gossiper'
   // Cluster mode: delivers the hints this node keeps to replicas that come back.

@@ -42,6 +42,7 @@ export const PEER_METHODS = [
   'Catalog.Snapshot',
   'Catalog.Claim',
   'Catalog.Release',
+  'Iam.LoginOutcome',
   'Replica.Op',
   'Replica.Write',
   'Replica.Read',

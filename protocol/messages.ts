@@ -627,6 +627,8 @@ export type IamMsg =
   | (Request & { kind: 'iam.records-changed'; names: string[] })
   /** Cluster mode: the store's first catalog pull is done; create the root user if none exists. */
   | (Request & { kind: 'iam.catalog-synced' })
+  /** Cluster mode: Iam.LoginOutcome from another storage node. */
+  | PeerRequestMsg
 
 export type IamReply = {
   'iam.lookup-key': KeyLookup
@@ -641,6 +643,7 @@ export type IamReply = {
   'iam.credentials.delete': null
   'iam.records-changed': null
   'iam.catalog-synced': null
+  'peer.request': null
 }
 
 export interface LoginGrant {

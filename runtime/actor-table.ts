@@ -114,6 +114,9 @@ export const CLUSTER_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = 
   ['http-ingress', 'anti-entropy'],
   // A bootstrap: the store wipes, then has anti-entropy sync the node from its peers.
   ['replica-store', 'anti-entropy'],
+  // Failed logins are counted cluster-wide: iam tells the live nodes (gossip), and takes theirs.
+  ['iam', 'gossiper'],
+  ['grpc-ingress', 'iam'],
 ]
 
 /** A gateway: no storage and no identities of its own. Its ingress forwards every request to a

@@ -2,8 +2,8 @@
  * gRPC server (cluster/grpc-server.ts) on SVC_NODE_GRPC_ADDR, which authenticates each call, drops
  * those of partitioned peers and bounds how many run at once; an authenticated call becomes a
  * `peer.request` to the local actor that serves its service (Membership.* the gossiper, Catalog.*
- * and Replica.* replica-store), whose Result is the answer; a call that carries a body hands the
- * actor its local stream in `stream`. It handles no messages of its own. `stop` lets the
+ * and Replica.* replica-store, Iam.* iam), whose Result is the answer; a call that carries a body
+ * hands the actor its local stream in `stream`. It handles no messages of its own. `stop` lets the
  * calls in progress finish for up to GRPC_SHUTDOWN_GRACE_MS, then cuts them. On a storage node it
  * also tells gossip the data volume's free space, every SPACE_REPORT_MS. */
 import assert from 'node:assert/strict'
@@ -39,6 +39,8 @@ export function servingActor(method: PeerMethod): ActorName {
     case 'Catalog':
     case 'Replica':
       return 'replica-store'
+    case 'Iam':
+      return 'iam'
   }
   throw new Error(`no actor serves ${method}`)
 }

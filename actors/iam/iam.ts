@@ -1,7 +1,8 @@
 /** @module IAM: owns identities. Users (argon2id password hashes, roles, active flag) and their S3
  * key pairs persist as system records in replica-store and are held in memory; the bootstrap key
  * pair is a SuperUser without a user. Handles iam.lookup-key (the secret behind SigV4), iam.login
- * and iam.authorize (admin JWTs), and the admin API's user and credential operations.
+ * and iam.authorize (admin JWTs), the admin API's user and credential operations, and in cluster
+ * mode the login outcomes of the other nodes (shared-throttle.ts).
  *
  * Invariants: every change is durable before it shows in memory, and changes run one at a time;
  * a change that affects a key the ingress may have cached is announced to the ingress (and
@@ -15,6 +16,7 @@ import { deleteCredentials, issueCredentials } from './credentials.js'
 import { exclusively, type IamState } from './iam-state.js'
 import { hashPassword } from './passwords.js'
 import { ADMIN_DISABLED, authorize, login } from './sessions.js'
+import { takeLoginOutcome } from './shared-throttle.js'
 import { newLoginThrottle } from './throttle.js'
 import { createUser, deleteUser, getUser, listUsers, updateUser } from './user-admin.js'
 import { createClusterRoot, reloadRecords, remember } from './remote-changes.js'
@@ -96,6 +98,8 @@ function dispatch(
       return reloadRecords(state, ctx, msg.names, msg.requestId, msg.deadlineMs)
     case 'iam.catalog-synced':
       return exclusively(state, () => createClusterRoot(state, ctx))
+    case 'peer.request':
+      return takeLoginOutcome(state, msg, ctx)
     default:
       return unreachable(msg)
   }

@@ -1,12 +1,14 @@
 /** @module Admin sessions: iam.login checks a password and grants a JWT; iam.authorize turns a
  * token back into a principal from the user's current state, so a token of a user who was deleted,
  * deactivated or demoted stops working at once. A login for an unknown user is checked against a
- * dummy hash and answers exactly as a wrong password does; repeated failures are throttled. While
+ * dummy hash and answers exactly as a wrong password does; repeated failures are throttled, across
+ * the cluster in cluster mode. While
  * no user exists (no SVC_ROOT_PASSWORD on first start) both answer admin_disabled. */
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { IamMsg, LoginGrant, Principal } from '../../protocol/messages.js'
 import type { IamState } from './iam-state.js'
+import { shareLoginOutcome } from './shared-throttle.js'
 import { loginDelaySecs, recordFailure, recordSuccess } from './throttle.js'
 import { signToken, verifiedSubject } from './tokens.js'
 
@@ -35,9 +37,13 @@ export async function login(
   const current = userId === undefined ? undefined : state.users.get(userId)
   if (!matches || current === undefined || !current.isActive || current !== user) {
     recordFailure(state.throttle, username, clientAddress, ctx.now())
+    // Counted on the other nodes before the answer: the client's next attempt may go to one.
+    await shareLoginOutcome(ctx, { username, address: clientAddress, failed: true }, msg)
     return fail('invalid_credentials', 'invalid username or password')
   }
-  recordSuccess(state.throttle, username)
+  if (recordSuccess(state.throttle, username)) {
+    await shareLoginOutcome(ctx, { username, address: clientAddress, failed: false }, msg)
+  }
   const iat = Math.floor(ctx.now() / 1000)
   const exp = iat + state.jwtTtlSecs
   const jti = Buffer.from(ctx.randomBytes(JTI_BYTES)).toString('hex')

@@ -3,7 +3,8 @@
  * counted failure leaves the window) before any password is checked, so a throttled guess costs
  * nothing. Unknown and known usernames are throttled alike, so throttling reveals no account. A
  * successful login clears its username's count, not its address's. Both maps are bounded: the
- * least recently failed entry goes first. */
+ * least recently failed entry goes first. In a cluster every storage node counts the failures of
+ * every other (shared-throttle.ts). */
 
 export const LOGIN_WINDOW_MS = 5 * 60_000
 export const FAILURES_PER_USERNAME_MAX = 5
@@ -44,8 +45,9 @@ export function recordFailure(
   remember(throttle.byAddress, address, FAILURES_PER_ADDRESS_MAX, nowMs)
 }
 
-export function recordSuccess(throttle: LoginThrottle, username: string): void {
-  throttle.byUsername.delete(username)
+/** Clears the username's failures; answers whether it had any. */
+export function recordSuccess(throttle: LoginThrottle, username: string): boolean {
+  return throttle.byUsername.delete(username)
 }
 
 function recent(failures: number[] | undefined, nowMs: number): number[] {

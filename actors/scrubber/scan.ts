@@ -95,8 +95,20 @@ function settled(state: ScrubberState, ctx: Context, result: Result<unknown>): n
   state.errors.last = `${result.code}: ${result.detail}`
   const waitMs = result.code === 'busy' ? YIELD_MS : backoffMs(state.errors.consecutive)
   state.retryAtMs = ctx.now() + waitMs
-  ctx.log.warn({ code: result.code, detail: result.detail, waitMs }, 'scrubber step failed')
+  const fields = { code: result.code, detail: result.detail, waitMs }
+  if (isStoreStarting(state, result.code)) ctx.log.info(fields, 'scrubber waits for the store')
+  else ctx.log.warn(fields, 'scrubber step failed')
   return waitMs
+}
+
+/** Failures of the first step while the store is still starting: the scrubber's loop begins in its
+ * init, which may come before the store is wired, so every clean start meets one. */
+const STARTING_FAILURES_MAX = 3
+
+function isStoreStarting(state: ScrubberState, code: string): boolean {
+  return (
+    !state.loaded && code === 'unavailable' && state.errors.consecutive <= STARTING_FAILURES_MAX
+  )
 }
 
 function startPass(state: ScrubberState, nowMs: number): void {

@@ -8,7 +8,7 @@ import type { Mesh } from '../../protocol/actor.js'
 import type { ErrorCode, Failure } from '../../protocol/errors.js'
 import { newRequestId } from '../s3/router.js'
 import { drainBody } from './body.js'
-import { clientFields } from '../request-log.js'
+import { clientFields, isNodeFault } from '../request-log.js'
 import { adminErrorFor, type AdminError } from './errors.js'
 
 export interface AdminVariables {
@@ -117,7 +117,7 @@ export function exchangeMiddleware(mesh: Mesh): MiddlewareHandler<AdminEnv> {
     }
     // Logged once the response is written, so that its bytes are counted.
     c.env.outgoing.once('close', () => {
-      if (status >= 500) mesh.log.error({ ...fields, ...client() }, 'admin request failed')
+      if (isNodeFault(status)) mesh.log.error({ ...fields, ...client() }, 'admin request failed')
       else mesh.log.info({ ...fields, ...client() }, 'admin request')
     })
   }

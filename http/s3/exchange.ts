@@ -8,6 +8,7 @@ import type { ErrorCode, Result } from '../../protocol/errors.js'
 import type { ObjectMsg, ObjectReply, Principal, Unaddressed } from '../../protocol/messages.js'
 import { errorXml } from '../../protocol/s3-xml.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
+import { isNodeFault } from '../request-log.js'
 import { s3ErrorFor } from './errors.js'
 import type { Target } from './target.js'
 
@@ -80,8 +81,11 @@ export function sendError(
   extra?: Record<string, string>,
 ): void {
   const mapped = s3ErrorFor(code)
-  if (mapped.status >= 500) {
+  if (isNodeFault(mapped.status)) {
     ex.mesh.log.error({ requestId: ex.requestId, code, detail }, 's3 request failed')
+  } else if (mapped.status >= 500) {
+    // Its answer carries S3's fixed text only: the detail says what was asked for.
+    ex.mesh.log.info({ requestId: ex.requestId, code, detail }, 's3 request refused')
   }
   // A 4xx carries the precise reason; a 5xx only S3's fixed text (the detail is in the log), but
   // for 501 NotImplemented, whose detail names what the client asked for and reveals nothing.

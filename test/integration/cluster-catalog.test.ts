@@ -1,7 +1,9 @@
 /** Goal: the catalog of a cluster is one. A bucket created through one node exists on every node
  * and through the gateway when the call answers; of two racing creations of one name on two nodes
  * exactly one succeeds; a user created on n1 signs S3 requests on n3 at once, and once deactivated
- * through n2 is refused on n1 right after the admin call answers; the root user exists once. A
+ * through n2 is refused on n1 right after the admin call answers; the root user exists once; failed
+ * logins on n1 throttle the user on n2 and n3 at once, and through the gateway the first 429 comes
+ * after as many failures as on one node. A
  * node with another cluster secret never joins, and a gRPC call without the cluster's signature
  * gets no answer but a refusal. A cluster setting a node cannot run with exits 2 with one line.
  * Method: three real nodes and a gateway (test/support/cluster.ts), the AWS SDK and the admin API;
@@ -10,6 +12,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import * as grpc from '@grpc/grpc-js'
 import { CreateBucketCommand, HeadBucketCommand, ListBucketsCommand } from '@aws-sdk/client-s3'
+import { FAILURES_PER_USERNAME_MAX } from '../../actors/iam/throttle.js'
 import { admin, createUser, issueKeys, login } from '../support/admin-client.js'
 import { ROOT_PASSWORD, ROOT_USERNAME, startCluster, type TestCluster } from '../support/cluster.js'
 import { failure } from '../support/s3-failure.js'
@@ -82,6 +85,29 @@ test('one root; a user made on n1 signs on n3, refused on n1 once n2 deactivates
     cluster.server('n1').client(credentials).send(new ListBucketsCommand({})),
   )
   assert.is(refused.status, 403, JSON.stringify(refused))
+})
+
+test('failed logins count cluster-wide, and through the gateway as on one node', async () => {
+  const token = await login(cluster.server('n1'), ROOT_USERNAME, ROOT_PASSWORD)
+  await createUser(cluster.server('n1'), token, 'bob', 'Reader')
+  const attempt = (id: string, username: string, password: string) =>
+    admin(cluster.server(id), 'POST', '/login', undefined, { username, password })
+  for (let failures = 1; failures <= FAILURES_PER_USERNAME_MAX; failures++) {
+    const wrong = await attempt('n1', 'bob', 'not-the-password')
+    assert.is(wrong.status, 401, wrong.text)
+  }
+  // At once on the other nodes, and before the password is checked: the right one is refused too.
+  for (const id of ['n2', 'n3']) {
+    const throttled = await attempt(id, 'bob', 'bob-password')
+    assert.is(throttled.status, 429, `${id}: ${throttled.text}`)
+    assert.ok(Number(throttled.headers.get('retry-after')) > 0, `${id}: no Retry-After`)
+  }
+  // The gateway spreads attempts over the nodes: the first 429 comes where one node gives it.
+  const statuses: number[] = []
+  for (let tries = 0; tries <= FAILURES_PER_USERNAME_MAX; tries++) {
+    statuses.push((await attempt('g1', 'carol', 'not-the-password')).status)
+  }
+  assert.equal(statuses, [...Array<number>(FAILURES_PER_USERNAME_MAX).fill(401), 429])
 })
 
 test('a node with another secret never joins; an unsigned gRPC call is refused', async () => {

@@ -1,10 +1,13 @@
 /** Goal: what deploy/ ships is valid and fits the node it deploys: the Prometheus configuration
  * and alert rules load, every alert fires and stays quiet where its tests say; the Grafana
- * dashboard parses and queries only metrics the node exposes; the systemd unit verifies and its
- * exposure stays at most 4; the Dockerfile passes a linter and builds a non-root, production-only
- * image on Node 24; the compose files are valid and mount files that exist; the cluster's compose
- * file and Kubernetes manifests give every member the variables it needs, one pool naming the
- * nodes as the others reach them, and health checks on /health. Method: the real tools (promtool,
+ * dashboard parses and queries only metrics the node exposes; the systemd unit verifies, its
+ * exposure stays at most 4 and an install step of deploy/README.md puts its Node.js in place; the
+ * Dockerfile passes a linter and builds a non-root, production-only image on Node 24; the compose
+ * files are valid and mount files that exist; the cluster's compose file and Kubernetes manifests
+ * give every member the variables it needs, one pool naming the nodes as the others reach them,
+ * and health checks on /health; the pods run under the default seccomp profile on a read-only
+ * root, spread over machines, under disruption budgets, with a preStop delay inside their grace
+ * period, and with node-to-node TLS files from a Secret. Method: the real tools (promtool,
  * systemd-analyze, dockerlinter, docker-compose; .ci/test-deps installs them, CI requires them) on
  * the files, a real scrape of a running node for the metric names, and the YAML read as data. */
 import { test } from 'uvu'
@@ -145,7 +148,22 @@ test('the dashboard and the alerts query only metrics the node exposes', async (
 test('the systemd unit verifies and its exposure is at most 4', () => {
   if (!toolFound('systemd-analyze')) return
   const unit = deploy('svc-object-store.service')
-  const verified = runTool('systemd-analyze', ['verify', unit])
+  const text = readFileSync(unit, 'utf8')
+  const node = /^ExecStart=(\S+)/m.exec(text)?.[1] ?? ''
+  // The binary the unit runs is one that an install step puts there.
+  assert.ok(
+    read('README.md').includes(` ${node}\n`),
+    `no step of deploy/README.md installs ${node}`,
+  )
+  // verify wants the binary to exist: where it is not installed, a copy of the unit runs this node.
+  const scratch = mkdtempSync(join(tmpdir(), 'svc-unit-'))
+  const copy = join(scratch, 'svc-object-store.service')
+  writeFileSync(
+    copy,
+    existsSync(node) ? text : text.replace(`ExecStart=${node}`, `ExecStart=${process.execPath}`),
+  )
+  const verified = runTool('systemd-analyze', ['verify', copy])
+  rmSync(scratch, { recursive: true, force: true })
   assert.is(verified.status, 0, verified.output)
   assert.is(verified.output.trim(), '', 'systemd-analyze verify has nothing to report')
   // --offline reads the unit file itself (systemd 250 and later), no running systemd needed.
@@ -406,6 +424,73 @@ test("Kubernetes: the pool and the seeds are the StatefulSet's pods by their DNS
     pods.map((pod) => `${pod}.${service}:${grpcPort}`),
   )
   assert.ok(replicas >= 3, 'three replicas of every object need three nodes')
+})
+
+/** A workload's pod spec as written, for the fields podOf leaves out. */
+interface PodSpec {
+  securityContext?: { seccompProfile?: { type?: string }; fsGroup?: number }
+  topologySpreadConstraints?: {
+    topologyKey?: string
+    whenUnsatisfiable?: string
+    labelSelector?: { matchLabels?: Record<string, string> }
+  }[]
+  terminationGracePeriodSeconds?: number
+  volumes?: { name: string; secret?: { secretName?: string } }[]
+  containers?: (Container & {
+    securityContext?: { readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean }
+    lifecycle?: { preStop?: { exec?: { command?: string[] }; sleep?: { seconds?: number } } }
+  })[]
+}
+
+const podSpecOf = (workload: Manifest): PodSpec =>
+  ((workload.spec?.['template'] as { spec?: PodSpec } | undefined)?.spec ?? {}) as PodSpec
+
+test('Kubernetes: pods hardened, spread, budgeted, ending gently, on mutual TLS', () => {
+  const budgets = manifests.filter((manifest) => manifest.kind === 'PodDisruptionBudget')
+  for (const workload of [
+    manifestOf(manifests, 'StatefulSet'),
+    manifestOf(manifests, 'Deployment'),
+  ]) {
+    const name = workload.metadata?.name ?? ''
+    const labels = podOf(workload).labels
+    const pod = podSpecOf(workload)
+    assert.is(pod.securityContext?.seccompProfile?.type, 'RuntimeDefault', name)
+    const spread = pod.topologySpreadConstraints?.find(
+      (constraint) => constraint.topologyKey === 'kubernetes.io/hostname',
+    )
+    assert.ok(spread !== undefined, `${name}: spread over machines`)
+    assert.ok(selects(spread.labelSelector?.matchLabels ?? {}, labels), `${name}: spreads itself`)
+    assert.ok(
+      budgets.some((budget) =>
+        selects(
+          (budget.spec?.['selector'] as { matchLabels?: Record<string, string> }).matchLabels ?? {},
+          labels,
+        ),
+      ),
+      `${name}: a PodDisruptionBudget`,
+    )
+    const [container] = pod.containers ?? []
+    assert.ok(container !== undefined)
+    assert.is(container.securityContext?.readOnlyRootFilesystem, true, name)
+    const preStop = container.lifecycle?.preStop
+    const delaySecs = Number(preStop?.exec?.command?.[1] ?? preStop?.sleep?.seconds)
+    assert.ok(delaySecs > 0, `${name}: a preStop delay`)
+    // The delay, then the node's drain of up to 30 s, within the grace period.
+    assert.ok((pod.terminationGracePeriodSeconds ?? 30) >= delaySecs + 30, name)
+    // Node-to-node TLS: the three files, from a mounted Secret, readable by the pod's group.
+    const env = containerEnv(container, manifests)
+    const files = ['SVC_GRPC_TLS_CERT', 'SVC_GRPC_TLS_KEY', 'SVC_GRPC_TLS_CA'].map(
+      (variable) => env.get(variable) ?? '',
+    )
+    const mount = container.volumeMounts?.find((volume) =>
+      files.every((file) => file.startsWith(`${volume.mountPath}/`)),
+    )
+    assert.ok(mount !== undefined, `${name}: the TLS files are on a mounted volume`)
+    assert.is((mount as { readOnly?: boolean }).readOnly, true, name)
+    const volume = pod.volumes?.find((candidate) => candidate.name === mount.name)
+    assert.ok(volume?.secret?.secretName !== undefined, `${name}: the TLS files are a Secret`)
+    assert.is(pod.securityContext?.fsGroup, 1000, name)
+  }
 })
 
 test.run()

@@ -3,8 +3,9 @@
  * times, level names and, per request, the client's address, user agent and bytes, while
  * generated credentials go to stderr once and never into the JSON stream; buckets named like the
  * node's own routes (`metrics`, `health`, `api`) work for every S3 operation; the data directory
- * and everything in it is owner-only whatever the umask. Method: real node child processes (and
- * npm's), real S3 clients; the npm case finds the node's PID among npm's descendants in /proc and
+ * and everything in it is owner-only whatever the umask; a clean start and a client's request the
+ * node does not implement log no warning or error. Method: real node child processes (and npm's),
+ * real S3 clients; the npm case finds the node's PID among npm's descendants in /proc and
  * stops everything by PID in the end. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
@@ -26,6 +27,7 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
 import { VARIABLES } from '../../runtime/usage.js'
 import { freePort, MAIN_JS, nodeEnv, startServer, waitHealthy } from '../support/server.js'
+import { signedRequest } from '../support/signed-request.js'
 import { pollUntil } from '../support/wait.js'
 
 const ROOT = join(MAIN_JS, '..', '..', '..')
@@ -171,6 +173,33 @@ test('logs: ISO times, level names, the request line; credentials only on stderr
     assert.is(request['client'], '127.0.0.1')
     assert.ok(Number(request['bytesIn']) >= 0, JSON.stringify(request))
     assert.ok(Number(request['bytesOut']) > 100, JSON.stringify(request))
+  } finally {
+    await server.stop()
+    server.cleanup()
+  }
+})
+
+test('a clean start and a 501 (a request not implemented) log no warning or error', async () => {
+  // With a root password: a node without any user warns that its admin API is disabled.
+  const env = { SVC_LOG_LEVEL: 'info', SVC_ROOT_PASSWORD: 'operator-test-root-password' }
+  const server = await startServer({ env })
+  try {
+    assert.is((await signedRequest(server.url, { method: 'PUT', path: '/quiet' })).status, 200)
+    const refused = await signedRequest(server.url, {
+      method: 'GET',
+      path: '/quiet',
+      query: { acl: '' },
+    })
+    assert.is(refused.status, 501)
+    const logged = await pollUntil(() => server.stdout().includes('"status":501'))
+    assert.ok(logged, server.stdout())
+    const loud = server
+      .stdout()
+      .split('\n')
+      .filter((text) => text.trim() !== '')
+      .map((text) => JSON.parse(text) as Record<string, unknown>)
+      .filter((entry) => entry['level'] === 'warn' || entry['level'] === 'error')
+    assert.equal(loud, [], server.stdout())
   } finally {
     await server.stop()
     server.cleanup()

@@ -8,7 +8,9 @@
  * promises an exit within 5 s of the failure; the test's bound is wider (a busy machine starts
  * threads slowly) and the promise is checked structurally: no actor was restarted, and the line
  * comes from the fatal path (exit 2), not from the crash-loop limit (exit 1 after 5 restarts).
- * Unwritable directories need a user other than root: as root, the node runs as `nobody`. */
+ * Unwritable directories need a user other than root: as root, the node runs as `nobody`, which
+ * must be able to reach the node's binary and this build; from a clone other users cannot enter (a
+ * home directory of mode 0700, a `mktemp -d` folder) those cases say why they cannot run there. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { generateKeyPairSync } from 'node:crypto'
@@ -16,8 +18,8 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } f
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { execFileSync } from 'node:child_process'
-import { freePort, nodeEnv, runUntilExit, startServer } from '../support/server.js'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { freePort, MAIN_JS, nodeEnv, runUntilExit, startServer } from '../support/server.js'
 import { selfSignedCertificate } from '../support/tls-cert.js'
 
 /** Wider than the node's 5 s promise; a run past it is killed and fails the case. */
@@ -52,6 +54,40 @@ async function expectFatal(variable: string, run: Case, cause: RegExp): Promise<
   const everything = finished.stderr + finished.stdout
   assert.not.match(everything, /\n\s+at .+:\d+:\d+/, `a stack trace: ${what}`)
   assert.not.match(everything, /restarting|actor crashed/, `a restart: ${what}`)
+}
+
+/** Why `nobody` cannot start the node from here, or null when it can: it must execute the node
+ * binary, read this build, and enter the scratch directory. */
+function whyNobodyCannotRun(): string | null {
+  chmodSync(scratch, 0o755)
+  const check = [
+    `const fs = process.getBuiltinModule('node:fs')`,
+    `fs.accessSync(${JSON.stringify(MAIN_JS)}, fs.constants.R_OK)`,
+    `fs.accessSync(${JSON.stringify(scratch)}, fs.constants.X_OK)`,
+  ].join('; ')
+  const probe = spawnSync(process.execPath, ['-e', check], {
+    uid: NOBODY,
+    gid: NOBODY,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: EXIT_BOUND_MS,
+  })
+  if (probe.error !== undefined) {
+    return `nobody cannot execute ${process.execPath}: ${probe.error.message}`
+  }
+  if (probe.status === 0) return null
+  const cause = /EACCES[^\n]*/.exec(probe.stderr.toString())?.[0] ?? `exit ${probe.status}`
+  return `nobody cannot reach this build or ${scratch}: ${cause}`
+}
+
+/** As root, whether the cases run as `nobody` can run here; if not, says why they are skipped. */
+function nobodyCanRun(what: string): boolean {
+  const reason = whyNobodyCannotRun()
+  if (reason === null) return true
+  console.log(`  skipped: ${what} runs the node as nobody, and ${reason}`)
+  console.log(
+    '  (a directory on the way is closed to other users: run from a clone they can enter)',
+  )
+  return false
 }
 
 function holdPort(): Promise<{ server: Server; port: number }> {
@@ -114,6 +150,7 @@ test('a TLS key this user cannot read', async () => {
   writeFileSync(unreadable, 'secret\n', { mode: 0o600 })
   const env = { SVC_TLS_CERT: tls.cert, SVC_TLS_KEY: unreadable }
   if (process.getuid?.() === 0) {
+    if (!nobodyCanRun('an unreadable TLS key')) return
     // Root reads anything: the node runs as nobody, with a data directory nobody owns.
     const dataDir = mkdtempSync(join(scratch, 'nobody-'))
     chownSync(dataDir, NOBODY, NOBODY)
@@ -134,6 +171,7 @@ test('a data directory missing (with its parent), or not a directory', async () 
 })
 
 test('a data directory this user cannot write', async () => {
+  if (process.getuid?.() === 0 && !nobodyCanRun('an unwritable data directory')) return
   const parent = mkdtempSync(join(scratch, 'locked-'))
   chmodSync(scratch, 0o755)
   chmodSync(parent, 0o555)

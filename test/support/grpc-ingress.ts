@@ -1,7 +1,12 @@
 /** @module The grpc-ingress actor for transport tests: its real gRPC server on a loopback port,
- * on a fake context whose calls to local actors a test answers and records. */
+ * on a fake context whose calls to local actors a test answers and records. Its data directory
+ * (whose free space it reports to the gossiper) is a temporary one, never the working directory's
+ * `./data`. */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { PeerRequestMsg } from '../../protocol/cluster.js'
-import type { Result } from '../../protocol/errors.js'
+import { ok, type Result } from '../../protocol/errors.js'
 import { grpcIngress } from '../../runtime/grpc-ingress-host.js'
 import type { HostContext } from '../../runtime/thread-host.js'
 import { fakeContext } from './fake-context.js'
@@ -22,6 +27,7 @@ export async function startIngress(options: {
   mode: 'cluster' | 'gateway'
   answer: Result<unknown>
 }): Promise<IngressUnderTest> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-grpc-ingress-'))
   const ctx = fakeContext({
     self: 'grpc-ingress',
     config: {
@@ -30,10 +36,13 @@ export async function startIngress(options: {
       SVC_NODE_ID: options.nodeId,
       SVC_NODE_GRPC_ADDR: '127.0.0.1:0',
       SVC_CLUSTER_SECRET: options.secret,
+      SVC_DATA_DIR: dataDir,
     },
   })
   const reached: IngressUnderTest['reached'] = []
   ctx.onCall((to, msg) => {
+    // The free-space reports to the gossiper are the ingress's own, not calls it handed over.
+    if ((msg as { kind?: string }).kind !== 'peer.request') return ok(null)
     reached.push({ to, msg: msg as PeerRequestMsg })
     return options.answer
   })
@@ -44,6 +53,7 @@ export async function startIngress(options: {
     reached,
     stop: async () => {
       await grpcIngress.stop?.(state, host)
+      rmSync(dataDir, { recursive: true, force: true })
     },
   }
 }

@@ -208,6 +208,11 @@ export async function runUntilExit(options: {
   let timer: NodeJS.Timeout | undefined
   const code = await new Promise<number | null>((resolve) => {
     child.once('close', (exitCode) => resolve(exitCode))
+    // A node that could not be spawned fails its case, not the whole suite.
+    child.once('error', (error) => {
+      stderr += `spawn failed: ${error.message}\n`
+      resolve(null)
+    })
     timer = setTimeout(() => {
       child.kill('SIGKILL')
       resolve(null)

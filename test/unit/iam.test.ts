@@ -1,6 +1,7 @@
 /** Goal: the iam actor's rules hold without threads: root user created once, admin disabled without
  * users, tokens expire on ctx's clock and follow the user's current state, unknown users and wrong
- * passwords fail alike, failures are throttled per username and per address, key changes are
+ * passwords fail alike, failures are throttled per username and per address (in a cluster, with
+ * the failures the other nodes tell, and told to them), key changes are
  * announced to the ingress before the change returns, and S3 secrets are stored sealed. Method: the
  * actor on a fake context whose replica-store is a map of system records and whose ingress records
  * (or refuses) announcements. */
@@ -34,6 +35,8 @@ interface Harness {
   announced: { accessKey: string; generation: number; instance: number }[]
   /** What the ingress answers to an announcement. */
   ingressAnswer: (instance: number) => Result<null>
+  /** What the gossiper answers to membership.view (cluster mode). */
+  view?: object
 }
 
 function harness(
@@ -52,6 +55,8 @@ function harness(
       return answer
     }
     switch (msg.kind) {
+      case 'membership.view':
+        return h.view === undefined ? fail('unavailable', 'no gossiper') : ok(h.view)
       case 'system.get':
         return ok(records.get(String(m['name'])) ?? null)
       case 'system.put':
@@ -196,6 +201,51 @@ test('unknown users and wrong passwords fail alike; failures are throttled', asy
   })
   assert.ok(elsewhere.ok)
 })
+
+test('cluster: failures are told to the live storage nodes, and theirs count here', async () => {
+  const h = harness({ ...ROOT, SVC_MODE: 'cluster' })
+  const state = await iam.init(h.ctx)
+  assert.ok((await ask(state, h, { kind: 'iam.catalog-synced' })).ok)
+  const member = (id: string, kind: string, status: string) => ({ id, kind, status, grpcAddr: id })
+  const members = [
+    member('n1', 'node', 'Alive'),
+    member('n2', 'node', 'Alive'),
+    member('n3', 'node', 'Dead'),
+    member('n4', 'node', 'Suspect'),
+    member('g1', 'gateway', 'Alive'),
+  ]
+  h.view = { self: members[0], members }
+  const told: { to: string | null; body: object }[] = []
+  h.ctx.onPeerCall((to, method, body) => {
+    assert.is(method, 'Iam.LoginOutcome')
+    told.push({ to: to.id, body })
+    // n4 does not answer: the login answers all the same.
+    return to.id === 'n4' ? fail('unavailable', 'n4 is unreachable') : ok(null)
+  })
+  const wrong = await loginAs(state, h, 'root', 'x')
+  assert.is(wrong.ok ? 'ok' : wrong.code, 'invalid_credentials')
+  // The live storage nodes but this one: not the dead one, not the gateway.
+  assert.equal(told.map(({ to }) => to).sort(), ['n2', 'n4'])
+  assert.equal(told[0]?.body, { username: 'root', address: '10.0.0.1', failed: true })
+  // Four failures told by another node: with the one made here, root is throttled here.
+  const failed = { username: 'root', address: '10.9.9.9', failed: true }
+  for (let i = 0; i < 4; i += 1) assert.ok((await peerOutcome(state, h, failed)).ok)
+  const throttled = await loginAs(state, h, 'root', 'root-pass')
+  assert.is(throttled.ok ? 'ok' : throttled.code, 'too_many_requests')
+  // A success elsewhere clears the username's count here.
+  assert.ok((await peerOutcome(state, h, { ...failed, failed: false })).ok)
+  told.length = 0
+  assert.ok((await loginAs(state, h, 'root', 'root-pass')).ok)
+  assert.equal(told, [], 'a success with no failures to clear is told to nobody')
+  for (const malformed of [{}, { ...failed, username: 'a b' }, { ...failed, failed: 1 }, null]) {
+    const refused = await peerOutcome(state, h, malformed)
+    assert.is(refused.ok ? 'ok' : refused.code, 'invalid_request')
+  }
+})
+
+function peerOutcome(state: IamState, h: Harness, body: unknown): Promise<Result<unknown>> {
+  return ask(state, h, { kind: 'peer.request', method: 'Iam.LoginOutcome', from: 'n2', body })
+}
 
 /** A Writer named `username` (password `<username>-pass`) with a pair of S3 keys. */
 async function writerWithKeys(
