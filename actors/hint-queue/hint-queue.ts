@@ -7,7 +7,10 @@
  * each other one is delivered by the coordinator (`key.bring`, at most DELIVERIES_AT_ONCE at a
  * time), then removed unless a newer one replaced it meanwhile. A replica that cannot be reached
  * ends the pass; a state repair does not replay stays hinted until it expires (anti-entropy's to
- * bring). The queue keeps no state of its own beyond counters: the hints are the store's. */
+ * bring). This node is one of the replicas too: a change its own store missed (it failed the
+ * write, or was restarting and took the hint a moment later) is hinted to this node and brought
+ * from the others like any. The queue keeps no state of its own beyond counters: the hints are
+ * the store's. */
 import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
 import { ok, unreachable, type Result } from '../../protocol/errors.js'
@@ -106,7 +109,7 @@ async function look(state: HintQueueState, ctx: Context): Promise<void> {
   })
   const now = ctx.now()
   for (const member of view.value.members) {
-    if (member.kind !== 'node' || member.id === state.self) continue
+    if (member.kind !== 'node') continue
     const known = state.targets.get(member.id)
     const target = known ?? { status: member.status, hints: 0, nextPassMs: now, passing: false }
     if (member.status === 'Alive' && known !== undefined && known.status !== 'Alive') {

@@ -1,6 +1,6 @@
 /** Goal: the hint queue delivers a replica's hints once gossip shows it Alive (at once at start,
  * within 5 s of its coming back or of new hints for it, again 5 s after a pass that could not
- * reach it), drops hints
+ * reach it), its own node's among them, drops hints
  * older than SVC_HINT_TTL_HOURS without delivering them, leaves hints repair cannot bring, and
  * removes each delivered one.
  * Method: the real hint-queue on a fake context whose calls the test answers: gossip's view (the
@@ -151,6 +151,18 @@ test('new hints for a replica gossip never saw leave get a pass within 5 s', asy
   w.hints.push(hint('n2', 'missed', 1_000, w.ctx.now()))
   await step(w, NEW_HINTS_PASS_MS + 2 * LOOK_MS)
   assert.equal(w.brought, ['n2/missed'])
+  await hintQueue.stop?.(state, w.ctx)
+})
+
+test("a hint naming the queue's own node (its store missed a change) is delivered", async () => {
+  const w = world()
+  w.status.set('n1', 'Alive')
+  w.reachable.add('n1')
+  w.hints.push(hint('n1', 'own', 1_000, w.ctx.now()))
+  const state = await hintQueue.init(w.ctx)
+  await step(w, LOOK_MS)
+  assert.equal(w.brought, ['n1/own'])
+  assert.is(w.hints.length, 0)
   await hintQueue.stop?.(state, w.ctx)
 })
 
