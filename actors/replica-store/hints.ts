@@ -11,6 +11,7 @@
  * go on restarts and counts again. */
 import type { Context, KvOp } from '../../protocol/actor.js'
 import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
+import { MEMBERS_MAX } from '../../protocol/membership.js'
 import type { Hint } from '../../protocol/messages.js'
 import { HINT_END, HINT_PREFIX, hintKey } from './keys.js'
 import { decodeText } from './records.js'
@@ -39,6 +40,8 @@ export async function putHints(
   const added = new Map<string, number>()
   let addedAll = 0
   for (const hint of hints.slice(0, HINTS_PER_REQUEST_MAX)) {
+    // Away past the TTL: the hint would expire unread; repair brings what it lacks.
+    if (state.hintsClosed.has(hint.node)) continue
     const key = hintKey(hint.node, hint.bucket, hint.key)
     const held = ctx.kv.get(key)
     const heldStamp = held === undefined ? '' : Buffer.from(held).toString('utf8')
@@ -70,6 +73,15 @@ function countHintsOf(state: StoreState, node: string, change: number): void {
   const count = (state.hintsPerNode.get(node) ?? 0) + change
   if (count === 0) state.hintsPerNode.delete(node)
   else state.hintsPerNode.set(node, count)
+}
+
+/** Takes the hint queue's list of replicas away longer than the TTL, which replaces the last. */
+export function closeHints(state: StoreState, nodes: readonly string[]): Result<null> {
+  if (nodes.length > MEMBERS_MAX || nodes.some((node) => typeof node !== 'string')) {
+    return fail('invalid_request', `at most ${MEMBERS_MAX} replicas, by id`)
+  }
+  state.hintsClosed = new Set(nodes)
+  return ok(null)
 }
 
 /** The hints kept, in all and per replica, counted once at start. */

@@ -1,6 +1,7 @@
 /** Goal: a cluster-mode replica-store's count of its hints (`hint.count`, `hint.nodes`: what
  * health, repair-status and svc_cluster_hints_pending show) is the number of its hint records
- * whatever happens to a batch.
+ * whatever happens to a batch, and it records no hint for a replica the hint queue says is away
+ * past the TTL (`hint.closed`) until the queue says it is back.
  * Method: the real replica-store on a fake context (test/support/store-harness.ts) over an
  * in-memory kv that can be told to refuse its next commit for want of room (the database goes on
  * after it, as RocksDB does); the records are read from the kv's hint range. */
@@ -56,6 +57,21 @@ test('a batch of hints the volume has no room for is not counted', async () => {
   value(await store.send({ kind: 'hint.done', hints: [hint('n2', 'a', now)] }))
   assert.equal(records(store), [])
   assert.equal(await counts(store), { all: 0, nodes: {} })
+})
+
+test('no hint is recorded for a replica away past the TTL, until it is back', async () => {
+  const store = await clusterStore()
+  const now = store.ctx.now()
+  value(await store.send({ kind: 'hint.closed', nodes: ['n3'] }))
+  const missed = [hint('n2', 'a', now), hint('n3', 'a', now)]
+  value(await store.send({ kind: 'hint.put', hints: missed }))
+  assert.equal(records(store), ['n2/bkt/a'])
+  assert.equal(await counts(store), { all: 1, nodes: { n2: 1 } })
+  // Back (the queue's list no longer names it): its misses are hinted again.
+  value(await store.send({ kind: 'hint.closed', nodes: [] }))
+  value(await store.send({ kind: 'hint.put', hints: [hint('n3', 'b', now)] }))
+  assert.equal(records(store), ['n2/bkt/a', 'n3/bkt/b'])
+  assert.equal(await counts(store), { all: 2, nodes: { n2: 1, n3: 1 } })
 })
 
 test.run()
