@@ -152,6 +152,10 @@ async function look(state: HintQueueState, ctx: Context): Promise<void> {
     if (target.passing || now < target.nextPassMs || (!alive && hints === 0)) continue
     startPass(state, ctx, id, target)
   }
+  // A replica neither gossip nor the store names any more is forgotten.
+  for (const [id, target] of state.targets) {
+    if (kept.ok && !statuses.has(id) && !target.passing) state.targets.delete(id)
+  }
   await tellClosed(state, ctx, now)
 }
 
@@ -161,14 +165,9 @@ function startPass(state: HintQueueState, ctx: Context, node: string, target: Ta
   void pass(state, ctx, node, delivering).then(
     (reached) => {
       target.passing = false
+      let waitMs = reached ? PASS_MS : UNREACHED_RETRY_MS
       // One that came back during an expiry pass gets its delivery at the next look.
-      const waitMs = !delivering
-        ? target.alive
-          ? 0
-          : expiryEveryMs(state)
-        : reached
-          ? PASS_MS
-          : UNREACHED_RETRY_MS
+      if (!delivering) waitMs = target.alive ? 0 : expiryEveryMs(state)
       target.nextPassMs = ctx.now() + waitMs
     },
     () => {
