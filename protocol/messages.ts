@@ -476,6 +476,7 @@ export type ObjectReply = {
   'hint.nodes': Record<string, number>
   'hint.page': Hint[]
   'hint.done': number
+  'hint.closed': null
   'object.copy': PutResult
   'object.list': ListPage
   'object.tagging.put': TaggingResult
@@ -502,6 +503,9 @@ export type SystemMsg =
   /** Every record whose name starts with `prefix`, ascending by name. */
   | (Request & { kind: 'system.list'; prefix: string })
   | (Request & { kind: 'system.stats' })
+  /** Cluster mode: the replicas away longer than SVC_HINT_TTL_HOURS, as the hint queue sees them
+   * (all of them, replacing the last list): no hint is recorded for them until they are back. */
+  | (Request & { kind: 'hint.closed'; nodes: string[] })
   /** The node's phase as the store knows it: `joining` until a cluster node's first catalog pull,
    * `serving` after (and always on a single node). Gossip asks it when it (re)starts. */
   | (Request & { kind: 'system.phase' })

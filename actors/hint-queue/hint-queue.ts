@@ -7,7 +7,18 @@
  * each other one is delivered by the coordinator (`key.bring`, at most DELIVERIES_AT_ONCE at a
  * time), then removed unless a newer one replaced it meanwhile. A replica that cannot be reached
  * ends the pass; a state repair does not replay stays hinted until it expires (anti-entropy's to
- * bring). The queue keeps no state of its own beyond counters: the hints are the store's. */
+ * bring). This node is one of the replicas too: a change its own store missed (it failed the
+ * write, or was restarting and took the hint a moment later) is hinted to this node and brought
+ * from the others like any.
+ *
+ * A replica away (not Alive in gossip, or unknown to it) gets expiry passes instead, which only
+ * drop its expired hints, every tenth of the TTL (between LOOK_MS and EXPIRY_PASS_MS_MAX): its
+ * hints go within about a tenth of the TTL past their expiry though it never comes back. Once it
+ * has been away longer than the TTL (counted from when this queue first saw it away), the store
+ * is told (`hint.closed`, at every look while any is, as a restarted store forgets) and records
+ * no new hint for it: each would expire unread. Anti-entropy or a bootstrap brings it what it
+ * missed, as repair does past Cassandra's max_hint_window. The queue keeps no state of its own
+ * beyond counters and what it saw of gossip: the hints are the store's. */
 import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
 import { ok, unreachable, type Result } from '../../protocol/errors.js'
@@ -25,6 +36,8 @@ export const UNREACHED_RETRY_MS = 5_000
 /** A replica gossip never saw leave (cut off for a moment) gets a pass this soon after the store
  * keeps more hints for it than at the last look, rather than at the next round. */
 export const NEW_HINTS_PASS_MS = 5_000
+/** Expiry passes of a replica away come every tenth of the TTL, within these bounds. */
+export const EXPIRY_PASS_MS_MAX = 600_000
 /** The most a first pass after a replica came back waits, drawn at random. */
 export const COMING_BACK_JITTER_MS = 5_000
 /** Hints read per page, and deliveries running at once. */
@@ -37,7 +50,9 @@ const CALL_MS = 30_000
 const HOUR_MS = 3_600_000
 
 interface Target {
-  status: MemberStatus
+  alive: boolean
+  /** When this queue first saw it away (its virtual ms of ctx.now()), null while it is Alive. */
+  awaySinceMs: number | null
   /** Hints the store kept for it at the last look. */
   hints: number
   /** When the next pass may start (virtual ms of ctx.now()). */
@@ -50,6 +65,10 @@ export interface HintQueueState {
   ttlMs: number
   counters: HintQueueCounters
   targets: Map<string, Target>
+  /** Replicas away longer than the TTL at the last look (sorted), and whether the store took
+   * that list. */
+  closed: string[]
+  closedTold: boolean
   stopped: boolean
   cancelLook: () => void
 }
@@ -65,6 +84,8 @@ export const hintQueue: Actor<HintQueueState, HintQueueMsg> = {
       ttlMs: hours * HOUR_MS,
       counters: { delivered: 0, expired: 0, unsupported: 0 },
       targets: new Map(),
+      closed: [],
+      closedTold: true,
       stopped: false,
       cancelLook: () => undefined,
     }
@@ -91,7 +112,8 @@ function scheduleLook(state: HintQueueState, ctx: Context): void {
   })
 }
 
-/** Starts a pass for every Alive replica whose turn has come. */
+/** Starts a delivery pass for every Alive replica whose turn has come and an expiry pass for every
+ * replica away with hints whose turn has come, and tells the store which are away past the TTL. */
 async function look(state: HintQueueState, ctx: Context): Promise<void> {
   const view = await ctx.call<MembershipView>('gossiper', {
     kind: 'membership.view',
@@ -105,33 +127,86 @@ async function look(state: HintQueueState, ctx: Context): Promise<void> {
     deadlineMs: ctx.now() + CALL_MS,
   })
   const now = ctx.now()
+  const statuses = new Map<string, MemberStatus | null>()
   for (const member of view.value.members) {
-    if (member.kind !== 'node' || member.id === state.self) continue
-    const known = state.targets.get(member.id)
-    const target = known ?? { status: member.status, hints: 0, nextPassMs: now, passing: false }
-    if (member.status === 'Alive' && known !== undefined && known.status !== 'Alive') {
-      target.nextPassMs = now + jitter(ctx)
-    }
-    const hints = kept.ok ? (kept.value[member.id] ?? 0) : target.hints
-    if (hints > target.hints) {
+    if (member.kind === 'node') statuses.set(member.id, member.status)
+  }
+  // Hints for a replica gossip does not know (not heard of since this node started, or gone from
+  // the pool) wait as for one away.
+  for (const id of kept.ok ? Object.keys(kept.value) : []) {
+    if (!statuses.has(id)) statuses.set(id, null)
+  }
+  for (const [id, status] of statuses) {
+    const alive = status === 'Alive'
+    const known = state.targets.get(id)
+    const target = known ?? { alive, awaySinceMs: null, hints: 0, nextPassMs: now, passing: false }
+    if (alive && known !== undefined && !known.alive) target.nextPassMs = now + jitter(ctx)
+    const hints = kept.ok ? (kept.value[id] ?? 0) : target.hints
+    if (alive && hints > target.hints) {
       target.nextPassMs = Math.min(target.nextPassMs, now + NEW_HINTS_PASS_MS)
     }
     target.hints = hints
-    target.status = member.status
-    state.targets.set(member.id, target)
-    if (member.status !== 'Alive' || target.passing || now < target.nextPassMs) continue
-    target.passing = true
-    void pass(state, ctx, member.id).then(
-      (reached) => {
-        target.passing = false
-        target.nextPassMs = ctx.now() + (reached ? PASS_MS : UNREACHED_RETRY_MS)
-      },
-      () => {
-        target.passing = false
-        target.nextPassMs = ctx.now() + UNREACHED_RETRY_MS
-      },
-    )
+    target.alive = alive
+    target.awaySinceMs = alive ? null : (target.awaySinceMs ?? now)
+    state.targets.set(id, target)
+    if (target.passing || now < target.nextPassMs || (!alive && hints === 0)) continue
+    startPass(state, ctx, id, target)
   }
+  // A replica neither gossip nor the store names any more is forgotten.
+  for (const [id, target] of state.targets) {
+    if (kept.ok && !statuses.has(id) && !target.passing) state.targets.delete(id)
+  }
+  await tellClosed(state, ctx, now)
+}
+
+function startPass(state: HintQueueState, ctx: Context, node: string, target: Target): void {
+  const delivering = target.alive
+  target.passing = true
+  void pass(state, ctx, node, delivering).then(
+    (reached) => {
+      target.passing = false
+      let waitMs = reached ? PASS_MS : UNREACHED_RETRY_MS
+      // One that came back during an expiry pass gets its delivery at the next look.
+      if (!delivering) waitMs = target.alive ? 0 : expiryEveryMs(state)
+      target.nextPassMs = ctx.now() + waitMs
+    },
+    () => {
+      target.passing = false
+      target.nextPassMs = ctx.now() + UNREACHED_RETRY_MS
+    },
+  )
+}
+
+function expiryEveryMs(state: HintQueueState): number {
+  return Math.min(EXPIRY_PASS_MS_MAX, Math.max(LOOK_MS, state.ttlMs / 10))
+}
+
+/** Tells the store the replicas away longer than the TTL, while there are any and once more when
+ * none is left (again until it took it); each window that closes is logged once. */
+async function tellClosed(state: HintQueueState, ctx: Context, now: number): Promise<void> {
+  const closed = [...state.targets]
+    .filter(([, target]) => target.awaySinceMs !== null && now - target.awaySinceMs >= state.ttlMs)
+    .map(([id]) => id)
+    .sort()
+  const changed = closed.join(',') !== state.closed.join(',')
+  if (closed.length === 0 && !changed && state.closedTold) return
+  for (const node of closed) {
+    if (!state.closed.includes(node)) {
+      ctx.log.warn(
+        { node, ttlHours: state.ttlMs / HOUR_MS },
+        'replica away longer than the hint TTL: no hint is recorded for it until it is back ' +
+          '(anti-entropy or a bootstrap brings it what it missed)',
+      )
+    }
+  }
+  state.closed = closed
+  const told = await ctx.call<null>('replica-store', {
+    kind: 'hint.closed',
+    nodes: closed,
+    requestId: 'hint-queue',
+    deadlineMs: ctx.now() + CALL_MS,
+  })
+  state.closedTold = told.ok
 }
 
 function jitter(ctx: Context): number {
@@ -141,8 +216,13 @@ function jitter(ctx: Context): number {
 }
 
 /** Delivers `node`'s hints, page by page, until none is left or the node cannot be reached;
- * says whether it was reached. */
-async function pass(state: HintQueueState, ctx: Context, node: string): Promise<boolean> {
+ * says whether it was reached. Not `delivering` (the node is away), it only drops the expired. */
+async function pass(
+  state: HintQueueState,
+  ctx: Context,
+  node: string,
+  delivering: boolean,
+): Promise<boolean> {
   let after: { bucket: string; key: string } | null = null
   for (let page = 0; page < PAGES_PER_PASS_MAX && !state.stopped; page++) {
     const hints = await storeCall<Hint[]>(ctx, {
@@ -160,6 +240,10 @@ async function pass(state: HintQueueState, ctx: Context, node: string): Promise<
     const live = hints.value.filter((hint) => expiresAt(state, hint) > now)
     const removedExpired = await done(ctx, expired)
     state.counters.expired += removedExpired
+    if (!delivering) {
+      if (hints.value.length < PAGE_HINTS) return true
+      continue
+    }
     const { delivered, reached } = await deliver(state, ctx, live)
     state.counters.delivered += await done(ctx, delivered)
     if (!reached) return false

@@ -4,9 +4,14 @@
  * the missing one lacks. One record per replica and key (`J\0`), the newest stamp kept: the
  * replica will need the key's newest state, not every change. The hint queue (actors/hint-queue)
  * pages through them and removes each once delivered or expired; here they are kept and counted,
- * in all and per replica (the counts are read at start and kept by every batch). */
+ * in all and per replica. The counts are the records' by construction: read from them at start,
+ * then moved by each batch once it is durable, by what it changed in the records as the batch's
+ * reads saw them (which show every batch handed to commit before it). A batch that fails moves
+ * nothing, and the batches queued behind it fail with it (runtime/rocks-kv.ts); a store that cannot
+ * go on restarts and counts again. */
 import type { Context, KvOp } from '../../protocol/actor.js'
 import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
+import { MEMBERS_MAX } from '../../protocol/membership.js'
 import type { Hint } from '../../protocol/messages.js'
 import { HINT_END, HINT_PREFIX, hintKey } from './keys.js'
 import { decodeText } from './records.js'
@@ -31,24 +36,51 @@ export async function putHints(
 ): Promise<Result<null>> {
   const ops = []
   const seen = new Set<string>()
+  /** Replicas this batch adds a record for, and how many. */
+  const added = new Map<string, number>()
+  let addedAll = 0
   for (const hint of hints.slice(0, HINTS_PER_REQUEST_MAX)) {
+    // Away past the TTL: the hint would expire unread; repair brings what it lacks.
+    if (state.hintsClosed.has(hint.node)) continue
     const key = hintKey(hint.node, hint.bucket, hint.key)
     const held = ctx.kv.get(key)
     const heldStamp = held === undefined ? '' : Buffer.from(held).toString('utf8')
     if (heldStamp >= hint.stamp || seen.has(key)) continue
-    const forNode = state.hintsPerNode.get(hint.node) ?? 0
-    if (held === undefined && (state.hintsPending >= HINTS_MAX || forNode >= HINTS_PER_NODE_MAX)) {
+    const forNode = (state.hintsPerNode.get(hint.node) ?? 0) + (added.get(hint.node) ?? 0)
+    if (
+      held === undefined &&
+      (state.hintsPending + addedAll >= HINTS_MAX || forNode >= HINTS_PER_NODE_MAX)
+    ) {
       ctx.log.error({ node: hint.node, bucket: hint.bucket }, 'hint refused: too many kept')
       continue
     }
     if (held === undefined) {
-      state.hintsPending++
-      state.hintsPerNode.set(hint.node, forNode + 1)
+      added.set(hint.node, (added.get(hint.node) ?? 0) + 1)
+      addedAll++
     }
     seen.add(key)
     ops.push({ type: 'put' as const, key, value: new Uint8Array(Buffer.from(hint.stamp, 'utf8')) })
   }
-  if (ops.length > 0) await durably(state, ctx, ctx.kv.commit(ops))
+  if (ops.length === 0) return ok(null)
+  await durably(state, ctx, ctx.kv.commit(ops))
+  for (const [node, count] of added) countHintsOf(state, node, count)
+  return ok(null)
+}
+
+/** Moves the counts of `node`'s hints by `change`, once the batch that made it is durable. */
+function countHintsOf(state: StoreState, node: string, change: number): void {
+  state.hintsPending += change
+  const count = (state.hintsPerNode.get(node) ?? 0) + change
+  if (count === 0) state.hintsPerNode.delete(node)
+  else state.hintsPerNode.set(node, count)
+}
+
+/** Takes the hint queue's list of replicas away longer than the TTL, which replaces the last. */
+export function closeHints(state: StoreState, nodes: readonly string[]): Result<null> {
+  if (nodes.length > MEMBERS_MAX || nodes.some((node) => typeof node !== 'string')) {
+    return fail('invalid_request', `at most ${MEMBERS_MAX} replicas, by id`)
+  }
+  state.hintsClosed = new Set(nodes)
   return ok(null)
 }
 
@@ -115,12 +147,7 @@ export async function hintsDone(
   })
   if (ops.length === 0) return ok(0)
   await durably(state, ctx, ctx.kv.commit(ops))
-  // Counted once durable: a crash before would leave the hints, and the count found at start.
-  for (const key of removed) {
-    const node = parseHintKey(key).node
-    state.hintsPending--
-    state.hintsPerNode.set(node, (state.hintsPerNode.get(node) ?? 1) - 1)
-  }
+  for (const key of removed) countHintsOf(state, parseHintKey(key).node, -1)
   return ok(ops.length)
 }
 

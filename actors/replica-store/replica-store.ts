@@ -67,7 +67,7 @@ import { abortUpload, createUpload, listParts, listUploads, uploadStates } from 
 import { objectHeads, objectStamps, versionsDeleted } from './point-checks.js'
 import { replicaMessage } from './replica-calls.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
-import { countHints, hintsDone, pageHints, putHints } from './hints.js'
+import { closeHints, countHints, hintsDone, pageHints, putHints } from './hints.js'
 import { claimKeyFor, releaseKey } from './key-claims.js'
 import { recover } from './recovery.js'
 import { createState, track, type StoreState } from './store-state.js'
@@ -256,6 +256,8 @@ function dispatch(
       return pageHints(ctx, msg.node, msg.after, msg.limit)
     case 'hint.done':
       return hintsDone(state, ctx, msg.hints)
+    case 'hint.closed':
+      return closeHints(state, msg.nodes)
     case 'key.claim':
       return claimKeyFor(state, msg, ctx.now())
     case 'key.release':

@@ -38,6 +38,9 @@ export interface StoreState {
   hintsPending: number
   /** Hints kept per replica they name. */
   hintsPerNode: Map<string, number>
+  /** Replicas away longer than the hint TTL (the hint queue says which): no hint is kept for
+   * them. */
+  hintsClosed: ReadonlySet<string>
   /** Requests being handled now (with `streams`, the load the scrubber yields to). */
   handling: number
   /** Blobs whose bytes failed their CRC32 here since the store started (a GET met them, or the
@@ -73,6 +76,7 @@ export function createState(): StoreState {
     keyClaims: new Map(),
     hintsPending: 0,
     hintsPerNode: new Map(),
+    hintsClosed: new Set(),
     handling: 0,
     damaged: new Set(),
   }

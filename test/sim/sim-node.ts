@@ -115,6 +115,11 @@ export class SimNode {
   /** Assertion failures of its actors: programmer errors the run reports. */
   readonly crashes: string[] = []
   private readonly random: SimRandom
+  /** Kills armed by crashActorOnRequest, by actor. */
+  private readonly armed = new Map<
+    SimActorName,
+    { kinds: (kind: string) => boolean; afterMs: number; untilMs: number }
+  >()
 
   constructor(
     readonly id: string,
@@ -203,6 +208,15 @@ export class SimNode {
             return
           }
           running.handling.add(answer)
+          const armed = this.armed.get(to)
+          if (
+            armed !== undefined &&
+            armed.kinds(msg.kind) &&
+            this.scheduler.nowMs < armed.untilMs
+          ) {
+            this.armed.delete(to)
+            this.scheduler.after(armed.afterMs, () => this.crashActor(to), this.life)
+          }
           void running.mailbox.deliver(msg).then((result) => {
             running.handling.delete(answer)
             if (running.owner.alive) answer(result)
@@ -211,6 +225,17 @@ export class SimNode {
         caller,
       )
     })
+  }
+
+  /** Kills the actor `name` `afterMs` after it next takes a request that `kinds` matches, while it
+   * handles it (a chaos kill that lands mid-write), if that comes before virtual time `untilMs`. */
+  crashActorOnRequest(
+    name: SimActorName,
+    kinds: (kind: string) => boolean,
+    afterMs: number,
+    untilMs: number,
+  ): void {
+    this.armed.set(name, { kinds, afterMs, untilMs })
   }
 
   /** What one of this node's actors holds, for the checks (undefined when it is not running). */

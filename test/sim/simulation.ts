@@ -10,17 +10,21 @@
  *   each key of the plain bucket holds the same record, and in the versioned bucket replicas that
  *   hold the same stamp for a key hold the same version; every copy reads back whole and right
  *   (the scrubber, a pass every SCRUB_PERIOD_MS, has healed the corrupt ones);
- * - each store's references and counters match its records (store-audit.ts).
+ * - each store's references and counters match its records (store-audit.ts);
+ * - each store's count of hints (its pending hints, in all and per replica) is the number of its
+ *   hint records, and none is left: with every node up and calm, every hint was delivered.
  * Tombstones are purged GC_GRACE_MS after their change, mostly while faults still happen: a
  * deleted key that came back would show in the history (a read of an overwritten or deleted
  * value) or in what the replicas hold.
  * At most RF − W = 1 node is down or cut off at any time, as the guarantee asks, and a content
  * has at most RF − W corrupt copies at once (a corrupt copy is a replica lost until healed). The
- * faults of a run are chosen by its seed, each kind on or off. */
+ * faults of a run are chosen by its seed, each kind on or off; store kills come on top of the
+ * RF − W bound (a store that restarts loses nothing durable). */
 import { createHash } from 'node:crypto'
 import type { AntiEntropyState } from '../../actors/anti-entropy/anti-entropy.js'
 import type { HintQueueState } from '../../actors/hint-queue/hint-queue.js'
-import { fileKey } from '../../actors/replica-store/keys.js'
+import { fileKey, HINT_END, HINT_PREFIX } from '../../actors/replica-store/keys.js'
+import type { StoreState } from '../../actors/replica-store/store-state.js'
 import { loadClusterSettings } from '../../runtime/cluster-config.js'
 import { clusterKey } from '../../runtime/cluster/cluster-key.js'
 import { loadConfig } from '../../runtime/config.js'
@@ -72,6 +76,8 @@ export interface FaultPlan {
   actorCrashes: boolean
   clockSkew: boolean
   corruptBlobs: boolean
+  /** A node's replica-store killed while it takes requests: writes and hints in flight. */
+  storeKills: boolean
 }
 
 export interface SimReport {
@@ -128,6 +134,7 @@ export function planOf(seed: number): FaultPlan {
     actorCrashes: random.chance(0.4),
     clockSkew: random.chance(0.5),
     corruptBlobs: random.chance(0.3),
+    storeKills: random.chance(0.3),
   }
 }
 
@@ -163,6 +170,7 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
   }
   const faultsUntil = scheduler.nowMs + FAULT_PHASE_MS
   scheduleFaults(plan, world, network, random.fork(5), trace, faultsUntil, quorums.write)
+  if (plan.storeKills) scheduleStoreKills(world, random.fork(6), faultsUntil)
   const clients = Array.from(
     { length: plan.clients },
     (_, index) => new SimClient(index + 1, world, random.fork(10 + index)),
@@ -184,7 +192,7 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
   await scheduler.run(scheduler.nowMs + CALM_MS)
   // Without crashes or lost calls every miss was hinted and every hint can be delivered: the
   // replicas agree before any read repairs them.
-  const hinted = !plan.nodeCrashes && !plan.actorCrashes && !plan.loss
+  const hinted = !plan.nodeCrashes && !plan.actorCrashes && !plan.storeKills && !plan.loss
   const beforeReads = hinted ? await drive(scheduler, compareReplicas(world, 'after hints')) : []
   for (let sweep = 0; sweep < 2; sweep++) {
     await drive(scheduler, sweepReads(world, admin))
@@ -199,6 +207,7 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
   problems.push(...(await drive(scheduler, compareDigests(world, gcGraceMs))))
   for (const node of nodes) {
     problems.push(...auditStore(node.kv).map((line) => `${node.id} store: ${line}`))
+    problems.push(...hintsLeft(node))
   }
   const history = world.history
   const fingerprint = formatHistory(history)
@@ -215,6 +224,42 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
     trace: trace.format(),
     fingerprint,
   }
+}
+
+/** After the calm: the hints `node` keeps, which must be none (every replica was up long enough to
+ * be brought each one), and its store's counts of them, which must be the records. */
+function hintsLeft(node: SimNode): string[] {
+  const problems: string[] = []
+  const rows = node.kv.scan({ gte: HINT_PREFIX, lt: HINT_END, limit: Number.MAX_SAFE_INTEGER })
+  const perNode = new Map<string, number>()
+  for (const [key] of rows) {
+    const replica = key.slice(HINT_PREFIX.length, key.indexOf('\0', HINT_PREFIX.length))
+    perNode.set(replica, (perNode.get(replica) ?? 0) + 1)
+  }
+  const store = node.stateOf('replica-store') as StoreState | undefined
+  if (store === undefined) problems.push(`${node.id}'s store is not running after the calm`)
+  else {
+    const counted = [...store.hintsPerNode].filter(([, count]) => count !== 0)
+    const held = [...perNode].sort()
+    if (store.hintsPending !== rows.length || !sameCounts(counted.sort(), held)) {
+      problems.push(
+        `${node.id} counts ${store.hintsPending} hints (${JSON.stringify(counted)}) but keeps ` +
+          `${rows.length} (${JSON.stringify(held)})`,
+      )
+    }
+  }
+  if (rows.length > 0) {
+    const named = rows.map(([key, stamp]) => {
+      const name = key.slice(HINT_PREFIX.length).replaceAll('\0', '/')
+      return `${name}@${Buffer.from(stamp).toString('utf8')}`
+    })
+    problems.push(`${node.id} keeps hints after the calm: ${named.join(', ')}`)
+  }
+  return problems
+}
+
+function sameCounts(a: [string, number][], b: [string, number][]): boolean {
+  return JSON.stringify(a) === JSON.stringify(b)
 }
 
 function hintsDeliveredBy(node: SimNode): number {
@@ -568,6 +613,31 @@ function scheduleFaults(
     }
   }
   scheduler.after(random.between(100, 1_000), tick)
+}
+
+/** Now and then, while the clients run, the replica-store of a node dies a moment after it took a
+ * write or a hint (a write of its own coordinator or of another, a hint being recorded); the
+ * supervisor starts it again after its backoff. */
+function scheduleStoreKills(world: ClientWorld, random: SimRandom, untilMs: number): void {
+  const { scheduler } = world
+  const tick = (): void => {
+    if (scheduler.nowMs >= untilMs) return
+    scheduler.after(random.between(500, 3_000), tick)
+    const node = random.pick(world.nodes)
+    if (node.up) {
+      node.crashActorOnRequest('replica-store', isWriteOrHint, random.float() * 3, untilMs)
+    }
+  }
+  scheduler.after(random.between(500, 3_000), tick)
+}
+
+function isWriteOrHint(kind: string): boolean {
+  return (
+    kind === 'hint.put' ||
+    kind === 'object.put' ||
+    kind.startsWith('object.delete') ||
+    kind.startsWith('upload.')
+  )
 }
 
 /** `node`'s blob files that may be corrupted now: sound ones whose content has fewer than

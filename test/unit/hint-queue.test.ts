@@ -1,11 +1,13 @@
 /** Goal: the hint queue delivers a replica's hints once gossip shows it Alive (at once at start,
  * within 5 s of its coming back or of new hints for it, again 5 s after a pass that could not
- * reach it), drops hints
- * older than SVC_HINT_TTL_HOURS without delivering them, leaves hints repair cannot bring, and
- * removes each delivered one.
+ * reach it), its own node's among them, drops hints older than SVC_HINT_TTL_HOURS without
+ * delivering them (also while their replica stays away), leaves hints repair cannot bring,
+ * removes each delivered one, and tells the store which replicas have been away longer than the
+ * TTL (no hint is recorded for them) until they are back.
  * Method: the real hint-queue on a fake context whose calls the test answers: gossip's view (the
- * test sets each member's status), the store's hint pages and removals (a list the test keeps),
- * and the coordinator's key.bring (the test says whether the replica is reachable). */
+ * test sets each member's status), the store's hint pages and removals (a list the test keeps)
+ * and the lists of replicas away past the TTL it is told, and the coordinator's key.bring (the
+ * test says whether the replica is reachable). */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
@@ -29,12 +31,14 @@ interface World {
   reachable: Set<string>
   brought: string[]
   unsupported: Set<string>
+  /** Each `hint.closed` list the store was told. */
+  closed: string[][]
 }
 
-function world(): World {
+function world(ttlHours = '1'): World {
   const ctx = fakeContext({
     self: 'hint-queue',
-    config: { SVC_NODE_ID: 'n1', SVC_HINT_TTL_HOURS: '1' },
+    config: { SVC_NODE_ID: 'n1', SVC_HINT_TTL_HOURS: ttlHours },
   })
   const w: World = {
     ctx,
@@ -46,6 +50,7 @@ function world(): World {
     reachable: new Set(['n2', 'n3']),
     brought: [],
     unsupported: new Set(),
+    closed: [],
   }
   ctx.onCall((to, msg) => {
     const body = msg as unknown as Record<string, unknown>
@@ -66,10 +71,16 @@ function world(): World {
       for (const one of w.hints) counts[one.node] = (counts[one.node] ?? 0) + 1
       return ok(counts)
     }
+    if (to === 'replica-store' && msg.kind === 'hint.closed') {
+      w.closed.push(body['nodes'] as string[])
+      return ok(null)
+    }
     if (to === 'replica-store' && msg.kind === 'hint.done') {
       const done = body['hints'] as Hint[]
       const before = w.hints.length
-      w.hints = w.hints.filter((hint) => !done.some((one) => one.key === hint.key))
+      w.hints = w.hints.filter(
+        (hint) => !done.some((one) => one.node === hint.node && one.key === hint.key),
+      )
       return ok(before - w.hints.length)
     }
     if (to === 'coordinator' && msg.kind === 'key.bring') {
@@ -151,6 +162,58 @@ test('new hints for a replica gossip never saw leave get a pass within 5 s', asy
   w.hints.push(hint('n2', 'missed', 1_000, w.ctx.now()))
   await step(w, NEW_HINTS_PASS_MS + 2 * LOOK_MS)
   assert.equal(w.brought, ['n2/missed'])
+  await hintQueue.stop?.(state, w.ctx)
+})
+
+test("a hint naming the queue's own node (its store missed a change) is delivered", async () => {
+  const w = world()
+  w.status.set('n1', 'Alive')
+  w.reachable.add('n1')
+  w.hints.push(hint('n1', 'own', 1_000, w.ctx.now()))
+  const state = await hintQueue.init(w.ctx)
+  await step(w, LOOK_MS)
+  assert.equal(w.brought, ['n1/own'])
+  assert.is(w.hints.length, 0)
+  await hintQueue.stop?.(state, w.ctx)
+})
+
+test('the hints of a replica that stays away expire all the same', async () => {
+  // A TTL of 36 s: expiry passes of a replica away every LOOK_MS (a tenth of it is less).
+  const w = world('0.01')
+  const ttlMs = 36_000
+  const now = w.ctx.now()
+  w.hints.push(hint('n3', 'stale', ttlMs + 1_000, now), hint('n3', 'young', 10_000, now))
+  const state = await hintQueue.init(w.ctx)
+  await step(w, LOOK_MS)
+  assert.equal(
+    w.hints.map((one) => one.key),
+    ['young'],
+  )
+  await step(w, ttlMs - 10_000 + 2 * LOOK_MS)
+  assert.equal(w.hints, [], 'expired while n3 is still Dead')
+  assert.equal(w.brought, [])
+  assert.is(state.counters.expired, 2)
+  await hintQueue.stop?.(state, w.ctx)
+})
+
+test('the store is told which replicas are away past the TTL, and when they are back', async () => {
+  const w = world('0.01')
+  const ttlMs = 36_000
+  const state = await hintQueue.init(w.ctx)
+  await step(w, ttlMs - LOOK_MS)
+  assert.equal(w.closed, [], 'n3 is away, not yet for the TTL')
+  await step(w, 2 * LOOK_MS)
+  assert.equal(w.closed.at(-1), ['n3'])
+  // Told at every look while it is away (a restarted store forgets), and once more when back.
+  const told = w.closed.length
+  await step(w, 3 * LOOK_MS)
+  assert.ok(w.closed.length >= told + 2, `${w.closed.length} lists told`)
+  w.status.set('n3', 'Alive')
+  await step(w, LOOK_MS)
+  assert.equal(w.closed.at(-1), [])
+  const afterBack = w.closed.length
+  await step(w, 3 * LOOK_MS)
+  assert.is(w.closed.length, afterBack, 'nothing more to tell')
   await hintQueue.stop?.(state, w.ctx)
 })
 
