@@ -1,12 +1,16 @@
 /** Goal: a full data volume is an answer, not a crash. Object writes that find no room answer
  * `507 InsufficientStorage` (S3 XML), never a 500 or a 503; reads, listings and deletes go on;
  * /health (200) and /metrics say the volume is full; deletes make room for writes again; and the
- * node stops and starts again on the full volume and serves reads. Method: the real server on a
- * 96 MiB tmpfs the test mounts (skipped, saying why, where mounting is refused), filled with PUTs
- * (eight at a time) until the first refusal: 1 MiB objects, which fill blob files, and 60 KB
- * objects, which live inline in the metadata database, so that it is RocksDB that meets the
- * edge. */
+ * node stops and starts again on the full volume and serves reads. What the node holds back
+ * follows the volume: a small one still takes most of its size in objects. Method: the real
+ * server on a 96 MiB tmpfs the test mounts (skipped, saying why, where mounting is refused),
+ * filled with PUTs (eight at a time) until the first refusal: 1 MiB objects, which fill blob
+ * files, and 60 KB objects, which live inline in the metadata database, so that it is RocksDB
+ * that meets the edge; and a 64 MiB one, filled with 1 MiB objects and then, while the node is
+ * down, to its last byte by a file of the test's, on which the node must start (the room its
+ * database needs to open is held in reserve and released at start). */
 import { randomBytes } from 'node:crypto'
+import { open, rm } from 'node:fs/promises'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
@@ -25,6 +29,16 @@ import { mountTmpfs } from '../support/tmpfs.js'
 import { pollUntil } from '../support/wait.js'
 
 const VOLUME_MIB = 96
+const SMALL_VOLUME_MIB = 64
+const MIB = 1024 * 1024
+/** 1 MiB objects a 64 MiB volume must take at least. */
+const SMALL_VOLUME_OBJECTS_MIN = 16
+/** Deletes of 1 MiB objects that surely make room for one more on a volume full by the rule: the
+ * blob writes that filled it may have dug up to half of the floor (2 MiB on 64 MiB). */
+const FREEING_DELETES = 3
+/** Freed room must take a write within this: a PUT of 1 MiB on tmpfs answers in tens of
+ * milliseconds, while a look at the volume cached for many seconds would not let it in. */
+const ROOM_USABLE_MS = 2_000
 const BUCKET = 'full'
 /** Far more PUTs than the volume holds of either size: the loop ends at the first refusal. */
 const PUTS_MAX = 2_000
@@ -42,12 +56,17 @@ interface OnVolume {
   s3: S3Client
   dataDir: string
   servers: TestServer[]
+  /** The tmpfs's root, beside the data directory. */
+  volumeDir: string
 }
 
 /** Runs `body` with a server (and the bucket) on a fresh tmpfs, then stops everything and
  * unmounts. */
-async function onSmallVolume(body: (on: OnVolume) => Promise<void>): Promise<void> {
-  const volume = await mountTmpfs(VOLUME_MIB)
+async function onSmallVolume(
+  body: (on: OnVolume) => Promise<void>,
+  sizeMiB = VOLUME_MIB,
+): Promise<void> {
+  const volume = await mountTmpfs(sizeMiB)
   if ('refused' in volume) {
     console.log(`full-disk test not run: cannot mount a tmpfs here (${volume.refused})`)
     return
@@ -59,7 +78,7 @@ async function onSmallVolume(body: (on: OnVolume) => Promise<void>): Promise<voi
     servers.push(server)
     const s3 = server.client()
     await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
-    await body({ server, s3, dataDir, servers })
+    await body({ server, s3, dataDir, servers, volumeDir: volume.dir })
   } finally {
     for (const server of servers) await server.kill()
     await volume.unmount()
@@ -140,7 +159,11 @@ async function deleteObject(s3: S3Client, key: string): Promise<void> {
 }
 
 /** Reads and listings on the full volume, and no restart of the store. */
-async function assertServesWhileFull(server: TestServer, stored: string[]): Promise<void> {
+async function assertServesWhileFull(
+  server: TestServer,
+  stored: string[],
+  sizeMiB = VOLUME_MIB,
+): Promise<void> {
   const s3 = server.client()
   const first = stored[0]
   assert.ok(first !== undefined)
@@ -149,7 +172,7 @@ async function assertServesWhileFull(server: TestServer, stored: string[]): Prom
   await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: first }))
   assert.is(await countKeys(s3), stored.length)
   const gauges = await volumeGauges(server)
-  assert.is(gauges.size, VOLUME_MIB * 1024 * 1024)
+  assert.is(gauges.size, sizeMiB * MIB)
   assert.is(gauges.storeRestarts, 0)
 }
 
@@ -208,5 +231,56 @@ test('60 KB objects fill the metadata database: 507, never a crash, and a restar
     for (const key of stored.splice(0, 50)) await deleteObject(s3, key)
     await restartOnFullVolume(servers, dataDir, stored[0] ?? '')
   }))
+
+/** Takes every byte left on the volume with a file in `dir` (as another writer would): chunks of
+ * 1 MiB, then of a page, until the file system says no space. Answers the file's path. */
+async function takeTheRest(dir: string, sizeMiB: number): Promise<string> {
+  const path = `${dir}/filler`
+  const handle = await open(path, 'w')
+  try {
+    for (const chunk of [MIB, 4096]) {
+      const bytes = Buffer.alloc(chunk, 1)
+      for (let written = 0; ; written += chunk) {
+        assert.ok(written <= sizeMiB * MIB, 'the filler outgrew the volume')
+        try {
+          await handle.write(bytes)
+        } catch (error) {
+          assert.is((error as NodeJS.ErrnoException).code, 'ENOSPC')
+          break
+        }
+      }
+    }
+  } finally {
+    await handle.close()
+  }
+  return path
+}
+
+test('64 MiB: 16 objects of 1 MiB fit, a restart on it filled to the last byte serves', () =>
+  onSmallVolume(async ({ server, dataDir, servers, volumeDir }) => {
+    const stored = await fillUntilFull(server, MIB, 'blob')
+    assert.ok(stored.length >= SMALL_VOLUME_OBJECTS_MIN, `only ${stored.length} objects fit`)
+    assert.is(await server.stop(), 0)
+    const filler = await takeTheRest(volumeDir, SMALL_VOLUME_MIB)
+    const again = await startServer({ dataDir })
+    servers.push(again)
+    await assertServesWhileFull(again, stored, SMALL_VOLUME_MIB)
+    assert.is((await health(again)).status, 200)
+    const s3 = again.client()
+    for (const key of stored.splice(0, 2)) await deleteObject(s3, key)
+    assert.is(await countKeys(s3), stored.length)
+    await rm(filler)
+    // Full by objects alone, then a few deletes: the next PUT must find their room.
+    stored.push(...(await fillUntilFull(again, MIB, 'refill')))
+    for (const key of stored.splice(0, FREEING_DELETES)) await deleteObject(s3, key)
+    const startedMs = Date.now()
+    const put = await failure(() =>
+      s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'freed', Body: randomBytes(MIB) })),
+    )
+    const tookMs = Date.now() - startedMs
+    assert.is(put.name, 'no error', `PUT after ${FREEING_DELETES} deletes: ${JSON.stringify(put)}`)
+    assert.ok(tookMs <= ROOM_USABLE_MS, `the PUT into freed room took ${tookMs} ms`)
+    assert.is((await volumeGauges(again)).storeRestarts, 0)
+  }, SMALL_VOLUME_MIB))
 
 test.run()
