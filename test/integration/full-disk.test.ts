@@ -8,7 +8,8 @@
  * files, and 60 KB objects, which live inline in the metadata database, so that it is RocksDB
  * that meets the edge; and a 64 MiB one, filled with 1 MiB objects and then, while the node is
  * down, to its last byte by a file of the test's, on which the node must start (the room its
- * database needs to open is held in reserve and released at start). */
+ * database needs to open is held in reserve and released at start), single and as a cluster's
+ * node. */
 import { randomBytes } from 'node:crypto'
 import { open, rm } from 'node:fs/promises'
 import { test } from 'uvu'
@@ -24,7 +25,8 @@ import {
 } from '@aws-sdk/client-s3'
 import { sample } from '../support/metrics-text.js'
 import { failure } from '../support/s3-failure.js'
-import { startServer, type TestServer } from '../support/server.js'
+import { ROOT_PASSWORD, ROOT_USERNAME } from '../support/cluster.js'
+import { freePort, startServer, type TestServer } from '../support/server.js'
 import { mountTmpfs } from '../support/tmpfs.js'
 import { pollUntil } from '../support/wait.js'
 
@@ -65,6 +67,7 @@ interface OnVolume {
 async function onSmallVolume(
   body: (on: OnVolume) => Promise<void>,
   sizeMiB = VOLUME_MIB,
+  env: Record<string, string> = {},
 ): Promise<void> {
   const volume = await mountTmpfs(sizeMiB)
   if ('refused' in volume) {
@@ -74,7 +77,7 @@ async function onSmallVolume(
   const servers: TestServer[] = []
   try {
     const dataDir = `${volume.dir}/data`
-    const server = await startServer({ dataDir })
+    const server = await startServer({ dataDir, env })
     servers.push(server)
     const s3 = server.client()
     await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
@@ -256,19 +259,31 @@ async function takeTheRest(dir: string, sizeMiB: number): Promise<string> {
   return path
 }
 
+/** Fills the volume with 1 MiB objects (at least SMALL_VOLUME_OBJECTS_MIN must fit), stops the
+ * node, takes the rest of the volume with a file and starts the node again (with `env`): it must
+ * serve reads, listings and deletes. Answers the node, the keys stored and the file. */
+async function restartFullToTheLastByte(
+  { server, dataDir, servers, volumeDir }: OnVolume,
+  env: Record<string, string> = {},
+): Promise<{ again: TestServer; stored: string[]; filler: string }> {
+  const stored = await fillUntilFull(server, MIB, 'blob')
+  assert.ok(stored.length >= SMALL_VOLUME_OBJECTS_MIN, `only ${stored.length} objects fit`)
+  assert.is(await server.stop(), 0)
+  const filler = await takeTheRest(volumeDir, SMALL_VOLUME_MIB)
+  const again = await startServer({ dataDir, env })
+  servers.push(again)
+  await assertServesWhileFull(again, stored, SMALL_VOLUME_MIB)
+  assert.is((await health(again)).status, 200)
+  const s3 = again.client()
+  for (const key of stored.splice(0, 2)) await deleteObject(s3, key)
+  assert.is(await countKeys(s3), stored.length)
+  return { again, stored, filler }
+}
+
 test('64 MiB: 16 objects of 1 MiB fit, a restart on it filled to the last byte serves', () =>
-  onSmallVolume(async ({ server, dataDir, servers, volumeDir }) => {
-    const stored = await fillUntilFull(server, MIB, 'blob')
-    assert.ok(stored.length >= SMALL_VOLUME_OBJECTS_MIN, `only ${stored.length} objects fit`)
-    assert.is(await server.stop(), 0)
-    const filler = await takeTheRest(volumeDir, SMALL_VOLUME_MIB)
-    const again = await startServer({ dataDir })
-    servers.push(again)
-    await assertServesWhileFull(again, stored, SMALL_VOLUME_MIB)
-    assert.is((await health(again)).status, 200)
+  onSmallVolume(async (on) => {
+    const { again, stored, filler } = await restartFullToTheLastByte(on)
     const s3 = again.client()
-    for (const key of stored.splice(0, 2)) await deleteObject(s3, key)
-    assert.is(await countKeys(s3), stored.length)
     await rm(filler)
     // Full by objects alone, then a few deletes: the next PUT must find their room.
     stored.push(...(await fillUntilFull(again, MIB, 'refill')))
@@ -282,5 +297,39 @@ test('64 MiB: 16 objects of 1 MiB fit, a restart on it filled to the last byte s
     assert.ok(tookMs <= ROOM_USABLE_MS, `the PUT into freed room took ${tookMs} ms`)
     assert.is((await volumeGauges(again)).storeRestarts, 0)
   }, SMALL_VOLUME_MIB))
+
+/** A cluster of one node (replication factor 1, so that the node alone answers): its store opens
+ * the same way, and its hints and digests go into the same database. */
+async function oneNodeCluster(): Promise<Record<string, string>> {
+  const grpc = `127.0.0.1:${await freePort()}`
+  return {
+    SVC_MODE: 'cluster',
+    SVC_CLUSTER_NAME: 'full-disk',
+    SVC_CLUSTER_SECRET: randomBytes(24).toString('hex'),
+    SVC_NODE_ID: 'n1',
+    SVC_NODE_GRPC_ADDR: grpc,
+    SVC_SEEDS: grpc,
+    SVC_POOL_NAME: 'p1',
+    SVC_POOL_NODES: `n1:${grpc}`,
+    SVC_REPLICATION_FACTOR: '1',
+    SVC_WRITE_QUORUM: '1',
+    SVC_READ_QUORUM: '1',
+    SVC_ROOT_USERNAME: ROOT_USERNAME,
+    SVC_ROOT_PASSWORD: ROOT_PASSWORD,
+  }
+}
+
+test('cluster mode: a node restarts on 64 MiB filled to the last byte and serves', async () => {
+  const env = await oneNodeCluster()
+  await onSmallVolume(
+    async (on) => {
+      const { again, filler } = await restartFullToTheLastByte(on, env)
+      await rm(filler)
+      assert.is((await volumeGauges(again)).storeRestarts, 0)
+    },
+    SMALL_VOLUME_MIB,
+    env,
+  )
+})
 
 test.run()
