@@ -25,8 +25,7 @@ import type { VolumeStatus } from '../protocol/actor.js'
 import { METADATA_MEMTABLE_BYTES_MAX, openRoomBytes } from './rocks-kv.js'
 
 const MIB = 1024 * 1024
-/** The metadata database's memtable budget: a sixteenth of the volume, in steps of this (four
- * write buffers of a whole MiB), at least one step and at most METADATA_MEMTABLE_BYTES_MAX. */
+/** The memtable budget's step: four write buffers of a whole MiB. */
 const MEMTABLE_STEP_BYTES = 4 * MIB
 /** The floor: 1% of the volume, at least the memtable budget and at most FLOOR_BYTES_MAX. Small
  * objects live inline in the metadata database, and a flush writes its memtables out while their
@@ -43,6 +42,9 @@ export const SAMPLE_INTERVAL_MS = 1_000
 /** The reserve is written in chunks of this size. */
 const RESERVE_CHUNK_BYTES = MIB
 
+/** The metadata database's memtable budget: a sixteenth of the volume in whole steps, at least
+ * one step and at most METADATA_MEMTABLE_BYTES_MAX. A small volume gets small write buffers, and
+ * with them a small floor and reserve. */
 export function memtableBytes(sizeBytes: number): number {
   const steps = Math.floor(sizeBytes / 16 / MEMTABLE_STEP_BYTES)
   return Math.min(METADATA_MEMTABLE_BYTES_MAX, Math.max(1, steps) * MEMTABLE_STEP_BYTES)
