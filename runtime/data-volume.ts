@@ -41,6 +41,10 @@ export const FULL_ROOM_BYTES = MIB
 export const SAMPLE_INTERVAL_MS = 1_000
 /** The reserve is written in chunks of this size. */
 const RESERVE_CHUNK_BYTES = MIB
+/** After the metadata database took the reserve, it is not written back for this long: RocksDB
+ * refuses every write until it has resumed, which its SstFileManager decides every 5 s, and each
+ * refusal asks for the reserve again (writing it back at once went round every look). */
+const RESERVE_HOLD_OFF_MS = 30_000
 
 /** The metadata database's memtable budget: a sixteenth of the volume in whole steps, at least
  * one step and at most METADATA_MEMTABLE_BYTES_MAX. A small volume gets small write buffers, and
@@ -112,6 +116,8 @@ export class DataVolume {
   private reserveHeld: number
   /** False until the metadata database is open: the reserve is its room to open. */
   private databaseOpen = false
+  /** The reserve is not written back before this (see RESERVE_HOLD_OFF_MS). */
+  private holdOffUntilMs = 0
   private looking: Promise<void> | null = null
   private reserveWork: Promise<void> | null = null
   private closed = false
@@ -187,6 +193,7 @@ export class DataVolume {
   /** The metadata database failed a write for lack of space: it gets the reserve, with which it
    * resumes (deletes on a full volume need it to), and the volume is looked at again. */
   databaseExhausted(): void {
+    this.holdOffUntilMs = Date.now() + RESERVE_HOLD_OFF_MS
     this.reserveWork ??= this.releaseReserve('the metadata database found no room').finally(() => {
       this.reserveWork = null
     })
@@ -225,6 +232,7 @@ export class DataVolume {
     }
     this.reportEdge()
     if (this.reserveWork !== null || this.closed || !this.databaseOpen) return
+    if (Date.now() < this.holdOffUntilMs) return
     // The reserve comes back only where the whole floor stays free beside it (a room of at least
     // zero): a volume at the edge keeps the floor for the database's own writes.
     if (this.room() >= 0 && this.reserveHeld < reserveBytes(this.sample.sizeBytes)) {

@@ -1,6 +1,7 @@
 // Goal: what the data volume holds back follows its size (a small volume keeps most of itself for
 // objects), the reserve covers the room the metadata database needs to open, and the reserve is
-// let go at every start before the database opens and written back only once it is open.
+// let go at every start before the database opens and written back only once it is open, and
+// when the database meets no space it gets the reserve, which is not written back at once.
 // Method: the sizing functions on a few volume sizes; DataVolume on a temp dir of this machine's
 // disk, with a reserve file left as a previous run would leave it.
 import { existsSync } from 'node:fs'
@@ -59,6 +60,30 @@ test('the reserve goes at start and comes back only once the database is open', 
       const expected = reserveBytes(stats.blocks * stats.bsize)
       const written = async (): Promise<boolean> => (await stat(reserve)).size === expected
       assert.ok(await pollUntil(written, 10_000, 50), 'the reserve is written back')
+    } finally {
+      await volume.close()
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test('the reserve the database took is not written back at the next looks', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-volume-'))
+  const reserve = join(dir, RESERVE_FILE)
+  try {
+    const volume = await DataVolume.open(dir, QUIET)
+    try {
+      volume.databaseOpened()
+      const stats = await statfs(dir)
+      const expected = reserveBytes(stats.blocks * stats.bsize)
+      const written = async (): Promise<boolean> => (await stat(reserve)).size === expected
+      assert.ok(await pollUntil(written, 10_000, 50), 'the reserve is written')
+      // RocksDB refuses every write until it resumes, each refusal a call like this one.
+      volume.databaseExhausted()
+      assert.ok(await pollUntil(() => !existsSync(reserve), 5_000, 20), 'the reserve is let go')
+      await new Promise((resolve) => setTimeout(resolve, 2_200))
+      assert.not.ok(existsSync(reserve), 'not written back while the database resumes')
     } finally {
       await volume.close()
     }
