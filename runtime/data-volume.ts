@@ -5,11 +5,14 @@
  * Room for object data = free space - the floor - the part of the reserve not held. The floor
  * stays free for what must go on when object writes stop: deletes, the metadata database's own
  * writes (WAL, memtable flushes, compactions) and what a look at the volume misses until the next.
- * The reserve is a file of RESERVE_BYTES in the data directory, written while there is room and
- * deleted once there is none: the metadata database then has that much more to write in (it stops
- * on a failed write and resumes by itself once it sees enough free space), and a restart on a full
- * volume finds room to open it. The rule counts the reserve as held whether it is or not, so
- * deleting it never lets more object data in.
+ * The reserve is a file in the data directory holding the room the metadata database needs to
+ * open (runtime/rocks-kv.ts `openRoomBytes`): it is deleted at start before the database opens,
+ * so that a restart on a full volume finds that room, and written back once the database is open
+ * and the floor stays free beside it. While the node runs it is deleted only when the database
+ * itself found no room (it stops on a failed write and resumes by itself once it sees enough free
+ * space). The rule counts the reserve as held whether it is or not, so deleting it never lets more
+ * object data in. The memtable budget, the floor and the reserve follow the volume's size: on a
+ * small volume a small budget, so that object data still has most of it.
  *
  * `DataVolume` runs in replica-store's thread: a look (statfs) every SAMPLE_INTERVAL_MS, and one
  * at once when the estimate (the last look less the blob bytes written since) comes near the edge
@@ -19,38 +22,52 @@
 import { open, stat, statfs, unlink, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { VolumeStatus } from '../protocol/actor.js'
-import { METADATA_MEMTABLE_BYTES } from './rocks-kv.js'
+import { METADATA_MEMTABLE_BYTES_MAX, openRoomBytes } from './rocks-kv.js'
 
 const MIB = 1024 * 1024
-/** The floor: 1% of the volume, at least FLOOR_BYTES_MIN and at most FLOOR_BYTES_MAX. The least
- * is the metadata database's whole memtable budget (rocks-kv.ts): small objects live inline there,
- * and a flush writes its memtables out while their WAL files still hold the same bytes. With half
- * of it (two write buffers) a run of inline writes left too little for the flush, which then
- * failed on every retry while nothing could free space. */
-export const FLOOR_BYTES_MIN = METADATA_MEMTABLE_BYTES
+/** The memtable budget's step: four write buffers of a whole MiB. */
+const MEMTABLE_STEP_BYTES = 4 * MIB
+/** The floor: 1% of the volume, at least the memtable budget and at most FLOOR_BYTES_MAX. Small
+ * objects live inline in the metadata database, and a flush writes its memtables out while their
+ * WAL files still hold the same bytes. With half of the budget (two write buffers) a run of inline
+ * writes left too little for the flush, which then failed on every retry while nothing could free
+ * space. */
 const FLOOR_BYTES_MAX = 256 * MIB
-/** The reserve file: two write buffers of the metadata database, which resumes after a failed
- * write only once it sees one buffer free. */
-export const RESERVE_BYTES = 16 * MIB
 export const RESERVE_FILE = 'space.reserve'
 /** The volume counts as full, and every object write is refused, once less room than this is left
  * (a write larger than the room is refused before that). */
 export const FULL_ROOM_BYTES = MIB
 /** How often the volume is looked at, and how old a look may be when a write asks for room. */
 export const SAMPLE_INTERVAL_MS = 1_000
-/** The reserve is written back only when this much room is left beyond it, so that a volume at
- * the edge does not write and delete it over and over. */
-const RESERVE_REWRITE_ROOM_BYTES = RESERVE_BYTES
 /** The reserve is written in chunks of this size. */
 const RESERVE_CHUNK_BYTES = MIB
+/** After the metadata database took the reserve, it is not written back for this long: RocksDB
+ * refuses every write until it has resumed, which its SstFileManager decides every 5 s, and each
+ * refusal asks for the reserve again (writing it back at once went round every look). */
+const RESERVE_HOLD_OFF_MS = 30_000
+
+/** The metadata database's memtable budget: a sixteenth of the volume in whole steps, at least
+ * one step and at most METADATA_MEMTABLE_BYTES_MAX. A small volume gets small write buffers, and
+ * with them a small floor and reserve. */
+export function memtableBytes(sizeBytes: number): number {
+  const steps = Math.floor(sizeBytes / 16 / MEMTABLE_STEP_BYTES)
+  return Math.min(METADATA_MEMTABLE_BYTES_MAX, Math.max(1, steps) * MEMTABLE_STEP_BYTES)
+}
 
 export function floorBytes(sizeBytes: number): number {
-  return Math.min(FLOOR_BYTES_MAX, Math.max(FLOOR_BYTES_MIN, Math.floor(sizeBytes / 100)))
+  return Math.min(FLOOR_BYTES_MAX, Math.max(memtableBytes(sizeBytes), Math.floor(sizeBytes / 100)))
+}
+
+/** The reserve: the room the metadata database needs to open, in whole chunks. */
+export function reserveBytes(sizeBytes: number): number {
+  const room = openRoomBytes(memtableBytes(sizeBytes))
+  return Math.ceil(room / RESERVE_CHUNK_BYTES) * RESERVE_CHUNK_BYTES
 }
 
 /** Bytes object writes may still take (negative past the edge); see the module comment. */
 export function objectRoomBytes(sizeBytes: number, freeBytes: number, reserveHeld: number): number {
-  return freeBytes - floorBytes(sizeBytes) - (RESERVE_BYTES - Math.min(reserveHeld, RESERVE_BYTES))
+  const reserve = reserveBytes(sizeBytes)
+  return freeBytes - floorBytes(sizeBytes) - (reserve - Math.min(reserveHeld, reserve))
 }
 
 /** The volume as the rule sees it, from a fresh look: for /health and /metrics. */
@@ -97,6 +114,10 @@ export class DataVolume {
   /** Blob bytes handed to writes since the last look. */
   private writtenSince = 0
   private reserveHeld: number
+  /** False until the metadata database is open: the reserve is its room to open. */
+  private databaseOpen = false
+  /** The reserve is not written back before this (see RESERVE_HOLD_OFF_MS). */
+  private holdOffUntilMs = 0
   private looking: Promise<void> | null = null
   private reserveWork: Promise<void> | null = null
   private closed = false
@@ -104,13 +125,12 @@ export class DataVolume {
   private readonly timer: NodeJS.Timeout
   private readonly reservePath: string
 
-  /** Looks at the volume and, when it is full, deletes the reserve before anything else opens. */
+  /** Looks at the volume and deletes the reserve, before the metadata database opens. */
   static async open(dataDir: string, log: VolumeLog): Promise<DataVolume> {
     const reservePath = join(dataDir, RESERVE_FILE)
     const sample = { ...(await look(dataDir)), atMs: Date.now() }
     const volume = new DataVolume(dataDir, log, sample, await reserveSize(reservePath))
-    // Writing the reserve waits for the first look: a start does not wait for 16 MiB of writes.
-    await volume.releaseReserveIfFull()
+    await volume.releaseReserve('the metadata database opens')
     return volume
   }
 
@@ -124,6 +144,18 @@ export class DataVolume {
     this.reserveHeld = reserveHeld
     this.timer = setInterval(() => void this.refresh(), SAMPLE_INTERVAL_MS)
     this.timer.unref()
+  }
+
+  /** The metadata database's memtable budget on this volume. */
+  get memtableBytes(): number {
+    return memtableBytes(this.sample.sizeBytes)
+  }
+
+  /** The metadata database is open: the reserve is written back (in the background: a start
+   * does not wait for its writes) once the floor stays free beside it. */
+  databaseOpened(): void {
+    this.databaseOpen = true
+    void this.refresh()
   }
 
   /** Room for object data by the estimate. */
@@ -153,9 +185,19 @@ export class DataVolume {
     return this.refresh().then(() => this.room() > -this.halfFloor())
   }
 
-  /** A write failed for lack of space: look again now (which lets the reserve go). */
+  /** A blob write failed for lack of space: look again now. */
   exhausted(): void {
     void this.refresh()
+  }
+
+  /** The metadata database failed a write for lack of space: it gets the reserve, with which it
+   * resumes (deletes on a full volume need it to), and the volume is looked at again. */
+  databaseExhausted(): void {
+    this.holdOffUntilMs = Date.now() + RESERVE_HOLD_OFF_MS
+    this.reserveWork ??= this.releaseReserve('the metadata database found no room').finally(() => {
+      this.reserveWork = null
+    })
+    void this.reserveWork.then(() => this.refresh())
   }
 
   async close(): Promise<void> {
@@ -189,10 +231,11 @@ export class DataVolume {
       return
     }
     this.reportEdge()
-    if (this.reserveWork !== null || this.closed) return
-    // Inside the look: a look begun before the reserve went would otherwise miss its bytes.
-    await this.releaseReserveIfFull()
-    if (this.room() >= RESERVE_REWRITE_ROOM_BYTES && this.reserveHeld < RESERVE_BYTES) {
+    if (this.reserveWork !== null || this.closed || !this.databaseOpen) return
+    if (Date.now() < this.holdOffUntilMs) return
+    // The reserve comes back only where the whole floor stays free beside it (a room of at least
+    // zero): a volume at the edge keeps the floor for the database's own writes.
+    if (this.room() >= 0 && this.reserveHeld < reserveBytes(this.sample.sizeBytes)) {
       this.reserveWork = this.writeReserve().finally(() => {
         this.reserveWork = null
       })
@@ -208,25 +251,25 @@ export class DataVolume {
     else this.log.info(fields, 'data volume has room again: object writes are admitted')
   }
 
-  /** Deletes the reserve when the volume is full (it is written back, in the background, once
-   * there is room beyond it). */
-  private async releaseReserveIfFull(): Promise<void> {
-    if (this.room() >= FULL_ROOM_BYTES || this.reserveHeld === 0) return
+  /** Deletes the reserve, for the metadata database (`why`). */
+  private async releaseReserve(why: string): Promise<void> {
+    if (this.reserveHeld === 0) return
     await unlink(this.reservePath).catch(() => undefined)
     this.sample.freeBytes += this.reserveHeld
-    this.log.warn({ bytes: this.reserveHeld }, 'data volume full: reserve released')
+    this.log.info({ bytes: this.reserveHeld }, `data volume: reserve released: ${why}`)
     this.reserveHeld = 0
   }
 
   /** Writes the reserve from its start; `reserveHeld` follows each chunk, so the room stays what
    * it was while the file grows. A failure leaves no reserve (the next look tries again). */
   private async writeReserve(): Promise<void> {
+    const size = reserveBytes(this.sample.sizeBytes)
     const zeros = new Uint8Array(RESERVE_CHUNK_BYTES)
     let handle: FileHandle | undefined
     try {
       handle = await open(this.reservePath, 'w')
       this.reserveHeld = 0
-      for (let at = 0; at < RESERVE_BYTES && !this.closed; at += RESERVE_CHUNK_BYTES) {
+      for (let at = 0; at < size && !this.closed; at += RESERVE_CHUNK_BYTES) {
         await handle.write(zeros, 0, zeros.byteLength, at)
         this.reserveHeld = at + RESERVE_CHUNK_BYTES
         this.sample.freeBytes -= RESERVE_CHUNK_BYTES

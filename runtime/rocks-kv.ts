@@ -36,8 +36,15 @@ export const BATCH_OPS_MAX = 4096
 export const BATCH_BYTES_MAX = 16 * 1024 * 1024
 /** RocksDB's status for ENOSPC (and for writes refused until it resumed from one). */
 const NO_SPACE_PATTERN = /No space left on device|NoSpace/
-/** RocksDB's memtable budget, of 8 MiB write buffers (the data volume's floor keeps it free). */
-export const METADATA_MEMTABLE_BYTES = 32 * 1024 * 1024
+const MIB = 1024 * 1024
+/** RocksDB's memtable budget at most, of four write buffers (8 MiB each); the data volume sizes it
+ * to the volume (runtime/data-volume.ts), and its floor keeps that much free. */
+export const METADATA_MEMTABLE_BYTES_MAX = 32 * MIB
+/** What RocksDB preallocates for a new MANIFEST (its default `manifest_preallocation_size`, which
+ * the binding does not set): on tmpfs, and any file system with fallocate, the bytes are taken. */
+const MANIFEST_PREALLOCATION_BYTES = 4 * MIB
+/** A new WAL is preallocated 1.1 write buffers at a time (RocksDB's GetWalPreallocateBlockSize). */
+const WAL_PREALLOCATION_RATIO = 1.1
 /** Rows fetched per native call while scanning. */
 const SCAN_ROWS_PER_CALL = 1024
 
@@ -129,6 +136,16 @@ interface PendingCommit {
 export interface RocksKvOptions {
   /** Called when a write failed for lack of space. */
   onNoSpace?: () => void
+  /** The memtable budget (four write buffers); METADATA_MEMTABLE_BYTES_MAX when not given. */
+  memtableBytes?: number
+}
+
+/** The room RocksDB writes in to open: a new MANIFEST and a new WAL (both preallocated), and the
+ * recovery's flush of what the old WALs hold and no SST does yet. Flushes start once two write
+ * buffers are full, so the memtable budget (four) bounds that; OPTIONS and the like are small. */
+export function openRoomBytes(memtableBytes: number): number {
+  const walPreallocation = Math.ceil((memtableBytes / 4) * WAL_PREALLOCATION_RATIO)
+  return MANIFEST_PREALLOCATION_BYTES + walPreallocation + memtableBytes
 }
 
 export async function openRocksKv(dir: string, options: RocksKvOptions = {}): Promise<RocksKv> {
@@ -136,10 +153,11 @@ export async function openRocksKv(dir: string, options: RocksKvOptions = {}): Pr
   const db = new RocksLevel(dir, {})
   await db.open({
     createIfMissing: true,
-    // Level compaction with a 32 MiB memtable budget (8 MiB write buffers) instead of the default
-    // 64 MiB buffers: small objects live inline in RocksDB and the node's memory must stay bounded.
+    // Level compaction with a memtable budget of at most 32 MiB (8 MiB write buffers) instead of
+    // the default 64 MiB buffers: small objects live inline in RocksDB and the node's memory must
+    // stay bounded.
     compaction: 'level',
-    memtableMemoryBudget: METADATA_MEMTABLE_BYTES,
+    memtableMemoryBudget: options.memtableBytes ?? METADATA_MEMTABLE_BYTES_MAX,
   })
   const writer = new Worker(WRITER_SOURCE, {
     eval: true,

@@ -1,6 +1,7 @@
 /** @module Opens the data directory for replica-store, its sole owner: the data volume's watch
- * first (on a full volume it deletes the reserve, so that the metadata database finds room to
- * open), then RocksDB metadata under `meta/` and blob files beside it. A directory the store cannot
+ * first (it deletes the reserve, so that the metadata database finds room to open on a full
+ * volume, and sizes the database's memtables to the volume), then RocksDB metadata under `meta/`
+ * (after which the reserve is written back) and blob files beside it. A directory the store cannot
  * open because of its permissions or its file system (main.ts checked it at start, but a restart
  * may meet it changed) is an EnvironmentError naming SVC_DATA_DIR: the node stops rather than
  * restart the store in a loop. */
@@ -25,13 +26,15 @@ export async function openStorage(
   const volume = await DataVolume.open(dataDir, log).catch((error: unknown) => {
     throw environmentCause(error, dataDir)
   })
-  const onNoSpace = (): void => volume.exhausted()
-  const kv = await openRocksKv(join(dataDir, 'meta'), { onNoSpace }).catch(
-    async (error: unknown) => {
-      await volume.close()
-      throw environmentCause(error, dataDir)
-    },
-  )
+  const onNoSpace = (): void => volume.databaseExhausted()
+  const kv = await openRocksKv(join(dataDir, 'meta'), {
+    onNoSpace,
+    memtableBytes: volume.memtableBytes,
+  }).catch(async (error: unknown) => {
+    await volume.close()
+    throw environmentCause(error, dataDir)
+  })
+  volume.databaseOpened()
   const blobs = await openBlobFiles(dataDir, volume).catch(async (error: unknown) => {
     await kv.close()
     await volume.close()

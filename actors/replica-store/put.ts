@@ -137,6 +137,25 @@ export function stampedResult(
   return value
 }
 
+/** How long a write that found no room waits for garbage removals under way: a few unlinks. */
+const REMOVALS_WAIT_MS = 1_000
+
+/** Whether `size` bytes of object data fit. A delete answers before its files are removed, so a
+ * write that finds no room waits (bounded) for removals under way and asks once more: room a
+ * delete made is there for the next write. */
+async function roomFor(state: StoreState, ctx: Context, size: number): Promise<boolean> {
+  const inline = size <= INLINE_BLOB_BYTES_MAX
+  if (await ctx.blobs.admits(size, inline)) return true
+  if (state.removing.size === 0) return false
+  let cancel = (): void => undefined
+  const waited = new Promise<void>((resolve) => {
+    cancel = ctx.after(REMOVALS_WAIT_MS, resolve)
+  })
+  await Promise.race([Promise.allSettled([...state.removing]), waited])
+  cancel()
+  return ctx.blobs.admits(size, inline)
+}
+
 /** Takes in a body, verifies it and commits it through `record`. `admit` is checked before the
  * first byte is read (and `record` checks again: requests run in between). `given` is the source
  * of a stream this actor opened itself (UploadPartCopy), already asked for its bytes. */
@@ -151,7 +170,7 @@ export async function storeBody<T>(
   assert((msg.body === undefined) !== (msg.stream === undefined), 'put needs a body or a stream')
   const source = given ?? (msg.stream === undefined ? null : ctx.source(msg.stream, msg.deadlineMs))
   const size = msg.expect.size ?? msg.body?.byteLength ?? 0
-  if (!(await ctx.blobs.admits(size, size <= INLINE_BLOB_BYTES_MAX))) {
+  if (!(await roomFor(state, ctx, size))) {
     source?.cancel('insufficient_storage', NO_ROOM)
     return fail('insufficient_storage', NO_ROOM)
   }

@@ -114,8 +114,7 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
     try {
       let result = await handleOnce(state, msg, ctx)
       // A request that frees space must work on a full volume: when even its batch found no
-      // room, a fresh look at the volume lets the reserve go and the database resumes once it
-      // sees room.
+      // room, the database got the reserve (rocks-kv's onNoSpace) and resumes once it sees room.
       for (let retry = 1; retry <= FREEING_RETRIES_MAX && FREEING_KINDS.has(msg.kind); retry++) {
         if (result.ok || result.code !== 'insufficient_storage') break
         if (ctx.now() + FREEING_RETRY_MS >= msg.deadlineMs) break

@@ -24,6 +24,9 @@ export interface StoreState {
   readonly pinned: Map<string, number>
   /** Garbage files whose removal waits for their pins to go. */
   readonly deferred: Set<string>
+  /** Removals of garbage files under way (a delete answers before them): a write that finds no
+   * room waits for them (put.ts). */
+  readonly removing: Set<Promise<void>>
   /** Set by `stop`: GET streams end at their next chunk. */
   stopping: boolean
   /** Cancels the next sweep of expired uploads (see expiry.ts). */
@@ -66,6 +69,7 @@ export function createState(): StoreState {
     streams: new Map(),
     pinned: new Map(),
     deferred: new Set(),
+    removing: new Set(),
     stopping: false,
     cancelExpiry: () => undefined,
     rejoin: 'ok',
@@ -143,12 +147,22 @@ export async function removeGarbage(
 ): Promise<void> {
   const removable = fileIds.filter((id) => !state.pinned.has(id))
   for (const id of fileIds) if (state.pinned.has(id)) state.deferred.add(id)
-  for (const id of removable) {
-    await state.promoting.get(id)?.catch(() => undefined)
-    await ctx.blobs.remove(id)
+  const removed = removeFiles(state, ctx, removable)
+  state.removing.add(removed)
+  try {
+    await removed
+  } finally {
+    state.removing.delete(removed)
   }
   if (removable.length === 0) return
   await ctx.kv.commit(removable.map((id) => ({ type: 'del', key: garbageKey(id) })))
+}
+
+async function removeFiles(state: StoreState, ctx: Context, ids: readonly string[]): Promise<void> {
+  for (const id of ids) {
+    await state.promoting.get(id)?.catch(() => undefined)
+    await ctx.blobs.remove(id)
+  }
 }
 
 /** Keeps `fileIds` from removal until `unpin`; a GET pins the files it has not opened yet. */

@@ -1,12 +1,17 @@
 /** Goal: a full data volume is an answer, not a crash. Object writes that find no room answer
  * `507 InsufficientStorage` (S3 XML), never a 500 or a 503; reads, listings and deletes go on;
  * /health (200) and /metrics say the volume is full; deletes make room for writes again; and the
- * node stops and starts again on the full volume and serves reads. Method: the real server on a
- * 96 MiB tmpfs the test mounts (skipped, saying why, where mounting is refused), filled with PUTs
- * (eight at a time) until the first refusal: 1 MiB objects, which fill blob files, and 60 KB
- * objects, which live inline in the metadata database, so that it is RocksDB that meets the
- * edge. */
+ * node stops and starts again on the full volume and serves reads. What the node holds back
+ * follows the volume: a small one still takes most of its size in objects. Method: the real
+ * server on a 96 MiB tmpfs the test mounts (skipped, saying why, where mounting is refused),
+ * filled with PUTs (eight at a time) until the first refusal: 1 MiB objects, which fill blob
+ * files, and 60 KB objects, which live inline in the metadata database, so that it is RocksDB
+ * that meets the edge; and a 64 MiB one, filled with 1 MiB objects and then, while the node is
+ * down, to its last byte by a file of the test's, on which the node must start (the room its
+ * database needs to open is held in reserve and released at start), single and as a cluster's
+ * node. */
 import { randomBytes } from 'node:crypto'
+import { open, rm } from 'node:fs/promises'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
@@ -20,11 +25,22 @@ import {
 } from '@aws-sdk/client-s3'
 import { sample } from '../support/metrics-text.js'
 import { failure } from '../support/s3-failure.js'
-import { startServer, type TestServer } from '../support/server.js'
+import { ROOT_PASSWORD, ROOT_USERNAME } from '../support/cluster.js'
+import { freePort, startServer, type TestServer } from '../support/server.js'
 import { mountTmpfs } from '../support/tmpfs.js'
 import { pollUntil } from '../support/wait.js'
 
 const VOLUME_MIB = 96
+const SMALL_VOLUME_MIB = 64
+const MIB = 1024 * 1024
+/** 1 MiB objects a 64 MiB volume must take at least. */
+const SMALL_VOLUME_OBJECTS_MIN = 16
+/** Deletes of 1 MiB objects that surely make room for one more on a volume full by the rule: the
+ * blob writes that filled it may have dug up to half of the floor (2 MiB on 64 MiB). */
+const FREEING_DELETES = 3
+/** Freed room must take a write within this: a PUT of 1 MiB on tmpfs answers in tens of
+ * milliseconds, while a look at the volume cached for many seconds would not let it in. */
+const ROOM_USABLE_MS = 2_000
 const BUCKET = 'full'
 /** Far more PUTs than the volume holds of either size: the loop ends at the first refusal. */
 const PUTS_MAX = 2_000
@@ -42,12 +58,18 @@ interface OnVolume {
   s3: S3Client
   dataDir: string
   servers: TestServer[]
+  /** The tmpfs's root, beside the data directory. */
+  volumeDir: string
 }
 
 /** Runs `body` with a server (and the bucket) on a fresh tmpfs, then stops everything and
  * unmounts. */
-async function onSmallVolume(body: (on: OnVolume) => Promise<void>): Promise<void> {
-  const volume = await mountTmpfs(VOLUME_MIB)
+async function onSmallVolume(
+  body: (on: OnVolume) => Promise<void>,
+  sizeMiB = VOLUME_MIB,
+  env: Record<string, string> = {},
+): Promise<void> {
+  const volume = await mountTmpfs(sizeMiB)
   if ('refused' in volume) {
     console.log(`full-disk test not run: cannot mount a tmpfs here (${volume.refused})`)
     return
@@ -55,11 +77,11 @@ async function onSmallVolume(body: (on: OnVolume) => Promise<void>): Promise<voi
   const servers: TestServer[] = []
   try {
     const dataDir = `${volume.dir}/data`
-    const server = await startServer({ dataDir })
+    const server = await startServer({ dataDir, env })
     servers.push(server)
     const s3 = server.client()
     await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
-    await body({ server, s3, dataDir, servers })
+    await body({ server, s3, dataDir, servers, volumeDir: volume.dir })
   } finally {
     for (const server of servers) await server.kill()
     await volume.unmount()
@@ -140,7 +162,11 @@ async function deleteObject(s3: S3Client, key: string): Promise<void> {
 }
 
 /** Reads and listings on the full volume, and no restart of the store. */
-async function assertServesWhileFull(server: TestServer, stored: string[]): Promise<void> {
+async function assertServesWhileFull(
+  server: TestServer,
+  stored: string[],
+  sizeMiB = VOLUME_MIB,
+): Promise<void> {
   const s3 = server.client()
   const first = stored[0]
   assert.ok(first !== undefined)
@@ -149,7 +175,7 @@ async function assertServesWhileFull(server: TestServer, stored: string[]): Prom
   await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: first }))
   assert.is(await countKeys(s3), stored.length)
   const gauges = await volumeGauges(server)
-  assert.is(gauges.size, VOLUME_MIB * 1024 * 1024)
+  assert.is(gauges.size, sizeMiB * MIB)
   assert.is(gauges.storeRestarts, 0)
 }
 
@@ -208,5 +234,102 @@ test('60 KB objects fill the metadata database: 507, never a crash, and a restar
     for (const key of stored.splice(0, 50)) await deleteObject(s3, key)
     await restartOnFullVolume(servers, dataDir, stored[0] ?? '')
   }))
+
+/** Takes every byte left on the volume with a file in `dir` (as another writer would): chunks of
+ * 1 MiB, then of a page, until the file system says no space. Answers the file's path. */
+async function takeTheRest(dir: string, sizeMiB: number): Promise<string> {
+  const path = `${dir}/filler`
+  const handle = await open(path, 'w')
+  try {
+    for (const chunk of [MIB, 4096]) {
+      const bytes = Buffer.alloc(chunk, 1)
+      for (let written = 0; ; written += chunk) {
+        assert.ok(written <= sizeMiB * MIB, 'the filler outgrew the volume')
+        try {
+          await handle.write(bytes)
+        } catch (error) {
+          assert.is((error as NodeJS.ErrnoException).code, 'ENOSPC')
+          break
+        }
+      }
+    }
+  } finally {
+    await handle.close()
+  }
+  return path
+}
+
+/** Fills the volume with 1 MiB objects (at least SMALL_VOLUME_OBJECTS_MIN must fit), stops the
+ * node, takes the rest of the volume with a file and starts the node again (with `env`): it must
+ * serve reads, listings and deletes. Answers the node, the keys stored and the file. */
+async function restartFullToTheLastByte(
+  { server, dataDir, servers, volumeDir }: OnVolume,
+  env: Record<string, string> = {},
+): Promise<{ again: TestServer; stored: string[]; filler: string }> {
+  const stored = await fillUntilFull(server, MIB, 'blob')
+  assert.ok(stored.length >= SMALL_VOLUME_OBJECTS_MIN, `only ${stored.length} objects fit`)
+  assert.is(await server.stop(), 0)
+  const filler = await takeTheRest(volumeDir, SMALL_VOLUME_MIB)
+  const again = await startServer({ dataDir, env })
+  servers.push(again)
+  await assertServesWhileFull(again, stored, SMALL_VOLUME_MIB)
+  assert.is((await health(again)).status, 200)
+  const s3 = again.client()
+  for (const key of stored.splice(0, 2)) await deleteObject(s3, key)
+  assert.is(await countKeys(s3), stored.length)
+  return { again, stored, filler }
+}
+
+test('64 MiB: 16 objects of 1 MiB fit, a restart on it filled to the last byte serves', () =>
+  onSmallVolume(async (on) => {
+    const { again, stored, filler } = await restartFullToTheLastByte(on)
+    const s3 = again.client()
+    await rm(filler)
+    // Full by objects alone, then a few deletes: the next PUT must find their room.
+    stored.push(...(await fillUntilFull(again, MIB, 'refill')))
+    for (const key of stored.splice(0, FREEING_DELETES)) await deleteObject(s3, key)
+    const startedMs = Date.now()
+    const put = await failure(() =>
+      s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'freed', Body: randomBytes(MIB) })),
+    )
+    const tookMs = Date.now() - startedMs
+    assert.is(put.name, 'no error', `PUT after ${FREEING_DELETES} deletes: ${JSON.stringify(put)}`)
+    assert.ok(tookMs <= ROOM_USABLE_MS, `the PUT into freed room took ${tookMs} ms`)
+    assert.is((await volumeGauges(again)).storeRestarts, 0)
+  }, SMALL_VOLUME_MIB))
+
+/** A cluster of one node (replication factor 1, so that the node alone answers): its store opens
+ * the same way, and its hints and digests go into the same database. */
+async function oneNodeCluster(): Promise<Record<string, string>> {
+  const grpc = `127.0.0.1:${await freePort()}`
+  return {
+    SVC_MODE: 'cluster',
+    SVC_CLUSTER_NAME: 'full-disk',
+    SVC_CLUSTER_SECRET: randomBytes(24).toString('hex'),
+    SVC_NODE_ID: 'n1',
+    SVC_NODE_GRPC_ADDR: grpc,
+    SVC_SEEDS: grpc,
+    SVC_POOL_NAME: 'p1',
+    SVC_POOL_NODES: `n1:${grpc}`,
+    SVC_REPLICATION_FACTOR: '1',
+    SVC_WRITE_QUORUM: '1',
+    SVC_READ_QUORUM: '1',
+    SVC_ROOT_USERNAME: ROOT_USERNAME,
+    SVC_ROOT_PASSWORD: ROOT_PASSWORD,
+  }
+}
+
+test('cluster mode: a node restarts on 64 MiB filled to the last byte and serves', async () => {
+  const env = await oneNodeCluster()
+  await onSmallVolume(
+    async (on) => {
+      const { again, filler } = await restartFullToTheLastByte(on, env)
+      await rm(filler)
+      assert.is((await volumeGauges(again)).storeRestarts, 0)
+    },
+    SMALL_VOLUME_MIB,
+    env,
+  )
+})
 
 test.run()

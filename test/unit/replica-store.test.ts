@@ -1770,4 +1770,24 @@ test('a delete on a volume too full for its batch is tried again and frees the s
   assert.is(code(got), 'no_such_key')
 })
 
+test('a PUT right after a delete finds the room, its file removed after the answer', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'full', owner: 'u' }))
+  const big = pattern(INLINE_BLOB_BYTES_MAX + 1)
+  value(await store.send(putBody('full', 'old', big)))
+  await idle(store.state)
+  // A volume with room for one file blob: full while the old one is there. Its removal takes a
+  // while (the delete answers before it).
+  const blobs = store.ctx.blobs
+  const remove = blobs.remove.bind(blobs)
+  blobs.admits = () => Promise.resolve(blobs.permanent.size === 0)
+  blobs.remove = async (id) => {
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    await remove(id)
+  }
+  value(await store.send({ kind: 'object.delete', bucket: 'full', key: 'old' }))
+  assert.is(blobs.permanent.size, 1, 'the file is still there when the delete answers')
+  value(await store.send(putBody('full', 'new', big)))
+})
+
 test.run()

@@ -1,0 +1,95 @@
+// Goal: what the data volume holds back follows its size (a small volume keeps most of itself for
+// objects), the reserve covers the room the metadata database needs to open, and the reserve is
+// let go at every start before the database opens and written back only once it is open, and
+// when the database meets no space it gets the reserve, which is not written back at once.
+// Method: the sizing functions on a few volume sizes; DataVolume on a temp dir of this machine's
+// disk, with a reserve file left as a previous run would leave it.
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm, stat, statfs, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import {
+  DataVolume,
+  floorBytes,
+  FULL_ROOM_BYTES,
+  memtableBytes,
+  objectRoomBytes,
+  RESERVE_FILE,
+  reserveBytes,
+} from '../../runtime/data-volume.js'
+import { METADATA_MEMTABLE_BYTES_MAX, openRoomBytes } from '../../runtime/rocks-kv.js'
+import { pollUntil } from '../support/wait.js'
+
+const MIB = 1024 * 1024
+const QUIET = { info: () => undefined, warn: () => undefined }
+
+test('a 64 MiB volume takes at least 16 objects of 1 MiB beside what it holds back', () => {
+  const size = 64 * MIB
+  // Nothing held yet: the rule counts the reserve as held all the same.
+  const room = objectRoomBytes(size, size, 0)
+  assert.ok(room - FULL_ROOM_BYTES >= 16 * MIB, `room for ${room / MIB} MiB`)
+  assert.is(memtableBytes(size), 4 * MIB)
+})
+
+test('the floor covers the memtable budget, the reserve the room to open; both bounded', () => {
+  for (const size of [64 * MIB, 96 * MIB, 512 * MIB, 64 * 1024 * MIB, 16 * 1024 * 1024 * MIB]) {
+    const budget = memtableBytes(size)
+    assert.ok(budget <= METADATA_MEMTABLE_BYTES_MAX && budget <= size / 16, `budget at ${size}`)
+    assert.ok(floorBytes(size) >= budget)
+    assert.ok(floorBytes(size) <= 256 * MIB)
+    assert.ok(reserveBytes(size) >= openRoomBytes(budget))
+    assert.ok(reserveBytes(size) < openRoomBytes(budget) + MIB)
+  }
+})
+
+test('the reserve goes at start and comes back only once the database is open', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-volume-'))
+  const reserve = join(dir, RESERVE_FILE)
+  try {
+    await writeFile(reserve, new Uint8Array(MIB))
+    const volume = await DataVolume.open(dir, QUIET)
+    try {
+      assert.not.ok(existsSync(reserve), 'the reserve is gone before the database opens')
+      // Two looks at the volume (a second apart) write nothing while the database opens.
+      await new Promise((resolve) => setTimeout(resolve, 2_200))
+      assert.not.ok(existsSync(reserve), 'no reserve while the database opens')
+      volume.databaseOpened()
+      const stats = await statfs(dir)
+      const expected = reserveBytes(stats.blocks * stats.bsize)
+      const written = async (): Promise<boolean> => (await stat(reserve)).size === expected
+      assert.ok(await pollUntil(written, 10_000, 50), 'the reserve is written back')
+    } finally {
+      await volume.close()
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test('the reserve the database took is not written back at the next looks', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-volume-'))
+  const reserve = join(dir, RESERVE_FILE)
+  try {
+    const volume = await DataVolume.open(dir, QUIET)
+    try {
+      volume.databaseOpened()
+      const stats = await statfs(dir)
+      const expected = reserveBytes(stats.blocks * stats.bsize)
+      const written = async (): Promise<boolean> => (await stat(reserve)).size === expected
+      assert.ok(await pollUntil(written, 10_000, 50), 'the reserve is written')
+      // RocksDB refuses every write until it resumes, each refusal a call like this one.
+      volume.databaseExhausted()
+      assert.ok(await pollUntil(() => !existsSync(reserve), 5_000, 20), 'the reserve is let go')
+      await new Promise((resolve) => setTimeout(resolve, 2_200))
+      assert.not.ok(existsSync(reserve), 'not written back while the database resumes')
+    } finally {
+      await volume.close()
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test.run()
