@@ -67,11 +67,14 @@ export function createListener(
   }
   const listener: Listener = (incoming, outgoing) => {
     if (incoming.headers[FORWARDED_HEADER] === undefined) return serve(incoming, outgoing)
-    // A reset read with the request is known once this turn's reads are done: then the gateway
-    // has given this node up and sent the request elsewhere, and it is not run here.
-    setImmediate(() => {
-      if (!incoming.socket.destroyed) serve(incoming, outgoing)
-    })
+    // A reset that came with the request is read by the next turn of the event loop (a read that
+    // does not fill its buffer ends the turn's reads): then the gateway has given this node up
+    // and sent the request elsewhere, and it is not run here.
+    setImmediate(() =>
+      setImmediate(() => {
+        if (!incoming.socket.destroyed) serve(incoming, outgoing)
+      }),
+    )
   }
   return { listener: inOrder(listener), keys: caches.keys }
 }

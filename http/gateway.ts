@@ -10,14 +10,15 @@
  * No request waits on one node that does not answer (a process frozen by a GC pause, a stalled
  * disk or a VM migration keeps its port and takes the bytes, but answers nothing): a node that
  * shows no sign of life within FIRST_BYTE_WAIT_MS is given up, up to ATTEMPTS_MAX nodes. A GET or
- * HEAD is asked of the next node too, and the first answer is taken. Any other request is sent
- * again to the next node while its body is still the gateway's to send: a small body is read whole
- * first (REPLAY_BODY_MAX) and can be sent again; a larger one is announced with `Expect:
- * 100-continue` and goes only once the node asked for it, after which that node is waited for
- * (ANSWER_TIMEOUT_MS). A node given up is cut with a TCP reset: a frozen node that resumes reads
- * the request and the reset together and does not run it (FORWARDED_HEADER), so it is not run
- * twice, unless the node read it just before it froze (as when a client's own retry follows a
- * timeout; S3's writes of a key are idempotent, and a versioned bucket may then keep a second
+ * HEAD is asked of the next node too, and the first answer is taken. A PutObject or UploadPart
+ * (run twice, the same bytes under the same name) goes to the next node instead: its body, up to
+ * REPLAY_BODY_MAX, is read whole first and sent again. Any other body is announced with `Expect:
+ * 100-continue` and goes only once the node asked for it: until then the request goes to the next
+ * node instead; after it, and for another request without a body (a DELETE), the node may be
+ * running it, slow rather than frozen, and is waited for (ANSWER_TIMEOUT_MS) rather than made to run it twice. A node given up is cut with a TCP
+ * reset: a frozen node that resumes reads the request and the reset together and does not run it
+ * (FORWARDED_HEADER), so it is not run twice, unless the node read it just before it froze (as
+ * when a client's own retry follows a timeout; a versioned bucket may then keep a second
  * version). A request that no node takes answers S3's 503 with Retry-After, and a node lost in the
  * middle of an answer cuts the connection, as that node's own death would. */
 import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -172,7 +173,8 @@ async function forward(
 ): Promise<void> {
   const { mesh, choice } = gateway
   const candidates = choice.order(await nodes(), mesh.now()).slice(0, ATTEMPTS_MAX)
-  const body = await readBody(incoming, buffer)
+  const idempotent = isIdempotentWrite(incoming)
+  const body = await readBody(incoming, buffer, idempotent)
   if (body === null) return void outgoing.destroy()
   const request: Forwarding = {
     ...gateway,
@@ -183,6 +185,12 @@ async function forward(
   // GET and HEAD change nothing: a second node is asked besides the slow one (a hedged request),
   // and the first answer is taken. Any other request goes to one node at a time.
   const hedged = SAFE_METHODS.has(incoming.method ?? '') && body.kind === 'none'
+  // A node silent for FIRST_BYTE_WAIT_MS is given up while the request may still run elsewhere: a
+  // read, an object or part PUT whose body the gateway holds, or any request whose streamed body
+  // the node has not asked for. A node that took the body of another request may be running it
+  // (a slow node, not a frozen one): sent again, it would run twice, and a second
+  // CompleteMultipartUpload, say, fails.
+  const resendable = hedged || (idempotent && body.kind !== 'streamed')
   const pending = new Set<Attempt>()
   const abandonAll = (): void => {
     for (const attempt of pending) attempt.abandon()
@@ -201,7 +209,9 @@ async function forward(
       }
       if (pending.size === 0) break
       // The last node, or one that has the body, is waited for (within ANSWER_TIMEOUT_MS).
-      const bounded = next < candidates.length && ![...pending].some((a) => a.committed())
+      const bounded =
+        next < candidates.length &&
+        [...pending].every((a) => resendable || (body.kind === 'streamed' && !a.committed()))
       const waits = [...pending].map(async (attempt) => ({
         attempt,
         outcome: await attempt.outcome,
@@ -259,12 +269,34 @@ class ReplayBudget {
   }
 }
 
+/** The query of a PutObject or UploadPart (x-id names the operation, as the AWS SDKs send it). */
+const REPLAYABLE_QUERY = new Set(['partNumber', 'uploadId', 'x-id'])
+
+/** PutObject and UploadPart, which run again store the same bytes under the same name: a PUT of a
+ * key (a path of bucket and key: a one-segment path may be CreateBucket) with no subresource but a
+ * part's, not a copy, and without a condition (a second run of a conditional PUT would fail it). */
+function isIdempotentWrite(incoming: IncomingMessage): boolean {
+  if (incoming.method !== 'PUT') return false
+  const headers = incoming.headers
+  const conditional = headers['if-match'] !== undefined || headers['if-none-match'] !== undefined
+  if (conditional || headers['x-amz-copy-source'] !== undefined) return false
+  const [path = '', query = ''] = (incoming.url ?? '/').split('?', 2)
+  if (path.split('/').filter((segment) => segment !== '').length < 2) return false
+  const names = new URLSearchParams(query).keys()
+  return [...names].every((name) => REPLAYABLE_QUERY.has(name))
+}
+
 /** The request's body as it will travel; null when the client went away while it was read. */
-async function readBody(incoming: IncomingMessage, budget: ReplayBudget): Promise<Body | null> {
+async function readBody(
+  incoming: IncomingMessage,
+  budget: ReplayBudget,
+  idempotent: boolean,
+): Promise<Body | null> {
   const length = Number(incoming.headers['content-length'] ?? '0')
   const chunked = incoming.headers['transfer-encoding'] !== undefined
   if (!chunked && !(length > 0)) return { kind: 'none' }
-  if (chunked || length > REPLAY_BODY_MAX || !budget.take(length)) return { kind: 'streamed' }
+  const whole = idempotent && !chunked && length <= REPLAY_BODY_MAX
+  if (!whole || !budget.take(length)) return { kind: 'streamed' }
   try {
     const chunks: Buffer[] = []
     for await (const chunk of incoming) chunks.push(chunk as Buffer)
