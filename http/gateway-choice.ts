@@ -20,7 +20,8 @@ const NODES_KEPT_MAX = 1_024
 interface NodeLoad {
   /** Start times of its requests waiting for their first byte, by request. */
   waiting: Map<number, number>
-  latencyMs: number
+  /** The moving average of its first bytes; null before the first. */
+  latencyMs: number | null
   heardAtMs: number
 }
 
@@ -51,8 +52,9 @@ export class NodeChoice {
     const sentAtMs = load.waiting.get(request)
     if (sentAtMs === undefined) return
     load.waiting.delete(request)
-    const latencyMs = this.fadedLatency(load, nowMs)
-    load.latencyMs = latencyMs + LATENCY_WEIGHT * (nowMs - sentAtMs - latencyMs)
+    const sampleMs = nowMs - sentAtMs
+    const latencyMs = load.latencyMs === null ? sampleMs : this.fadedLatency(load, nowMs)
+    load.latencyMs = latencyMs + LATENCY_WEIGHT * (sampleMs - latencyMs)
     load.heardAtMs = nowMs
   }
 
@@ -77,14 +79,15 @@ export class NodeChoice {
   }
 
   private fadedLatency(load: NodeLoad, nowMs: number): number {
-    return load.latencyMs * 0.5 ** (Math.max(0, nowMs - load.heardAtMs) / LATENCY_HALF_LIFE_MS)
+    const faded = 0.5 ** (Math.max(0, nowMs - load.heardAtMs) / LATENCY_HALF_LIFE_MS)
+    return (load.latencyMs ?? 0) * faded
   }
 
   private load(nodeId: string, nowMs: number): NodeLoad {
     let load = this.loads.get(nodeId)
     if (load === undefined) {
       if (this.loads.size >= NODES_KEPT_MAX) this.forgetIdle()
-      load = { waiting: new Map(), latencyMs: 0, heardAtMs: nowMs }
+      load = { waiting: new Map(), latencyMs: null, heardAtMs: nowMs }
       this.loads.set(nodeId, load)
     }
     return load
