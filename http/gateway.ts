@@ -196,11 +196,18 @@ async function forward(
     for (const attempt of pending) attempt.abandon()
     pending.clear()
   }
-  outgoing.once('close', abandonAll)
+  // A client gone before the answer: its attempts are given up, and no other is made.
+  let gone = false
+  const onClose = (): void => {
+    gone = true
+    abandonAll()
+  }
+  outgoing.once('close', onClose)
   try {
     let next = 0
     let reason = 'first'
     for (;;) {
+      if (gone) return
       const node = pending.size === 0 || reason !== '' ? candidates[next] : undefined
       if (node !== undefined) {
         gateway.attempts.inc({ reason })
@@ -235,7 +242,7 @@ async function forward(
       reason = 'refused'
     }
   } finally {
-    outgoing.off('close', abandonAll)
+    outgoing.off('close', onClose)
     if (body.kind === 'buffered') buffer.release(body.bytes.length)
   }
   unavailable(outgoing, incoming, 'no storage node could take the request')
