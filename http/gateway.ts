@@ -15,11 +15,11 @@
  * REPLAY_BODY_MAX, is read whole first and sent again. Any other body is announced with `Expect:
  * 100-continue` and goes only once the node asked for it: until then the request goes to the next
  * node instead; after it, and for another request without a body (a DELETE), the node may be
- * running it, slow rather than frozen, and is waited for (ANSWER_TIMEOUT_MS) rather than made to run it twice. A node given up is cut with a TCP
- * reset: a frozen node that resumes reads the request and the reset together and does not run it
- * (FORWARDED_HEADER), so it is not run twice, unless the node read it just before it froze (as
- * when a client's own retry follows a timeout; a versioned bucket may then keep a second
- * version). A request that no node takes answers S3's 503 with Retry-After, and a node lost in the
+ * running it, slow rather than frozen, and is waited for (ANSWER_TIMEOUT_MS) rather than made to
+ * run it twice. A node given up is cut with a TCP reset: a frozen node that resumes reads the
+ * request and the reset together and does not run it (FORWARDED_HEADER), so it is not run twice,
+ * unless the node read it just before it froze (as when a client's own retry follows a timeout;
+ * a versioned bucket may then keep a second version). A request that no node takes answers S3's 503 with Retry-After, and a node lost in the
  * middle of an answer cuts the connection, as that node's own death would. */
 import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { Counter, type Registry } from 'prom-client'
