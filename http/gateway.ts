@@ -19,8 +19,9 @@
  * run it twice. A node given up is cut with a TCP reset: a frozen node that resumes reads the
  * request and the reset together and does not run it (FORWARDED_HEADER), so it is not run twice,
  * unless the node read it just before it froze (as when a client's own retry follows a timeout;
- * a versioned bucket may then keep a second version). A request that no node takes answers S3's 503 with Retry-After, and a node lost in the
- * middle of an answer cuts the connection, as that node's own death would. */
+ * a versioned bucket may then keep a second version). A request that no node takes answers S3's
+ * 503 with Retry-After, and a node lost in the middle of an answer cuts the connection, as that
+ * node's own death would. */
 import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { Counter, type Registry } from 'prom-client'
 import type { Mesh } from '../protocol/actor.js'

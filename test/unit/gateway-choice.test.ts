@@ -44,7 +44,7 @@ test('requests waiting and slower answers make a node dearer', () => {
   assert.equal(ids(choice.order(NODES, 110)), ['n3', 'n2', 'n1'])
 })
 
-test('a node whose request waits long comes last; given up, it comes back as the wait fades', () => {
+test('a node whose request waits long comes last; given up, it is back once the wait fades', () => {
   const choice = new NodeChoice()
   for (const id of ['n1', 'n2', 'n3']) answered(choice, id, 0, 5)
   const frozen = choice.sent('n3', 1_000)
