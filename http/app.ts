@@ -54,7 +54,7 @@ export function createListener(
   }
   // An HTTP/1 server only: the bindings are always HttpBindings.
   const viaApp = getRequestListener(fetch as never, { hostname, autoCleanupIncoming: false })
-  const listener: Listener = (incoming, outgoing) => {
+  const serve: Listener = (incoming, outgoing) => {
     if (!state.serving || isOwnRoute(incoming)) {
       void viaApp(incoming, outgoing)
       return
@@ -65,8 +65,24 @@ export function createListener(
       else outgoing.destroy()
     })
   }
+  const listener: Listener = (incoming, outgoing) => {
+    if (incoming.headers[FORWARDED_HEADER] === undefined) return serve(incoming, outgoing)
+    // A reset that came with the request is read by the next turn of the event loop (a read that
+    // does not fill its buffer ends the turn's reads): then the gateway has given this node up
+    // and sent the request elsewhere, and it is not run here.
+    setImmediate(() =>
+      setImmediate(() => {
+        if (!incoming.socket.destroyed) serve(incoming, outgoing)
+      }),
+    )
+  }
   return { listener: inOrder(listener), keys: caches.keys }
 }
+
+/** Marks a request a gateway forwards. The gateway gives up a node that does not answer in time
+ * with a TCP reset and sends the request to another; a frozen node reads the request and the
+ * reset together when it resumes, and must not run what another node ran. */
+export const FORWARDED_HEADER = 'x-svc-forwarded'
 
 /** Marks a 503 of a node that is not serving (starting or stopping): nothing of the request ran. */
 export const NOT_SERVING_HEADER = 'x-svc-not-serving'

@@ -1,20 +1,35 @@
 /** @module The HTTP surface of a gateway: a stateless router with no storage and no identities of
  * its own. It forwards every S3 and admin request, as received (method, path, headers, body: a
  * SigV4 signature covers the Host header, which is kept), to a storage node that gossip knows as
- * Alive and serving, taking them in turn, and streams the answer back. The node authenticates and
- * serves it, so the client gets exactly what that node gives. The gateway answers itself only
- * /health (200 while a node can serve), /metrics (its own actors and cluster series) and
- * /admin/node/health (its own state, once a node has accepted the caller's credentials for the
- * same request). A request that finds no node, or whose node cannot be reached before any of its
- * body was read, answers S3's 503 with Retry-After, and so does one a node refused as it started
- * or stopped when its body had been sent (without a body, the next node is tried); a node lost in
- * the middle of an answer cuts the connection, as that node's own death would. */
+ * Alive and serving, the one that answers best (gateway-choice.ts), and streams the answer back.
+ * The node authenticates and serves it, so the client gets exactly what that node gives. The
+ * gateway answers itself only /health (200 while a node can serve), /metrics (its own actors and
+ * cluster series) and /admin/node/health (its own state, once a node has accepted the caller's
+ * credentials for the same request).
+ *
+ * No request waits on one node that does not answer (a process frozen by a GC pause, a stalled
+ * disk or a VM migration keeps its port and takes the bytes, but answers nothing): a node that
+ * shows no sign of life within FIRST_BYTE_WAIT_MS is given up, up to ATTEMPTS_MAX nodes. A GET or
+ * HEAD is asked of the next node too, and the first answer is taken. A PutObject or UploadPart
+ * (run twice, the same bytes under the same name) goes to the next node instead: its body, up to
+ * REPLAY_BODY_MAX, is read whole first and sent again. Any other body is announced with `Expect:
+ * 100-continue` and goes only once the node asked for it: until then the request goes to the next
+ * node instead; after it, and for another request without a body (a DELETE), the node may be
+ * running it, slow rather than frozen, and is waited for (ANSWER_TIMEOUT_MS) rather than made to
+ * run it twice. A node given up is cut with a TCP reset: a frozen node that resumes reads the
+ * request and the reset together and does not run it (FORWARDED_HEADER), so it is not run twice,
+ * unless the node read it just before it froze (as when a client's own retry follows a timeout;
+ * a versioned bucket may then keep a second version). A request that no node takes answers S3's
+ * 503 with Retry-After, and a node lost in the middle of an answer cuts the connection, as that
+ * node's own death would. */
 import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
+import { Counter, type Registry } from 'prom-client'
 import type { Mesh } from '../protocol/actor.js'
 import type { Member } from '../protocol/cluster.js'
 import { errorXml } from '../protocol/s3-xml.js'
 import { membershipView } from './admin/cluster-app.js'
-import { NOT_SERVING_HEADER, type IngressState, type Listener } from './app.js'
+import { FORWARDED_HEADER, NOT_SERVING_HEADER, type IngressState, type Listener } from './app.js'
+import { NodeChoice } from './gateway-choice.js'
 import { inOrder } from './in-order.js'
 import { s3ErrorFor } from './s3/errors.js'
 import { newRequestId } from './s3/router.js'
@@ -26,8 +41,19 @@ const VIEW_TIMEOUT_MS = 1_000
 const SOCKETS_PER_NODE_MAX = 256
 /** An answer that does not start within this is given up (a node that hangs). */
 const ANSWER_TIMEOUT_MS = 120_000
-/** Nodes tried for a request without a body whose node could not be reached. */
+/** Nodes tried for one request at most. */
 const ATTEMPTS_MAX = 3
+/** How long a node may take to show it lives before the request goes to another node as well
+ * (GET, HEAD) or instead (the others): the first byte of its answer, or, before a streamed body,
+ * its 100 Continue. A live node's answer starts far sooner; the next node's answer still comes
+ * well within the few seconds a client should ever wait. */
+const FIRST_BYTE_WAIT_MS = 1_000
+/** Bodies up to this size are read whole before they are sent, so that they can be sent again to
+ * another node; a larger body is streamed once. */
+const REPLAY_BODY_MAX = 1024 * 1024
+/** Bytes of such bodies that one ingress thread holds at once; past it, bodies are streamed. */
+const REPLAY_BYTES_MAX = 64 * 1024 * 1024
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 /** Headers that belong to one connection, not to the request (RFC 9110 section 7.6.1). */
 const HOP_BY_HOP = new Set([
   'connection',
@@ -38,9 +64,24 @@ const HOP_BY_HOP = new Set([
   'upgrade',
 ])
 
-export function createGatewayListener(mesh: Mesh, state: IngressState): Listener {
+export function createGatewayListener(
+  mesh: Mesh,
+  state: IngressState,
+  registry: Registry,
+): Listener {
   const agent = new Agent({ keepAlive: true, maxSockets: SOCKETS_PER_NODE_MAX })
   const nodes = servingNodes(mesh)
+  const attempts = new Counter({
+    name: 'svc_gateway_attempts_total',
+    help:
+      'Requests sent to a storage node, by why that node: first (the cheapest), hedge (a GET or ' +
+      'HEAD whose node was slow), slow (the node before it was given up), refused (unreachable ' +
+      'or not serving)',
+    labelNames: ['reason'],
+    registers: [registry],
+  })
+  const gateway = { mesh, agent, choice: new NodeChoice(), attempts }
+  const budget = new ReplayBudget()
   // Pipelined requests of one connection go to nodes one after the other, as a node serves them:
   // a GET behind a PUT of the same key must not reach another node before the PUT is stored.
   return inOrder((incoming, outgoing) => {
@@ -67,7 +108,10 @@ export function createGatewayListener(mesh: Mesh, state: IngressState): Listener
       return
     }
     const own = incoming.method === 'GET' && path === '/admin/node/health'
-    void forward(mesh, agent, nodes, incoming, outgoing, own)
+    forward(gateway, nodes, budget, incoming, outgoing, own).catch((error: unknown) => {
+      mesh.log.error({ err: String(error) }, 'forwarding failed')
+      unavailable(outgoing, incoming, 'the request could not be forwarded')
+    })
   })
 }
 
@@ -91,93 +135,289 @@ function servingNodes(mesh: Mesh): () => Promise<Member[]> {
   }
 }
 
-let turn = 0
+/** How a request's body travels: none; read whole first, so that it can be sent again to another
+ * node; or streamed once, after the node's 100 Continue. */
+type Body = { kind: 'none' } | { kind: 'buffered'; bytes: Buffer } | { kind: 'streamed' }
+
+/** What one request shares with its attempts. */
+interface Forwarding {
+  mesh: Mesh
+  agent: Agent
+  choice: NodeChoice
+  attempts: Counter<'reason'>
+  incoming: IncomingMessage
+  headers: Record<string, string | string[]>
+  body: Body
+}
+
+type Outcome = { kind: 'answer'; answer: IncomingMessage } | { kind: 'failed' }
+
+/** One node's try at a request. */
+interface Attempt {
+  node: Member
+  /** Settles once: the node's answer, or its failure before any answer. */
+  outcome: Promise<Outcome>
+  /** Whether a streamed body has begun to go to this node (it can go nowhere else). */
+  committed: () => boolean
+  /** Gives the node up with a TCP reset: a frozen node reads it with the request when it resumes,
+   * and does not run the request (FORWARDED_HEADER). */
+  abandon: () => void
+}
 
 async function forward(
-  mesh: Mesh,
-  agent: Agent,
+  gateway: Omit<Forwarding, 'incoming' | 'headers' | 'body'>,
   nodes: () => Promise<Member[]>,
+  buffer: ReplayBudget,
   incoming: IncomingMessage,
   outgoing: ServerResponse,
   ownHealth: boolean,
 ): Promise<void> {
-  const candidates = await nodes()
-  const hasBody =
-    incoming.headers['transfer-encoding'] !== undefined ||
-    Number(incoming.headers['content-length'] ?? '0') > 0
-  const attempts = hasBody ? 1 : Math.min(ATTEMPTS_MAX, candidates.length)
-  for (let attempt = 0; attempt < attempts; attempt++) {
-    const node = candidates[turn++ % candidates.length]
-    if (node === undefined) break
-    const sent = await sendTo(mesh, agent, node, incoming, outgoing, ownHealth)
-    if (sent) return
+  const { mesh, choice } = gateway
+  const candidates = choice.order(await nodes(), mesh.now()).slice(0, ATTEMPTS_MAX)
+  const idempotent = isIdempotentWrite(incoming)
+  const body = await readBody(incoming, buffer, idempotent)
+  if (body === null) return void outgoing.destroy()
+  const request: Forwarding = {
+    ...gateway,
+    incoming,
+    headers: forwardedHeaders(incoming, body),
+    body,
+  }
+  // GET and HEAD change nothing: a second node is asked besides the slow one (a hedged request),
+  // and the first answer is taken. Any other request goes to one node at a time.
+  const hedged = SAFE_METHODS.has(incoming.method ?? '') && body.kind === 'none'
+  // A node silent for FIRST_BYTE_WAIT_MS is given up while the request may still run elsewhere: a
+  // read, an object or part PUT whose body the gateway holds, or any request whose streamed body
+  // the node has not asked for. A node that took the body of another request may be running it
+  // (a slow node, not a frozen one): sent again, it would run twice, and a second
+  // CompleteMultipartUpload, say, fails.
+  const resendable = hedged || (idempotent && body.kind !== 'streamed')
+  const pending = new Set<Attempt>()
+  const abandonAll = (): void => {
+    for (const attempt of pending) attempt.abandon()
+    pending.clear()
+  }
+  // A client gone before the answer: its attempts are given up, and no other is made.
+  let gone = false
+  const onClose = (): void => {
+    gone = true
+    abandonAll()
+  }
+  outgoing.once('close', onClose)
+  try {
+    let next = 0
+    let reason = 'first'
+    for (;;) {
+      if (gone) return
+      const node = pending.size === 0 || reason !== '' ? candidates[next] : undefined
+      if (node !== undefined) {
+        gateway.attempts.inc({ reason })
+        pending.add(attemptAt(request, node))
+        next++
+      }
+      if (pending.size === 0) break
+      // The last node, or one that has the body, is waited for (within ANSWER_TIMEOUT_MS).
+      const bounded =
+        next < candidates.length &&
+        [...pending].every((a) => resendable || (body.kind === 'streamed' && !a.committed()))
+      const waits = [...pending].map(async (attempt) => ({
+        attempt,
+        outcome: await attempt.outcome,
+      }))
+      const settled = bounded ? await within(waits, FIRST_BYTE_WAIT_MS) : await Promise.race(waits)
+      reason = ''
+      if (settled === null) {
+        // Nothing from the node within FIRST_BYTE_WAIT_MS: another node is tried.
+        if (!hedged) abandonAll()
+        reason = hedged ? 'hedge' : 'slow'
+        continue
+      }
+      pending.delete(settled.attempt)
+      const { outcome } = settled
+      if (outcome.kind === 'answer') {
+        abandonAll()
+        return relay(mesh, outcome.answer, outgoing, ownHealth)
+      }
+      // Failed before any answer: again elsewhere, unless a streamed body went (in part) to it.
+      if (settled.attempt.committed()) break
+      reason = 'refused'
+    }
+  } finally {
+    outgoing.off('close', onClose)
+    if (body.kind === 'buffered') buffer.release(body.bytes.length)
   }
   unavailable(outgoing, incoming, 'no storage node could take the request')
 }
 
-/** Resolves false when the node could not be reached and nothing was answered yet. */
-function sendTo(
-  mesh: Mesh,
-  agent: Agent,
-  node: Member,
+/** The first of `waits` to settle, or null after `ms`. */
+async function within<T>(waits: Promise<T>[], ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), ms)
+  })
+  try {
+    return await Promise.race([...waits, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Bytes of bodies read whole that one ingress thread holds at once. */
+class ReplayBudget {
+  private held = 0
+
+  take(bytes: number): boolean {
+    if (this.held + bytes > REPLAY_BYTES_MAX) return false
+    this.held += bytes
+    return true
+  }
+
+  release(bytes: number): void {
+    this.held -= bytes
+  }
+}
+
+/** The query of a PutObject or UploadPart (x-id names the operation, as the AWS SDKs send it). */
+const REPLAYABLE_QUERY = new Set(['partNumber', 'uploadId', 'x-id'])
+
+/** PutObject and UploadPart, which run again store the same bytes under the same name: a PUT of a
+ * key (a path of bucket and key: a one-segment path may be CreateBucket) with no subresource but a
+ * part's, not a copy, and without a condition (a second run of a conditional PUT would fail it). */
+function isIdempotentWrite(incoming: IncomingMessage): boolean {
+  if (incoming.method !== 'PUT') return false
+  const headers = incoming.headers
+  const conditional = headers['if-match'] !== undefined || headers['if-none-match'] !== undefined
+  if (conditional || headers['x-amz-copy-source'] !== undefined) return false
+  const [path = '', query = ''] = (incoming.url ?? '/').split('?', 2)
+  if (path.split('/').filter((segment) => segment !== '').length < 2) return false
+  const names = new URLSearchParams(query).keys()
+  return [...names].every((name) => REPLAYABLE_QUERY.has(name))
+}
+
+/** The request's body as it will travel; null when the client went away while it was read. */
+async function readBody(
   incoming: IncomingMessage,
-  outgoing: ServerResponse,
-  ownHealth: boolean,
-): Promise<boolean> {
-  const [host, port] = splitAddress(node.httpAddr)
+  budget: ReplayBudget,
+  idempotent: boolean,
+): Promise<Body | null> {
+  const length = Number(incoming.headers['content-length'] ?? '0')
+  const chunked = incoming.headers['transfer-encoding'] !== undefined
+  if (!chunked && !(length > 0)) return { kind: 'none' }
+  const whole = idempotent && !chunked && length <= REPLAY_BODY_MAX
+  if (!whole || !budget.take(length)) return { kind: 'streamed' }
+  try {
+    const chunks: Buffer[] = []
+    for await (const chunk of incoming) chunks.push(chunk as Buffer)
+    return { kind: 'buffered', bytes: Buffer.concat(chunks) }
+  } catch {
+    budget.release(length)
+    return null
+  }
+}
+
+function forwardedHeaders(
+  incoming: IncomingMessage,
+  body: Body,
+): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {}
   for (const [name, value] of Object.entries(incoming.headers)) {
-    if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value
+    if (value !== undefined && !HOP_BY_HOP.has(name) && name !== 'expect') headers[name] = value
   }
   const client = incoming.socket.remoteAddress ?? ''
   const forwardedFor = incoming.headers['x-forwarded-for']
   headers['x-forwarded-for'] = forwardedFor === undefined ? client : `${forwardedFor}, ${client}`
-  return new Promise<boolean>((resolve) => {
-    const upstream = httpRequest({
-      host,
-      port,
-      method: incoming.method,
-      path: incoming.url,
-      headers,
-      agent,
-      timeout: ANSWER_TIMEOUT_MS,
-    })
+  headers[FORWARDED_HEADER] = '1'
+  // The node's HTTP server sends 100 Continue as it reads the headers: a live node is seen before
+  // the body, which can then still go to another.
+  if (body.kind === 'streamed') headers['expect'] = '100-continue'
+  return headers
+}
+
+/** Sends the request to `node`. */
+function attemptAt(request: Forwarding, node: Member): Attempt {
+  const { mesh, choice, incoming, body } = request
+  const [host, port] = splitAddress(node.httpAddr)
+  const handle = choice.sent(node.id, mesh.now())
+  let committed = false
+  let abandoned = false
+  const upstream = httpRequest({
+    host,
+    port,
+    method: incoming.method,
+    path: incoming.url,
+    headers: request.headers,
+    agent: request.agent,
+    timeout: ANSWER_TIMEOUT_MS,
+  })
+  const outcome = new Promise<Outcome>((resolve) => {
     upstream.on('response', (answer) => {
-      if (answer.statusCode === 503 && answer.headers[NOT_SERVING_HEADER] !== undefined) {
-        // The node is starting or stopping and ran nothing: a request whose body was not sent
-        // goes to the next node.
-        if (!incoming.readableDidRead) {
-          answer.resume()
-          resolve(false)
-          return
-        }
-      }
-      if (ownHealth && answer.statusCode === 200) {
-        // The node accepted the caller: the gateway answers for itself.
+      choice.answered(node.id, handle, mesh.now())
+      const notServing =
+        answer.statusCode === 503 && answer.headers[NOT_SERVING_HEADER] !== undefined
+      // The node is starting or stopping and ran nothing: the request goes to the next node.
+      if (notServing && !committed) {
         answer.resume()
-        void answerOwnHealth(mesh, outgoing).then(() => resolve(true))
+        resolve({ kind: 'failed' })
         return
       }
-      const answerHeaders: Record<string, string | string[]> = {}
-      for (const [name, value] of Object.entries(answer.headers)) {
-        if (value !== undefined && !HOP_BY_HOP.has(name)) answerHeaders[name] = value
-      }
-      outgoing.writeHead(answer.statusCode ?? 502, answerHeaders)
-      answer.pipe(outgoing)
-      answer.on('aborted', () => outgoing.destroy())
-      resolve(true)
+      // A streamed body the node did not ask for stays unsent: this connection cannot be reused.
+      if (body.kind === 'streamed' && !committed) answer.once('end', () => upstream.destroy())
+      resolve({ kind: 'answer', answer })
+    })
+    upstream.on('continue', () => {
+      if (abandoned || body.kind !== 'streamed') return
+      committed = true
+      incoming.pipe(upstream)
     })
     upstream.on('timeout', () => upstream.destroy(new Error('the node did not answer in time')))
     upstream.on('error', (error) => {
-      mesh.log.warn({ node: node.id, err: String(error) }, 'forwarding failed')
-      if (outgoing.headersSent) outgoing.destroy()
-      resolve(outgoing.headersSent || incoming.readableDidRead)
-      if (incoming.readableDidRead && !outgoing.headersSent) {
-        unavailable(outgoing, incoming, `node ${node.id} was lost`)
-      }
+      choice.settled(node.id, handle, mesh.now())
+      if (!abandoned) mesh.log.warn({ node: node.id, err: String(error) }, 'forwarding failed')
+      resolve({ kind: 'failed' })
     })
-    incoming.pipe(upstream)
   })
+  if (body.kind === 'none') upstream.end()
+  else if (body.kind === 'buffered') upstream.end(body.bytes)
+  else upstream.flushHeaders()
+  return {
+    node,
+    outcome,
+    committed: () => committed,
+    abandon: () => {
+      if (abandoned) return
+      abandoned = true
+      choice.settled(node.id, handle, mesh.now())
+      if (upstream.socket !== null && !upstream.socket.destroyed) upstream.socket.resetAndDestroy()
+      upstream.destroy()
+    },
+  }
+}
+
+/** Streams the node's answer to the client (or, for the gateway's own health, answers it). */
+async function relay(
+  mesh: Mesh,
+  answer: IncomingMessage,
+  outgoing: ServerResponse,
+  ownHealth: boolean,
+): Promise<void> {
+  if (ownHealth && answer.statusCode === 200) {
+    // The node accepted the caller: the gateway answers for itself.
+    answer.resume()
+    return answerOwnHealth(mesh, outgoing)
+  }
+  const answerHeaders: Record<string, string | string[]> = {}
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (value !== undefined && !HOP_BY_HOP.has(name)) answerHeaders[name] = value
+  }
+  outgoing.writeHead(answer.statusCode ?? 502, answerHeaders)
+  answer.pipe(outgoing)
+  // A client gone in the middle of an answer leaves no node connection waiting on it.
+  outgoing.once('close', () => {
+    if (!answer.complete) answer.destroy()
+  })
+  // A node lost in the middle of an answer cuts the client's connection, as its death would.
+  answer.on('aborted', () => outgoing.destroy())
+  answer.on('error', () => outgoing.destroy())
 }
 
 async function answerOwnHealth(mesh: Mesh, outgoing: ServerResponse): Promise<void> {

@@ -114,7 +114,7 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
     // A gateway forwards requests to the storage nodes; it has no keys to cache.
     const { listener, keys } =
       ctx.config['SVC_MODE'] === 'gateway'
-        ? { listener: createGatewayListener(mesh, state), keys: new KeyCache() }
+        ? { listener: createGatewayListener(mesh, state, http.registry), keys: new KeyCache() }
         : createListener(mesh, state, hostname)
     state.keys = keys
     state.server = await listen(ctx, hostname, listener)

@@ -25,13 +25,49 @@ import { objectAt, objectColumns } from '../../protocol/object-columns.js'
 import type { ListPage, ObjectSummary } from '../../protocol/objects.js'
 import { partitionOf } from '../../protocol/placement.js'
 import type { ClusterState } from './cluster-state.js'
-import { gather, quorumFailure } from './quorum.js'
+import { gather, HEDGE_MS, quorumFailure } from './quorum.js'
 import { askReplica, type ReplicaMsg } from './replica-calls.js'
 import { covers, poolLayout, replicasOf, type Replica } from './replicas.js'
 
 interface Answered<T> {
   replica: Replica
   page: T
+}
+
+/** Asks all `count` at once and waits for every answer, but once those answered `suffice`, the
+ * others get HEDGE_MS more: a node that hangs (a frozen process, whose calls wait for their
+ * deadline) costs a listing that much, not its deadline. One still silent then counts as failed. */
+function askAll<T>(
+  count: number,
+  ask: (index: number) => Promise<Result<T>>,
+  suffice: (answered: number[]) => boolean,
+  ctx: Context,
+): Promise<Result<T>[]> {
+  const silent = fail('timeout', `no answer within ${HEDGE_MS} ms of a quorum's`)
+  const results: Result<T>[] = Array.from({ length: count }, () => silent)
+  return new Promise((resolve) => {
+    const answered: number[] = []
+    let settled = 0
+    let finished = false
+    let cancel: (() => void) | null = null
+    const done = (): void => {
+      if (finished) return
+      finished = true
+      cancel?.()
+      resolve([...results])
+    }
+    if (count === 0) return done()
+    for (let index = 0; index < count; index++) {
+      void ask(index).then((result) => {
+        if (finished) return
+        results[index] = result
+        settled++
+        if (result.ok) answered.push(index)
+        if (settled === count) return done()
+        if (cancel === null && suffice(answered)) cancel = ctx.after(HEDGE_MS, done)
+      })
+    }
+  })
 }
 
 /** Asks every reachable node of the pool for its page; fails unless R cover every partition. */
@@ -44,7 +80,13 @@ async function pagesOf<T>(
   const layout = await poolLayout(cluster, ctx, bucket, msg.deadlineMs)
   if (!layout.ok) return layout
   const { reachable, table } = layout.value
-  const results = await Promise.all(reachable.map((replica) => askReplica<T>(ctx, replica, msg)))
+  const need = cluster.settings.readQuorum
+  const results = await askAll(
+    reachable.length,
+    (index) => askReplica<T>(ctx, reachable[index] as Replica, msg),
+    (answered) => covers(table, new Set(answered.map((index) => reachable[index]?.id ?? '')), need),
+    ctx,
+  )
   const pages: Answered<T>[] = []
   results.forEach((result, index) => {
     if (result.ok) pages.push({ replica: reachable[index] as Replica, page: result.value })

@@ -1,12 +1,14 @@
 /** @module One gossip exchange as either side sees it: the envelope every message carries (our
  * record, our wall clock, a bounded batch of changes), a peer call bounded by its own deadline and
  * by the number of calls in flight, and the reading of an envelope that arrives: the cluster name
- * checked, every record merged, and the sender's clock skew estimated. A skew above
+ * checked, every record merged, and, from an answer to our call, the sender's clock offset
+ * sampled (clock-offset.ts: a pause or a slow exchange is not skew). A skew above
  * CLOCK_SKEW_WARN_MS is logged once each time a member's estimate crosses it. */
 import type { Context } from '../../protocol/actor.js'
 import type { PeerMethod, PeerTarget } from '../../protocol/cluster.js'
 import { fail, type Result } from '../../protocol/errors.js'
 import { UPDATES_PER_MESSAGE_MAX, type GossipEnvelope } from '../../protocol/membership.js'
+import { addSample, clockSample } from './clock-offset.js'
 import type { GossipConfig } from './gossip-config.js'
 import type { MemberEntry, SwimTable } from './swim.js'
 
@@ -82,16 +84,16 @@ export async function exchange<T extends GossipEnvelope>(
   if (!answer.ok) return null
   const reply = parse(answer.value)
   if (reply === null || (call.to.id !== null && reply.sender.id !== call.to.id)) return null
-  return absorb(state, ctx, reply, ctx.now() - sentAtMs) ? reply : null
+  return absorb(state, ctx, reply, sentAtMs) ? reply : null
 }
 
 /** Takes in an envelope from a peer: false (and nothing taken) when it is of another cluster.
- * `roundTripMs` is known for an answer to our call, not for a request. */
+ * `sentAtMs`, when our call was sent, is known for an answer to our call, not for a request. */
 export function absorb(
   state: GossiperState,
   ctx: Context,
   received: GossipEnvelope,
-  roundTripMs: number | null,
+  sentAtMs: number | null,
 ): boolean {
   if (received.cluster !== state.config.cluster) return false
   const nowMs = ctx.now()
@@ -101,19 +103,12 @@ export function absorb(
     }
   }
   const entry = state.table.get(received.sender.id)
-  if (entry !== undefined) noteSkew(entry, ctx, nowMs - received.wallMs, roundTripMs)
+  const sample = sentAtMs === null ? null : clockSample(sentAtMs, nowMs, received.wallMs)
+  if (entry !== undefined && sample !== null) noteSkew(entry, ctx, addSample(entry.clock, sample))
   return true
 }
 
-/** The sender's clock is `differenceMs` off ours, give or take the message's transit, which is at
- * most the round trip and, for an answer, taken as half of it. */
-function noteSkew(
-  entry: MemberEntry,
-  ctx: Context,
-  differenceMs: number,
-  roundTripMs: number | null,
-): void {
-  const skewMs = Math.max(0, Math.abs(differenceMs) - (roundTripMs ?? 0) / 2)
+function noteSkew(entry: MemberEntry, ctx: Context, skewMs: number): void {
   entry.skewMs = skewMs
   if (skewMs <= CLOCK_SKEW_WARN_MS) {
     entry.skewWarned = false

@@ -13,6 +13,7 @@
 import assert from 'node:assert/strict'
 import type { Member, MemberStatus, NodePhase, PeerTarget } from '../../protocol/cluster.js'
 import { MEMBERS_MAX } from '../../protocol/membership.js'
+import type { ClockSample } from './clock-offset.js'
 
 export const STATUS_PRECEDENCE: Readonly<Record<MemberStatus, number>> = {
   Alive: 0,
@@ -45,6 +46,8 @@ export interface MemberEntry {
   /** The last estimate of its clock's skew against ours, and whether it is warned about. */
   skewMs: number | null
   skewWarned: boolean
+  /** The last samples of its clock's offset, from answers to our calls. */
+  clock: ClockSample[]
 }
 
 export type MergeOutcome = 'changed' | 'unchanged' | 'refuted' | 'full'
@@ -89,6 +92,7 @@ export class SwimTable {
       suspectedAtMs: null,
       skewMs: null,
       skewWarned: false,
+      clock: [],
     }
     entry.member = { ...incoming }
     if (incoming.status !== 'Suspect') entry.suspectedAtMs = null

@@ -1,7 +1,8 @@
 /** Goal: the gossiper's SWIM membership meets issue 17's promises between real gossiper actors: all
  * members Alive after join, a killed node Dead everywhere within 15 s, a stopped one Left within
  * 5 s, a restarted one Alive again within 15 s, a false suspicion refuted, a healed partition
- * found again, clock skew above 500 ms reported and warned once, another cluster and malformed
+ * found again, clock skew above 500 ms reported and warned once (and a peer whose messages leave
+ * late, as a paused process's do, not taken for skew), another cluster and malformed
  * bodies refused. Method: several gossipers in this thread, each with its own fake
  * context on one shared ManualClock, joined by a small network in the test that hands each peer
  * call to the target's `handle` as grpc-ingress would (a `peer.request`, bodies through JSON), and
@@ -55,6 +56,10 @@ class Network {
   private readonly byAddr = new Map<string, Instance>()
   /** Nodes whose traffic, both ways, is dropped. */
   readonly cut = new Set<string>()
+  /** Nodes every second message of which (a request or an answer) leaves this late, as from a
+   * process paused or too busy between making the message and sending it. */
+  readonly lagMs = new Map<string, number>()
+  private readonly sent = new Map<string, number>()
 
   async start(
     id: string,
@@ -120,14 +125,23 @@ class Network {
       body: JSON.parse(JSON.stringify(body)),
     }
     // Answers travel like requests: asynchronously, through JSON, and not out of a cut.
-    return Promise.resolve()
+    return this.lag(sender)
       .then(() => gossiper.handle(target.state, msg, target.ctx))
-      .then((answer): Promise<Result<unknown>> | Result<unknown> => {
+      .then(async (answer): Promise<Result<unknown>> => {
+        await this.lag(target)
         if (!target.up || this.cut.has(target.id) || this.cut.has(sender.id)) {
           return new Promise(() => undefined)
         }
         return JSON.parse(JSON.stringify(answer)) as Result<unknown>
       })
+  }
+
+  /** Resolves when a message `from` sends may leave: at once, or after its lag. */
+  private lag(from: Instance): Promise<void> {
+    const count = (this.sent.get(from.id) ?? 0) + 1
+    this.sent.set(from.id, count)
+    const lagMs = count % 2 === 0 ? (this.lagMs.get(from.id) ?? 0) : 0
+    return new Promise((resolve) => (lagMs > 0 ? this.clock.after(lagMs, resolve) : resolve()))
   }
 
   /** Moves virtual time, letting every message in flight settle after each step. */
@@ -335,6 +349,29 @@ test('a clock 2 s ahead is reported as skew and warned about once per crossing',
     warnings.map((entry) => entry.fields['member']),
     ['n3'],
   )
+})
+
+test('a paused or busy peer is not clock skew: a late message is not a sample', async () => {
+  // n3's clock is right, but every second message of its own leaves 1.5 s late: an envelope made
+  // before a pause (a request, or the answer to a call) arrives with a clock 1.5 s behind. n4's
+  // clock is 2 s ahead, with no lag: that one is skew.
+  const net = new Network()
+  for (const id of POOL) await net.start(id, id === 'n4' ? { offsetMs: 2_000 } : {})
+  net.lagMs.set('n3', 1_500)
+  await net.run(30_000)
+  const view = net.view('n1')
+  const skewOf = (id: string): number | null =>
+    view.members.find((member) => member.id === id)?.skewMs ?? null
+  assert.ok(skewOf('n3') !== null, 'answers of n3 on time were sampled')
+  assert.ok((skewOf('n3') ?? 1_000) < 100, `n3 ${skewOf('n3')}`)
+  assert.ok((skewOf('n4') ?? 0) > 1_500 && (skewOf('n4') ?? 0) <= 2_000, `n4 ${skewOf('n4')}`)
+  for (const observer of ['n1', 'n2']) {
+    const warned = net
+      .instance(observer)
+      .ctx.logs.filter((entry) => entry.level === 'warn' && entry.message.includes('clock skew'))
+      .map((entry) => entry.fields['member'])
+    assert.not.ok(warned.includes('n3'), `${observer} warned of n3`)
+  }
 })
 
 test('a node of another cluster is refused and never joins', async () => {
