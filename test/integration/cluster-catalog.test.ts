@@ -1,11 +1,11 @@
 /** Goal: the catalog of a cluster is one. A bucket created through one node exists on every node
- * and through the gateway when the call answers; of two racing creations of one name on two nodes
- * exactly one succeeds; a user created on n1 signs S3 requests on n3 at once, and once deactivated
- * through n2 is refused on n1 right after the admin call answers; the root user exists once; failed
- * logins on n1 throttle the user on n2 and n3 at once, and through the gateway the first 429 comes
- * after as many failures as on one node. A
- * node with another cluster secret never joins, and a gRPC call without the cluster's signature
- * gets no answer but a refusal. A cluster setting a node cannot run with exits 2 with one line.
+ * and through the gateway when the call answers; of two racing creations of one name by two owners
+ * on two nodes exactly one succeeds; a user created on n1 signs S3 requests on n3 at once, and once
+ * deactivated through n2 is refused on n1 right after the admin call answers; the root user exists
+ * once; failed logins on n1 throttle the user on n2 and n3 at once, and through the gateway the
+ * first 429 comes after as many failures as on one node. A node with another cluster secret never
+ * joins, and a gRPC call without the cluster's signature gets no answer but a refusal. A cluster
+ * setting a node cannot run with exits 2 with one line.
  * Method: three real nodes and a gateway (test/support/cluster.ts), the AWS SDK and the admin API;
  * a raw @grpc/grpc-js client for the unsigned call. */
 import { test } from 'uvu'
@@ -46,21 +46,35 @@ test('a bucket created through one node is on every node and the gateway', async
   assert.ok(listed.Buckets?.some((bucket) => bucket.Name === 'shared'))
 })
 
-test('two racing creations of one name on two nodes: one succeeds, one gets 409', async () => {
+test('two racing creations of one name by two owners: one succeeds, one gets 409', async () => {
+  // Two owners: one owner's racing creations both answer 200 in us-east-1, as Amazon S3's do.
+  const token = await login(cluster.server('n1'), ROOT_USERNAME, ROOT_PASSWORD)
+  const owners = []
+  for (const name of ['racer_a', 'racer_b']) {
+    const keys = await issueKeys(
+      cluster.server('n1'),
+      token,
+      await createUser(cluster.server('n1'), token, name, 'Writer'),
+    )
+    owners.push({ accessKeyId: keys.access_key, secretAccessKey: keys.secret_key })
+  }
   for (let round = 0; round < 3; round++) {
     const Bucket = `race-${round}`
-    const create = (id: string) =>
+    const create = (id: string, owner: number) =>
       cluster
         .server(id)
-        .client()
+        .client(owners[owner])
         .send(new CreateBucketCommand({ Bucket }))
         .then(
           () => 200,
           (error: unknown) =>
             (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode,
         )
-    const statuses = await Promise.all([create('n1'), create('n2')])
+    const statuses = await Promise.all([create('n1', 0), create('n2', 1)])
     assert.equal([...statuses].sort(), [200, 409], `${Bucket}: ${statuses.join(', ')}`)
+    const again = await Promise.all([create('n3', 0), create('n2', 0)])
+    const owned = statuses[0] === 200 ? [200, 200] : [409, 409]
+    assert.equal(again, owned, `${Bucket} again by the first owner: ${again.join(', ')}`)
   }
 })
 
