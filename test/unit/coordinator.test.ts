@@ -236,6 +236,13 @@ test('a replica that misses a PUT is hinted; two missing refuse it, its body unr
   await cluster.settle()
   assert.ok(await isAbsent(cluster, 'n1', 'refused'), 'nothing written locally either')
   assert.is(await hintCount(cluster), 2, 'no hint for a change no replica took')
+  // Counted for /metrics, as is a read that finds one replica where it needs two; a replica's own
+  // refusal (no such key) is no quorum failure.
+  assert.is(await getThrough(cluster, 'cut'), 'unavailable')
+  cluster.heal('n2')
+  assert.is(await getThrough(cluster, 'never-written'), 'no_such_key')
+  const counters = value(await cluster.send<CoordinatorCounters>({ kind: 'coordinator.counters' }))
+  assert.equal([counters.quorumWriteFailures, counters.quorumReadFailures], [1, 1])
 })
 
 test('hints are paged and delivered by key.bring: objects, deletions, no lost change', async () => {
