@@ -503,6 +503,26 @@ test('a multipart object a hint brings to a replica that held its upload counts 
   assert.equal(await figuresOf(cluster), listed, 'the cluster figures')
 })
 
+test('a pool larger than RF counts each object once, though each node holds a part', async () => {
+  const cluster = await CoordinatedCluster.start({ SVC_REPLICATION_FACTOR: '2' })
+  await newBucket(cluster)
+  for (let index = 0; index < 12; index++) await put(cluster, `k${index}`, text(`object ${index}`))
+  await cluster.settle()
+  const held = await Promise.all(NODE_IDS.map(async (id) => (await figuresOf(cluster, id)).objects))
+  assert.is(
+    held.reduce((sum: number, objects) => sum + (objects ?? 0), 0),
+    24,
+    'two copies of each',
+  )
+  assert.ok(
+    held.every((objects) => objects !== 12),
+    `no node holds every object: ${held.join(', ')}`,
+  )
+  const listed = await listedFigures(cluster)
+  assert.is(listed.objects, 12)
+  assert.equal(await figuresOf(cluster), listed)
+})
+
 test('a replica that refused a complete the quorum took ends the upload there', async () => {
   const cluster = await CoordinatedCluster.start()
   await newBucket(cluster)
