@@ -112,8 +112,8 @@ export async function replayMultipart(
 /** Aborts on `to` its uploads of the key that `from` holds as ended: the client's complete (or
  * abort) never reached `to`, and their parts would stay counted there. One page of `to`'s uploads
  * is looked at (the key's own list first, before longer keys of the prefix); a failed call leaves
- * them to the expiry sweep. */
-async function abortEnded(
+ * them to the expiry sweep. A hint's delivery asks it too (bring.ts), whatever state it brings. */
+export async function abortEnded(
   cluster: ClusterState,
   ctx: Context,
   { from, to }: { from: Replica; to: Replica },

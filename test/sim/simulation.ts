@@ -10,7 +10,9 @@
  *   each key of the plain bucket holds the same record, and in the versioned bucket replicas that
  *   hold the same stamp for a key hold the same version; every copy reads back whole and right
  *   (the scrubber, a pass every SCRUB_PERIOD_MS, has healed the corrupt ones);
- * - each store's references and counters match its records (store-audit.ts).
+ * - each store's references and counters match its records (store-audit.ts), and no replica
+ *   holds open an upload that a write quorum of the others completed (its parts would count in
+ *   its bucket's storage beside the object).
  * Tombstones are purged GC_GRACE_MS after their change, mostly while faults still happen: a
  * deleted key that came back would show in the history (a read of an overwritten or deleted
  * value) or in what the replicas hold.
@@ -20,7 +22,7 @@
 import { createHash } from 'node:crypto'
 import type { AntiEntropyState } from '../../actors/anti-entropy/anti-entropy.js'
 import type { HintQueueState } from '../../actors/hint-queue/hint-queue.js'
-import { fileKey } from '../../actors/replica-store/keys.js'
+import { completedUploadKey, fileKey } from '../../actors/replica-store/keys.js'
 import { loadClusterSettings } from '../../runtime/cluster-config.js'
 import { clusterKey } from '../../runtime/cluster/cluster-key.js'
 import { loadConfig } from '../../runtime/config.js'
@@ -114,6 +116,10 @@ const BOOTSTRAP_AFTER_MS = 3_000
 const DAY_MS = 86_400_000
 /** The nodes' SVC_REPLICATION_FACTOR (its default). */
 const REPLICATION_FACTOR = 3
+/** Open uploads (U\0 bucket\0 key\0 upload id), read in one scan: a run makes a few dozen. */
+const UPLOAD_PREFIX = 'U\0'
+const UPLOAD_END = 'U\x01'
+const SCAN_ROWS_MAX = 100_000
 
 export function planOf(seed: number): FaultPlan {
   const random = new SimRandom(seed).fork(1)
@@ -200,6 +206,7 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
   for (const node of nodes) {
     problems.push(...auditStore(node.kv).map((line) => `${node.id} store: ${line}`))
   }
+  problems.push(...uploadsLeftOpen(nodes, quorums.write))
   const history = world.history
   const fingerprint = formatHistory(history)
   return {
@@ -215,6 +222,26 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
     trace: trace.format(),
     fingerprint,
   }
+}
+
+/** Uploads a replica still holds open though a write quorum of the others completed them: their
+ * parts would count in its bucket's storage beside the object it is brought. */
+function uploadsLeftOpen(nodes: readonly SimNode[], writeQuorum: number): string[] {
+  const problems: string[] = []
+  for (const node of nodes) {
+    const open = node.kv.scan({ gte: UPLOAD_PREFIX, lt: UPLOAD_END, limit: SCAN_ROWS_MAX })
+    for (const [key] of open) {
+      const uploadId = key.slice(key.lastIndexOf('\0') + 1)
+      const completedOn = nodes.filter(
+        (other) => other.kv.get(completedUploadKey(uploadId)) !== undefined,
+      )
+      if (completedOn.length >= writeQuorum) {
+        const where = completedOn.map((other) => other.id).join(', ')
+        problems.push(`${node.id} holds upload ${uploadId} open, completed on ${where}`)
+      }
+    }
+  }
+  return problems
 }
 
 function hintsDeliveredBy(node: SimNode): number {
