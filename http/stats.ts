@@ -1,8 +1,9 @@
 /** @module GET /api/stats (no authentication): the stats record of SPEC.md section 2, from the
  * store's counters, which are kept with every mutation (never computed by scanning). The dedup
- * ratio is total references over unique blobs, 0 while no blob is stored. /metrics serves the
- * store's figures as gauges too (runtime/store-metrics.ts). */
-import { objectActor, type Mesh } from '../protocol/actor.js'
+ * ratio is total references over unique blobs, 0 while no blob is stored. In a cluster the figures
+ * are the cluster's (actors/coordinator/stats.ts). /metrics serves the node's own store's figures
+ * as gauges (runtime/store-metrics.ts), and a cluster node the cluster's (cluster-metrics.ts). */
+import { objectActor, type ActorName, type Mesh } from '../protocol/actor.js'
 import type { Result } from '../protocol/errors.js'
 import type { StoreStats } from '../protocol/messages.js'
 import { CALL_TIMEOUT_MS } from '../protocol/timing.js'
@@ -27,10 +28,15 @@ export async function statsRecord(mesh: Mesh, uptimeSeconds: number): Promise<Re
   return { ok: true, value: { uptime_seconds: Math.floor(uptimeSeconds), ...figures.value } }
 }
 
-/** One call to the store's counters through the coordinator, failed with `timeout` after
- * timeoutMs. */
-export async function storeFigures(mesh: Mesh, timeoutMs: number): Promise<Result<StoreFigures>> {
-  const stats = await mesh.call<StoreStats>(objectActor(mesh.config), {
+/** One call to the store's counters, failed with `timeout` after timeoutMs: through the
+ * coordinator by default (in a cluster, the cluster's figures, each object once), or of `actor`
+ * (the node's own store: what it holds). */
+export async function storeFigures(
+  mesh: Mesh,
+  timeoutMs: number,
+  actor: ActorName = objectActor(mesh.config),
+): Promise<Result<StoreFigures>> {
+  const stats = await mesh.call<StoreStats>(actor, {
     kind: 'system.stats',
     requestId: 'stats',
     deadlineMs: mesh.now() + timeoutMs,

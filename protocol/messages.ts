@@ -543,6 +543,9 @@ export type StoreMsg = ObjectMsg | SystemMsg | BlobMsg | PeerRequestMsg | AntiEn
 export interface CoordinatorCounters {
   quorumWrites: number
   quorumReads: number
+  /** Client requests answered 503 (or busy) because too few replicas acknowledged. */
+  quorumWriteFailures: number
+  quorumReadFailures: number
   readRepairs: number
 }
 

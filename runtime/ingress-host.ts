@@ -77,8 +77,12 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       kill: (actor, downMs) => supervisor.kill(actor, downMs),
       observeRequest: (sample) => http.observe(sample),
       metricsText: async () => {
-        // A volume that cannot be looked at leaves its gauges out, not the scrape.
-        const volume = volumeStatus().then(volumeMetricsText, () => '')
+        // A volume that cannot be looked at leaves its gauges out, not the scrape. A gateway has
+        // no data directory: it exports none.
+        const volume =
+          ctx.config['SVC_MODE'] === 'gateway'
+            ? Promise.resolve('')
+            : volumeStatus().then(volumeMetricsText, () => '')
         // A single node's scrubber reports the cluster's three scrubber series too (SPEC.md).
         const cluster =
           ctx.config['SVC_MODE'] === 'single' ? scrubberMetricsText(mesh) : clusterMetricsText(mesh)

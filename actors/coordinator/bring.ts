@@ -8,7 +8,9 @@
  * `unsupported`, and the hint waits until it expires. A deletion of a key the replica never
  * received is replayed too (read repair need not: both show nothing), so that it keeps the
  * tombstone, unless it is past the grace (SVC_GC_GRACE_DAYS): then the replica may have purged it,
- * as anti-entropy's key sync judges too, and it is current. */
+ * as anti-entropy's key sync judges too, and it is current. Whatever state it brings, the
+ * replica's uploads of the key that another replica holds as ended are aborted there first: a
+ * complete it missed left their parts counting in its bucket's storage. */
 import type { Context } from '../../protocol/actor.js'
 import { gcGraceMs, pastGrace } from '../../protocol/anti-entropy.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
@@ -17,6 +19,7 @@ import type { ClusterState } from './cluster-state.js'
 import { gather } from './quorum.js'
 import type { GetMsg, ReplicaAnswer, StampedAnswer } from './reads.js'
 import { syncKey } from './key-sync.js'
+import { abortEnded } from './multipart-replay.js'
 import { repairOne } from './repair.js'
 import { askReplica } from './replica-calls.js'
 import { replicasOf } from './replicas.js'
@@ -57,6 +60,11 @@ export async function bringKey(
     if ((one.answer.keyStamp ?? '') > (winner.answer.keyStamp ?? '')) winner = one
   }
   const newest = winner.answer.keyStamp ?? ''
+  // A complete the replica missed leaves it the upload open, whatever came after: ended there.
+  const other = answers.find((one) => one !== held)
+  if (other !== undefined) {
+    await abortEnded(cluster, ctx, { from: other.replica, to: held.replica }, read)
+  }
   // The hinted change may rest on replicas out of reach now: then nothing here can bring it. When
   // every replica answered and none holds it, it is nowhere (a change none kept, its hint left
   // from a write that failed): the newest state there is is what the replica is brought.

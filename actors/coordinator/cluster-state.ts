@@ -61,7 +61,13 @@ export function clusterState(ctx: Context): ClusterState | null {
     view: null,
     tables: new Map(),
     bucketPools: new Map(),
-    counters: { quorumWrites: 0, quorumReads: 0, readRepairs: 0 },
+    counters: {
+      quorumWrites: 0,
+      quorumReads: 0,
+      quorumWriteFailures: 0,
+      quorumReadFailures: 0,
+      readRepairs: 0,
+    },
     repairsRunning: 0,
     firstLooks: new Map(),
   }

@@ -16,6 +16,7 @@ import { copyObject, copyPart } from './copies.js'
 import { listObjects, listParts, listUploads, listVersions } from './listing.js'
 import { clientAnswer, getObject, readQuorum } from './reads.js'
 import { askReplica } from './replica-calls.js'
+import { quorumMissed } from './quorum.js'
 import { replicasOf } from './replicas.js'
 import { bucketStats, storeStats } from './stats.js'
 import { changeKey, deleteMany, writeBody } from './writes.js'
@@ -29,8 +30,20 @@ export const coordinator: Actor<CoordinatorState, CoordinatorMsg> = {
   init: (ctx) => ({ cluster: clusterState(ctx) }),
   handle(state, msg, ctx: Context): Promise<Result<unknown>> {
     if (state.cluster === null) return ctx.call('replica-store', msg)
-    return coordinate(state.cluster, msg, ctx)
+    return counted(state.cluster, coordinate(state.cluster, msg, ctx))
   },
+}
+
+/** Counts a request answered as a missed quorum, for /metrics. */
+async function counted(
+  cluster: ClusterState,
+  answer: Promise<Result<unknown>>,
+): Promise<Result<unknown>> {
+  const result = await answer
+  const missed = quorumMissed(result)
+  if (missed === 'write') cluster.counters.quorumWriteFailures++
+  if (missed === 'read') cluster.counters.quorumReadFailures++
+  return result
 }
 
 async function coordinate(

@@ -4,10 +4,22 @@
  * The replica then holds the same object: the ETag (MD5 of the parts' MD5s), checksums (the
  * upload's algorithm and type, from the object's), size, parts, metadata, tags and, from the
  * stamp, Last-Modified and version id. The upload's own records (its id, its completion) are the
- * replica's alone, as no client ever sees them. A failure aborts the upload there. */
+ * replica's alone, as no client ever sees them. A failure aborts the upload there.
+ * A replica that missed the complete (it was down, or lacked a part) may still hold the client's
+ * upload with its parts, whose bytes count in its bucket's storage: once the object is given to it
+ * as well, those bytes would count twice, and until the upload expired. So the replica's uploads
+ * of the key that the source replica says ended (completed or aborted) are aborted there first. */
 import type { Context } from '../../protocol/actor.js'
 import type { BodyRange } from '../../protocol/cluster.js'
-import type { GetResult, KeySynced, PartInfo, PutResult } from '../../protocol/messages.js'
+import { LIST_UPLOADS_MAX } from '../../protocol/limits.js'
+import type {
+  GetResult,
+  KeySynced,
+  PartInfo,
+  PutResult,
+  UploadListing,
+  UploadState,
+} from '../../protocol/messages.js'
 import type { UploadChecksum } from '../../protocol/multipart-checksum.js'
 import type { ChecksumAlgorithm, Checksums } from '../../protocol/objects.js'
 import type { Tag } from '../../protocol/tagging.js'
@@ -46,6 +58,7 @@ export async function replayMultipart(
   if (!head.ok || !('info' in head.value) || head.value.parts === undefined) return null
   const { info, parts } = head.value
   if (info.stamp !== seen.stamp || info.etag !== seen.etag) return null
+  await abortEnded(cluster, ctx, { from, to }, at)
   const uploadId = freshStamp(cluster) + Buffer.from(ctx.randomBytes(4)).toString('hex')
   const upload = { bucket: at.bucket, key: at.key, uploadId, requestId: at.requestId }
   const checksum = uploadChecksum(info.checksums, info.checksumType)
@@ -94,6 +107,49 @@ export async function replayMultipart(
     return null
   }
   return { bytes: info.size }
+}
+
+/** Aborts on `to` its uploads of the key that `from` holds as ended: the client's complete (or
+ * abort) never reached `to`, and their parts would stay counted there. One page of `to`'s uploads
+ * is looked at (the key's own list first, before longer keys of the prefix); a failed call leaves
+ * them to the expiry sweep. A hint's delivery asks it too (bring.ts), whatever state it brings. */
+export async function abortEnded(
+  cluster: ClusterState,
+  ctx: Context,
+  { from, to }: { from: Replica; to: Replica },
+  at: VersionAt,
+): Promise<void> {
+  const asked = { bucket: at.bucket, requestId: at.requestId, deadlineMs: at.deadlineMs }
+  const listed = await askReplica<UploadListing>(ctx, to, {
+    kind: 'upload.list',
+    ...asked,
+    prefix: at.key,
+    delimiter: '',
+    keyMarker: '',
+    uploadIdMarker: '',
+    maxUploads: LIST_UPLOADS_MAX,
+  })
+  if (!listed.ok) return
+  const held = listed.value.uploads.filter((upload) => upload.key === at.key)
+  if (held.length === 0) return
+  const uploadIds = held.map((upload) => upload.uploadId)
+  const states = await askReplica<UploadState[]>(ctx, from, {
+    kind: 'upload.states',
+    ...asked,
+    uploadIds,
+  })
+  if (!states.ok) return
+  const ended = uploadIds.filter((_, index) => states.value[index] === 'ended')
+  for (const uploadId of ended) {
+    // Stamped, as the client's abort is: a part of it arriving late finds it ended.
+    await askReplica(ctx, to, {
+      kind: 'upload.abort',
+      ...asked,
+      key: at.key,
+      uploadId,
+      stamp: freshStamp(cluster),
+    })
+  }
 }
 
 /** The upload's checksum as the object records it: an algorithm and a type, or none. */

@@ -128,3 +128,11 @@ export function quorumFailure(
 export function unreachable(what: 'write' | 'read', reachable: number, need: number) {
   return fail('unavailable', `${what} quorum ${reachable}/${need}: too few replicas reachable`)
 }
+
+/** Which quorum a failed answer missed, from the failure the two functions above make; null for
+ * any other answer (a replica's own refusal is the request's fault, not the cluster's). */
+export function quorumMissed(result: Result<unknown>): 'write' | 'read' | null {
+  if (result.ok || (result.code !== 'unavailable' && result.code !== 'busy')) return null
+  const missed = /^(write|read) quorum \d+\/\d+/.exec(result.detail)
+  return missed === null ? null : (missed[1] as 'write' | 'read')
+}

@@ -245,7 +245,37 @@ async function stampAndChange<T>(
     answer: askReplica<T>(ctx, replica, stamped),
   }))
   const change = ordered ? { bucket: msg.bucket, keys: [msg.key], stamp: stamp.value } : null
-  return writeQuorumOf<T>(cluster, ctx, sent, change, all)
+  const written = await writeQuorumOf<T>(cluster, ctx, sent, change, all)
+  if (written.ok && msg.kind === 'upload.complete')
+    endUploadWhereRefused(ctx, msg, stamp.value, sent)
+  return written
+}
+
+/** A complete the quorum took, which a replica refused (it lacked a part, or failed): the upload
+ * is over in the cluster, but that replica still holds it open with its parts, which would count
+ * in its bucket's storage until the upload expired, and once more with the object a hint or
+ * anti-entropy brings it. It is aborted there, in the background, stamped so that a part of it
+ * arriving late finds it ended. */
+function endUploadWhereRefused<T>(
+  ctx: Context,
+  msg: Extract<KeyChangeMsg, { kind: 'upload.complete' }>,
+  stamp: string,
+  sent: readonly { replica: Replica; answer: Promise<Result<T>> }[],
+): void {
+  const { bucket, key, uploadId, requestId, deadlineMs } = msg
+  for (const { replica, answer } of sent) {
+    void answer.then(async (result) => {
+      if (result.ok) return
+      const aborted = await askReplica(ctx, replica, {
+        kind: 'upload.abort',
+        ...{ bucket, key, uploadId, stamp, requestId, deadlineMs },
+      })
+      // Out of reach now: its hint's delivery or anti-entropy ends it once it has the object.
+      if (!aborted.ok && !['no_such_upload', 'unavailable'].includes(aborted.code)) {
+        ctx.log.warn({ key, node: replica.id, code: aborted.code }, 'an ended upload stays open')
+      }
+    })
+  }
 }
 
 /** An upload id equal on every replica: the stamp (its time first, so one key's uploads list in

@@ -49,7 +49,7 @@ test('a bucket created through one node is on every node and the gateway', async
 test('two racing creations of one name by two owners: one succeeds, one gets 409', async () => {
   // Two owners: one owner's racing creations both answer 200 in us-east-1, as Amazon S3's do.
   const token = await login(cluster.server('n1'), ROOT_USERNAME, ROOT_PASSWORD)
-  const owners = []
+  const owners: { accessKeyId: string; secretAccessKey: string }[] = []
   for (const name of ['racer_a', 'racer_b']) {
     const keys = await issueKeys(
       cluster.server('n1'),

@@ -1,7 +1,9 @@
 /** Goal: cluster mode's membership and administration, from outside. Three storage nodes and a
  * gateway find each other through their seeds; every node and the gateway show the same topology
  * (JSON of CLUSTER-INTERFACE.md) to a SuperUser, signed or with a token issued by another node;
- * /metrics has the seven svc_cluster_* series and the node-to-node bytes sent. A node killed
+ * /metrics has the seven svc_cluster_* series and the node-to-node bytes sent; a node's store
+ * gauges are its own, the cluster's figures (each object once) are svc_cluster_objects and its
+ * siblings, and a gateway exports neither, nor data volume gauges. A node killed
  * with SIGKILL is seen Dead by the others (the issue asks within 15 s), one stopped with SIGTERM
  * Left (within 5 s), a restarted one Alive again (within 15 s); a partition through the chaos
  * route cuts both directions and heals. A node stopped with SIGTERM under four clients that
@@ -184,6 +186,60 @@ test('cluster health, node health and the cluster metrics', async () => {
   const pings = sample(metrics, 'svc_cluster_peer_bytes_sent_total', 'method="Membership.Ping"')
   assert.ok(pings !== undefined && pings > 0, `Membership.Ping bytes ${pings}`)
   assert.is(sample(metrics, 'svc_actor_up', 'actor="grpc-ingress"'), 1)
+})
+
+test('a node exports its own store gauges and the cluster figures; a gateway neither, nor disk', async () => {
+  const s3 = cluster.server('n1').client()
+  const sizes = [10, 20, 300_000]
+  try {
+    await s3.send(new CreateBucketCommand({ Bucket: 'counted' }))
+    for (const [index, size] of sizes.entries()) {
+      const Body = randomBytes(size)
+      await s3.send(new PutObjectCommand({ Bucket: 'counted', Key: `k${index}`, Body }))
+    }
+  } finally {
+    s3.destroy()
+  }
+  const stats = async (id: string) =>
+    (await (await fetch(`${cluster.server(id).url}/api/stats`)).json()) as Record<string, number>
+  const scrape = async (id: string) => (await fetch(`${cluster.server(id).url}/metrics`)).text()
+  // /api/stats is the cluster's, each object once; the third replica's write may still land.
+  const total = await stats('n1')
+  const bytes = sizes.reduce((sum, size) => sum + size, 0)
+  assert.ok(total['objects_count'] !== undefined && total['objects_count'] >= sizes.length)
+  const settled = async () => {
+    const texts = await Promise.all(['n1', 'n2', 'n3'].map(scrape))
+    return texts.every(
+      (text) =>
+        sample(text, 'svc_cluster_objects') === total['objects_count'] &&
+        sample(text, 'svc_objects') === total['objects_count'],
+    )
+  }
+  assert.ok(await pollUntil(settled, ALIVE_WAIT_MS, 200), 'the gauges did not settle')
+  for (const id of ['n1', 'n2', 'n3']) {
+    const text = await scrape(id)
+    // Three nodes and three replicas: each node holds every object, counted as its own.
+    assert.is(sample(text, 'svc_cluster_stored_bytes'), total['storage_used_bytes'], id)
+    assert.is(sample(text, 'svc_stored_bytes'), total['storage_used_bytes'], id)
+    assert.is(sample(text, 'svc_cluster_buckets'), total['buckets_count'], id)
+    assert.ok((sample(text, 'svc_data_volume_size_bytes') ?? 0) > 0, id)
+    assert.is(sample(text, 'svc_cluster_quorum_write_failures_total'), 0, id)
+    assert.is(sample(text, 'svc_cluster_quorum_read_failures_total'), 0, id)
+  }
+  assert.ok((total['storage_used_bytes'] ?? 0) >= bytes)
+  // The gateway has no data directory and no store: it says nothing of either.
+  const gateway = await scrape('g1')
+  assert.is(sample(gateway, 'svc_cluster_nodes_alive'), 3)
+  for (const name of [
+    'svc_data_volume_size_bytes',
+    'svc_data_volume_free_bytes',
+    'svc_data_volume_full',
+    'svc_objects',
+    'svc_stored_bytes',
+    'svc_cluster_objects',
+  ]) {
+    assert.is(sample(gateway, name), undefined, `the gateway exports ${name}`)
+  }
 })
 
 test('an admin token issued by one node is valid on the others and the gateway', async () => {

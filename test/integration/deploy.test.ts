@@ -1,13 +1,14 @@
 /** Goal: what deploy/ ships is valid and fits the node it deploys: the Prometheus configuration
  * and alert rules load, every alert fires and stays quiet where its tests say; the Grafana
- * dashboard parses and queries only metrics the node exposes; the systemd unit verifies, its
- * exposure stays at most 4 and an install step of deploy/README.md puts its Node.js in place; the
- * Dockerfile passes a linter and builds a non-root, production-only image on Node 24; the compose
- * files are valid and mount files that exist; the cluster's compose file and Kubernetes manifests
- * give every member the variables it needs, one pool naming the nodes as the others reach them,
- * and health checks on /health; the pods run under the default seccomp profile on a read-only
- * root, spread over machines, under disruption budgets, with a preStop delay inside their grace
- * period, and with node-to-node TLS files from a Secret. Method: the real tools (promtool,
+ * dashboard parses, queries only metrics a node exposes, and counts each object once over the
+ * nodes of a cluster as on a single node; the systemd unit verifies, its exposure stays at most 4
+ * and an install step of deploy/README.md puts its Node.js in place; the Dockerfile passes a
+ * linter and builds a non-root, production-only image on Node 24; the compose files are valid and
+ * mount files that exist; the cluster's compose file and Kubernetes manifests give every member
+ * the variables it needs, one pool naming the nodes as the others reach them, and health checks on
+ * /health; the pods run under the default seccomp profile on a read-only root, spread over
+ * machines, under disruption budgets, with a preStop delay inside their grace period, and with
+ * node-to-node TLS files from a Secret. Method: the real tools (promtool,
  * systemd-analyze, dockerlinter, docker-compose; .ci/test-deps installs them, CI requires them) on
  * the files, a real scrape of a running node for the metric names, and the YAML read as data. */
 import { test } from 'uvu'
@@ -47,6 +48,17 @@ const PENDING_METRICS = [
   'svc_data_volume_size_bytes',
   'svc_data_volume_free_bytes',
   'svc_data_volume_full',
+]
+/** Series only a cluster node (or a gateway) exports, which the single node scraped below does
+ * not: cluster-membership.test.ts scrapes them from a cluster. */
+const CLUSTER_METRICS = [
+  'svc_cluster_nodes_alive',
+  'svc_cluster_hints_pending',
+  'svc_cluster_quorum_write_failures_total',
+  'svc_cluster_quorum_read_failures_total',
+  'svc_cluster_buckets',
+  'svc_cluster_objects',
+  'svc_cluster_stored_bytes',
 ]
 /** Series Prometheus makes itself for every target. */
 const SCRAPE_SERIES = ['up']
@@ -116,6 +128,49 @@ test('the dashboard covers requests, actors and storage, in PromQL that promtool
   }
 })
 
+/** Each store gauge of three cluster nodes of 24 objects (RF 3: each holds every object), and of
+ * a single node of 24, as a promtool test's input series. */
+const STORE_SERIES = ['buckets', 'objects', 'stored_bytes'].flatMap((figure) => [
+  ...['n1', 'n2', 'n3'].flatMap((node) => [
+    { series: `svc_${figure}{instance="${node}:9000", job="cluster"}`, values: '24x5' },
+    { series: `svc_cluster_${figure}{instance="${node}:9000", job="cluster"}`, values: '24x5' },
+  ]),
+  { series: `svc_${figure}{instance="single:9000", job="single"}`, values: '24x5' },
+])
+
+test("the dashboard's storage figures count each object once, of a cluster or a node", () => {
+  if (!toolFound('promtool')) return
+  const panels = ['Buckets', 'Objects', 'Stored bytes'].map((title) => {
+    const expr = dashboard.panels.find((p) => p.title === title)?.targets?.[0]?.expr
+    assert.ok(expr !== undefined, title)
+    return { title, expr }
+  })
+  const dir = mkdtempSync(join(tmpdir(), 'svc-dashboard-'))
+  try {
+    // Each panel's query as Grafana sends it, for the cluster's nodes and for the single node.
+    const tests = ['cluster', 'single'].map((job) => ({
+      interval: '1m',
+      input_series: STORE_SERIES,
+      promql_expr_test: panels.map(({ expr }) => ({
+        expr: expr
+          .replaceAll('$instance', `.*`)
+          .replaceAll('{instance=~', `{job="${job}", instance=~`),
+        eval_time: '2m',
+        exp_samples: [{ labels: '{}', value: 24 }],
+      })),
+    }))
+    writeFileSync(join(dir, 'rules.yml'), 'groups: []\n')
+    writeFileSync(
+      join(dir, 'test.yml'),
+      JSON.stringify({ rule_files: ['rules.yml'], evaluation_interval: '1m', tests }),
+    )
+    const tested = runTool('promtool', ['test', 'rules', 'test.yml'], { cwd: dir })
+    assert.is(tested.status, 0, tested.output)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 test('the dashboard and the alerts query only metrics the node exposes', async () => {
   const server = await startServer()
   const s3 = server.client()
@@ -139,7 +194,10 @@ test('the dashboard and the alerts query only metrics the node exposes', async (
       .map((line) => /^[A-Za-z_:][A-Za-z0-9_:]*/.exec(line)?.[0]),
   )
   const known = (name: string): boolean =>
-    exposed.has(name) || PENDING_METRICS.includes(name) || SCRAPE_SERIES.includes(name)
+    exposed.has(name) ||
+    PENDING_METRICS.includes(name) ||
+    CLUSTER_METRICS.includes(name) ||
+    SCRAPE_SERIES.includes(name)
   const used = [...dashboardExpressions, ...alertExpressions].flatMap(metricNamesOf)
   assert.ok(used.includes('svc_http_requests_total'), 'the PromQL reader finds metric names')
   assert.equal([...new Set(used.filter((name) => !known(name)))], [])

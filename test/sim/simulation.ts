@@ -10,7 +10,9 @@
  *   each key of the plain bucket holds the same record, and in the versioned bucket replicas that
  *   hold the same stamp for a key hold the same version; every copy reads back whole and right
  *   (the scrubber, a pass every SCRUB_PERIOD_MS, has healed the corrupt ones);
- * - each store's references and counters match its records (store-audit.ts);
+ * - each store's references and counters match its records (store-audit.ts), and no replica
+ *   holds open an upload that a write quorum of the others completed (its parts would count in
+ *   its bucket's storage beside the object);
  * - each store's count of hints (its pending hints, in all and per replica) is the number of its
  *   hint records, and none is left: with every node up and calm, every hint was delivered.
  * Tombstones are purged GC_GRACE_MS after their change, mostly while faults still happen: a
@@ -23,7 +25,12 @@
 import { createHash } from 'node:crypto'
 import type { AntiEntropyState } from '../../actors/anti-entropy/anti-entropy.js'
 import type { HintQueueState } from '../../actors/hint-queue/hint-queue.js'
-import { fileKey, HINT_END, HINT_PREFIX } from '../../actors/replica-store/keys.js'
+import {
+  completedUploadKey,
+  fileKey,
+  HINT_END,
+  HINT_PREFIX,
+} from '../../actors/replica-store/keys.js'
 import type { StoreState } from '../../actors/replica-store/store-state.js'
 import { loadClusterSettings } from '../../runtime/cluster-config.js'
 import { clusterKey } from '../../runtime/cluster/cluster-key.js'
@@ -120,6 +127,10 @@ const BOOTSTRAP_AFTER_MS = 3_000
 const DAY_MS = 86_400_000
 /** The nodes' SVC_REPLICATION_FACTOR (its default). */
 const REPLICATION_FACTOR = 3
+/** Open uploads (U\0 bucket\0 key\0 upload id), read in one scan: a run makes a few dozen. */
+const UPLOAD_PREFIX = 'U\0'
+const UPLOAD_END = 'U\x01'
+const SCAN_ROWS_MAX = 100_000
 
 export function planOf(seed: number): FaultPlan {
   const random = new SimRandom(seed).fork(1)
@@ -209,6 +220,7 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
     problems.push(...auditStore(node.kv).map((line) => `${node.id} store: ${line}`))
     problems.push(...hintsLeft(node))
   }
+  problems.push(...uploadsLeftOpen(nodes, quorums.write))
   const history = world.history
   const fingerprint = formatHistory(history)
   return {
@@ -260,6 +272,26 @@ function hintsLeft(node: SimNode): string[] {
 
 function sameCounts(a: [string, number][], b: [string, number][]): boolean {
   return JSON.stringify(a) === JSON.stringify(b)
+}
+
+/** Uploads a replica still holds open though a write quorum of the others completed them: their
+ * parts would count in its bucket's storage beside the object it is brought. */
+function uploadsLeftOpen(nodes: readonly SimNode[], writeQuorum: number): string[] {
+  const problems: string[] = []
+  for (const node of nodes) {
+    const open = node.kv.scan({ gte: UPLOAD_PREFIX, lt: UPLOAD_END, limit: SCAN_ROWS_MAX })
+    for (const [key] of open) {
+      const uploadId = key.slice(key.lastIndexOf('\0') + 1)
+      const completedOn = nodes.filter(
+        (other) => other.kv.get(completedUploadKey(uploadId)) !== undefined,
+      )
+      if (completedOn.length >= writeQuorum) {
+        const where = completedOn.map((other) => other.id).join(', ')
+        problems.push(`${node.id} holds upload ${uploadId} open, completed on ${where}`)
+      }
+    }
+  }
+  return problems
 }
 
 function hintsDeliveredBy(node: SimNode): number {

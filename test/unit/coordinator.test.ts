@@ -19,6 +19,7 @@ import type { Result } from '../../protocol/errors.js'
 import { hlcString, nodeTag } from '../../protocol/hlc.js'
 import type {
   AbsentResult,
+  BucketStats,
   CoordinatorMsg,
   CoordinatorCounters,
   DeleteManyResult,
@@ -235,6 +236,13 @@ test('a replica that misses a PUT is hinted; two missing refuse it, its body unr
   await cluster.settle()
   assert.ok(await isAbsent(cluster, 'n1', 'refused'), 'nothing written locally either')
   assert.is(await hintCount(cluster), 2, 'no hint for a change no replica took')
+  // Counted for /metrics, as is a read that finds one replica where it needs two; a replica's own
+  // refusal (no such key) is no quorum failure.
+  assert.is(await getThrough(cluster, 'cut'), 'unavailable')
+  cluster.heal('n2')
+  assert.is(await getThrough(cluster, 'never-written'), 'no_such_key')
+  const counters = value(await cluster.send<CoordinatorCounters>({ kind: 'coordinator.counters' }))
+  assert.equal([counters.quorumWriteFailures, counters.quorumReadFailures], [1, 1])
 })
 
 test('hints are paged and delivered by key.bring: objects, deletions, no lost change', async () => {
@@ -394,6 +402,155 @@ test('key.sync gives each replica what it lacks: versions, deletes, multipart', 
     }),
   )
   assert.equal(again, { replayed: 0, unsupported: 0, bytes: 0 })
+})
+
+/** A bucket's objects and bytes as one store counts them (its own figures, asked directly), or
+ * through the coordinator for the cluster. */
+async function figuresOf(cluster: CoordinatedCluster, id?: NodeId) {
+  const asked = { kind: 'bucket.stats' as const }
+  const stats = value(
+    await (id === undefined
+      ? cluster.send<BucketStats[]>(asked)
+      : cluster.sendTo<BucketStats[]>(id, asked)),
+  )
+  const bucket = stats.find((one) => one.name === BUCKET)
+  return { objects: bucket?.objectsCount, bytes: bucket?.storageUsedBytes }
+}
+
+/** What a listing through the coordinator adds up to. */
+async function listedFigures(cluster: CoordinatedCluster) {
+  const page = value(
+    await cluster.send<ListPage>({
+      kind: 'object.list',
+      bucket: BUCKET,
+      prefix: '',
+      delimiter: '',
+      after: '',
+      maxKeys: 1000,
+    }),
+  )
+  const { sizes } = page.objects
+  return { objects: sizes.length, bytes: sizes.reduce((sum, size) => sum + size, 0) }
+}
+
+/** An upload through the coordinator with its parts; `beforeComplete` runs before the complete. */
+async function uploadThrough(
+  cluster: CoordinatedCluster,
+  key: string,
+  parts: Uint8Array[],
+  between: { afterPart?: (partNumber: number) => void; beforeComplete?: () => void },
+) {
+  const created = value(
+    await cluster.send<{ uploadId: string }>({
+      kind: 'upload.create',
+      bucket: BUCKET,
+      key,
+      http: HTTP,
+      userMeta: {},
+    }),
+  )
+  const completed: { partNumber: number; etag: string }[] = []
+  for (const [index, data] of parts.entries()) {
+    const stream = memoryStream()
+    stream.push(data)
+    stream.end()
+    const part = value(
+      await cluster.send<PartInfo>({
+        kind: 'upload.part',
+        bucket: BUCKET,
+        key,
+        uploadId: created.uploadId,
+        partNumber: index + 1,
+        expect: {},
+        stream: stream.handle,
+      }),
+    )
+    completed.push({ partNumber: index + 1, etag: part.etag })
+    between.afterPart?.(index + 1)
+  }
+  between.beforeComplete?.()
+  const done = value(
+    await cluster.send<PutResult>({
+      kind: 'upload.complete',
+      bucket: BUCKET,
+      key,
+      uploadId: created.uploadId,
+      parts: completed,
+    }),
+  )
+  return { uploadId: created.uploadId, etag: done.etag }
+}
+
+test('a multipart object a hint brings to a replica that held its upload counts once', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  await put(cluster, 'small', text('thirty bytes of a small object'))
+  const parts = [new Uint8Array(5 * 1024 * 1024).fill(3), large(4)]
+  const size = parts.reduce((sum, part) => sum + part.byteLength, 0)
+  // n3 holds the upload and every part, then misses the complete (down): a hint is kept for it.
+  await uploadThrough(cluster, 'big', parts, { beforeComplete: () => cluster.cut('n3') })
+  await cluster.settle()
+  cluster.heal('n3')
+  const [hint] = value(
+    await cluster.send<Hint[]>({ kind: 'hint.page', node: 'n3', after: null, limit: 10 }),
+  )
+  assert.ok(hint !== undefined && hint.key === 'big', 'n3 is hinted the complete')
+  assert.equal(value(await cluster.send<KeyBrought>({ kind: 'key.bring', ...hint })), 'repaired')
+  await cluster.settle()
+  const listed = await listedFigures(cluster)
+  assert.equal(listed, { objects: 2, bytes: size + 30 })
+  for (const id of NODE_IDS) assert.equal(await figuresOf(cluster, id), listed, id)
+  assert.equal(await figuresOf(cluster), listed, 'the cluster figures')
+})
+
+test('a pool larger than RF counts each object once, though each node holds a part', async () => {
+  const cluster = await CoordinatedCluster.start({ SVC_REPLICATION_FACTOR: '2' })
+  await newBucket(cluster)
+  for (let index = 0; index < 12; index++) await put(cluster, `k${index}`, text(`object ${index}`))
+  await cluster.settle()
+  const held = await Promise.all(NODE_IDS.map(async (id) => (await figuresOf(cluster, id)).objects))
+  assert.is(
+    held.reduce((sum: number, objects) => sum + (objects ?? 0), 0),
+    24,
+    'two copies of each',
+  )
+  assert.ok(
+    held.every((objects) => objects !== 12),
+    `no node holds every object: ${held.join(', ')}`,
+  )
+  const listed = await listedFigures(cluster)
+  assert.is(listed.objects, 12)
+  assert.equal(await figuresOf(cluster), listed)
+})
+
+test('a replica that refused a complete the quorum took ends the upload there', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  const parts = [new Uint8Array(5 * 1024 * 1024).fill(5), large(6)]
+  const size = parts.reduce((sum, part) => sum + part.byteLength, 0)
+  // n3 misses the second part, so it answers the complete InvalidPart and keeps the first.
+  const { uploadId } = await uploadThrough(cluster, 'big', parts, {
+    afterPart: (partNumber) => (partNumber === 1 ? cluster.cut('n3') : cluster.heal('n3')),
+  })
+  await cluster.settle()
+  const states = value(
+    await cluster.sendTo<string[]>('n3', {
+      kind: 'upload.states',
+      bucket: BUCKET,
+      uploadIds: [uploadId],
+    }),
+  )
+  assert.equal(states, ['ended'], 'n3 no longer holds the upload open')
+  assert.equal(await figuresOf(cluster, 'n3'), { objects: 0, bytes: 0 })
+  const [hint] = value(
+    await cluster.send<Hint[]>({ kind: 'hint.page', node: 'n3', after: null, limit: 10 }),
+  )
+  assert.ok(hint !== undefined, 'n3 is hinted the complete it refused')
+  assert.equal(value(await cluster.send<KeyBrought>({ kind: 'key.bring', ...hint })), 'repaired')
+  await cluster.settle()
+  const listed = await listedFigures(cluster)
+  assert.equal(listed, { objects: 1, bytes: size })
+  for (const id of NODE_IDS) assert.equal(await figuresOf(cluster, id), listed, id)
 })
 
 /** The grace of the tests of purged tombstones: a minute, as days. */
