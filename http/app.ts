@@ -9,12 +9,14 @@
  * exception. /health answers 200 while the node serves, with a body that says when the data
  * volume is full (reads and deletes still work then). While the node starts or shuts down every
  * request answers 503 at once, S3 requests as S3 XML. */
+import type { KeyObject } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { getRequestListener, type HttpBindings } from '@hono/node-server'
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
 import { Hono } from 'hono'
 import type { Mesh } from '../protocol/actor.js'
 import { createAdminApp } from './admin/admin-app.js'
+import { takeClientAddress } from './client-address.js'
 import { createClusterApp, membershipView } from './admin/cluster-app.js'
 import { inOrder } from './in-order.js'
 import { killActor } from './chaos.js'
@@ -43,6 +45,7 @@ export function createListener(
   mesh: Mesh,
   state: IngressState,
   hostname: string,
+  addressKey: KeyObject | null = null,
 ): { listener: Listener; keys: KeyCache } {
   const caches: AuthCaches = { signingKeys: new SigningKeyCache(), keys: new KeyCache() }
   const app = createApp(mesh, state, caches)
@@ -76,7 +79,14 @@ export function createListener(
       }),
     )
   }
-  return { listener: inOrder(listener), keys: caches.keys }
+  const ordered = inOrder(listener)
+  // As the request arrives, before it waits behind others of its connection: the gateway's
+  // timestamp is checked against the time the node received it.
+  const arrive: Listener = (incoming, outgoing) => {
+    takeClientAddress(incoming, addressKey, mesh.now())
+    ordered(incoming, outgoing)
+  }
+  return { listener: arrive, keys: caches.keys }
 }
 
 /** Marks a request a gateway forwards. The gateway gives up a node that does not answer in time

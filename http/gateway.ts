@@ -2,9 +2,10 @@
  * its own. It forwards every S3 and admin request, as received (method, path, headers, body: a
  * SigV4 signature covers the Host header, which is kept), to a storage node that gossip knows as
  * Alive and serving, the one that answers best (gateway-choice.ts), and streams the answer back.
- * The node authenticates and serves it, so the client gets exactly what that node gives. The
- * gateway answers itself only /health (200 while a node can serve), /metrics (its own actors and
- * cluster series) and /admin/node/health (its own state, once a node has accepted the caller's
+ * The node authenticates and serves it, so the client gets exactly what that node gives, and
+ * counts the client's failed logins under the address the gateway vouches for (client-address.ts).
+ * The gateway answers itself only /health (200 while a node can serve), /metrics (its own actors
+ * and cluster series) and /admin/node/health (its own state, once a node has accepted the caller's
  * credentials for the same request).
  *
  * No request waits on one node that does not answer (a process frozen by a GC pause, a stalled
@@ -22,12 +23,14 @@
  * a versioned bucket may then keep a second version). A request that no node takes answers S3's
  * 503 with Retry-After, and a node lost in the middle of an answer cuts the connection, as that
  * node's own death would. */
+import type { KeyObject } from 'node:crypto'
 import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { Counter, type Registry } from 'prom-client'
 import type { Mesh } from '../protocol/actor.js'
 import type { Member } from '../protocol/cluster.js'
 import { errorXml } from '../protocol/s3-xml.js'
 import { membershipView } from './admin/cluster-app.js'
+import { CLIENT_ADDRESS_HEADER, signedClientAddress } from './client-address.js'
 import { FORWARDED_HEADER, NOT_SERVING_HEADER, type IngressState, type Listener } from './app.js'
 import { NodeChoice } from './gateway-choice.js'
 import { inOrder } from './in-order.js'
@@ -54,6 +57,8 @@ const REPLAY_BODY_MAX = 1024 * 1024
 /** Bytes of such bodies that one ingress thread holds at once; past it, bodies are streamed. */
 const REPLAY_BYTES_MAX = 64 * 1024 * 1024
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+/** Headers the gateway sets itself: a client's copy never reaches a node. */
+const OWN_HEADERS = new Set(['expect', FORWARDED_HEADER, CLIENT_ADDRESS_HEADER])
 /** Headers that belong to one connection, not to the request (RFC 9110 section 7.6.1). */
 const HOP_BY_HOP = new Set([
   'connection',
@@ -68,6 +73,7 @@ export function createGatewayListener(
   mesh: Mesh,
   state: IngressState,
   registry: Registry,
+  addressKey: KeyObject,
 ): Listener {
   const agent = new Agent({ keepAlive: true, maxSockets: SOCKETS_PER_NODE_MAX })
   const nodes = servingNodes(mesh)
@@ -80,7 +86,7 @@ export function createGatewayListener(
     labelNames: ['reason'],
     registers: [registry],
   })
-  const gateway = { mesh, agent, choice: new NodeChoice(), attempts }
+  const gateway = { mesh, agent, choice: new NodeChoice(), attempts, addressKey }
   const budget = new ReplayBudget()
   // Pipelined requests of one connection go to nodes one after the other, as a node serves them:
   // a GET behind a PUT of the same key must not reach another node before the PUT is stored.
@@ -142,6 +148,8 @@ type Body = { kind: 'none' } | { kind: 'buffered'; bytes: Buffer } | { kind: 'st
 /** What one request shares with its attempts. */
 interface Forwarding {
   mesh: Mesh
+  /** Vouches for the client's address to the node (client-address.ts). */
+  addressKey: KeyObject
   agent: Agent
   choice: NodeChoice
   attempts: Counter<'reason'>
@@ -180,7 +188,7 @@ async function forward(
   const request: Forwarding = {
     ...gateway,
     incoming,
-    headers: forwardedHeaders(incoming, body),
+    headers: forwardedHeaders(incoming, body, gateway.addressKey, mesh.now()),
     body,
   }
   // GET and HEAD change nothing: a second node is asked besides the slow one (a hedged request),
@@ -318,15 +326,25 @@ async function readBody(
 function forwardedHeaders(
   incoming: IncomingMessage,
   body: Body,
+  addressKey: KeyObject,
+  nowMs: number,
 ): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {}
   for (const [name, value] of Object.entries(incoming.headers)) {
-    if (value !== undefined && !HOP_BY_HOP.has(name) && name !== 'expect') headers[name] = value
+    if (value !== undefined && !HOP_BY_HOP.has(name) && !OWN_HEADERS.has(name)) {
+      headers[name] = value
+    }
   }
   const client = incoming.socket.remoteAddress ?? ''
   const forwardedFor = incoming.headers['x-forwarded-for']
   headers['x-forwarded-for'] = forwardedFor === undefined ? client : `${forwardedFor}, ${client}`
   headers[FORWARDED_HEADER] = '1'
+  // The node counts failed logins under this address rather than the gateway's own. Once per
+  // request: every attempt at it, on whichever node, carries the same.
+  if (client !== '') {
+    const { method = '', url = '' } = incoming
+    headers[CLIENT_ADDRESS_HEADER] = signedClientAddress(addressKey, method, url, client, nowMs)
+  }
   // The node's HTTP server sends 100 Continue as it reads the headers: a live node is seen before
   // the body, which can then still go to another.
   if (body.kind === 'streamed') headers['expect'] = '100-continue'

@@ -1,10 +1,12 @@
 /** @module The fields every request's log line carries besides its own (S3 and admin alike): the
- * client's address (the TCP peer; a proxy's header is not trusted), its user agent, and the bytes
+ * client's address (the TCP peer, or the one a gateway vouched for: client-address.ts; a proxy's
+ * header is not trusted), its user agent, and the bytes
  * the request moved on its connection: `bytesIn` read while it was served (its body: the headers
  * were read before it began) and `bytesOut` written (the response, headers included). They are
  * differences of the connection's counters, so a keep-alive connection counts each request
  * apart. */
 import type { IncomingMessage } from 'node:http'
+import { clientAddress } from './client-address.js'
 
 export interface ClientFields {
   client: string | undefined
@@ -19,7 +21,7 @@ export function clientFields(incoming: IncomingMessage): () => ClientFields {
   const readBefore = socket.bytesRead
   const writtenBefore = socket.bytesWritten
   return () => ({
-    client: socket.remoteAddress,
+    client: clientAddress(incoming),
     userAgent: incoming.headers['user-agent'],
     bytesIn: socket.bytesRead - readBefore,
     bytesOut: socket.bytesWritten - writtenBefore,

@@ -19,7 +19,7 @@ export function isValidUsername(value: string): boolean {
  * (counted as if it had failed there), or a success that clears the username's failures. */
 export interface LoginOutcome {
   username: string
-  /** The client's address as the node that checked it saw it (the TCP peer). */
+  /** The client's address as the node that checked it saw it (http/client-address.ts). */
   address: string
   failed: boolean
 }

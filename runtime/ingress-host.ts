@@ -28,6 +28,7 @@ import type { HostContext } from './thread-host.js'
 import { storeMetricsText } from './store-metrics.js'
 import { listenFailure } from './listen-failure.js'
 import { LoanSource } from './blob-loan.js'
+import { clientAddressKey } from './cluster/cluster-key.js'
 import { CALL_TIMEOUT_MS } from '../protocol/timing.js'
 import { readTlsPair } from './tls-files.js'
 import { withTimeout } from './timeout.js'
@@ -115,11 +116,17 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
       onDrained: null,
     } as Omit<IngressActorState, 'server' | 'keys'> as IngressActorState
     const hostname = ctx.config['SVC_HTTP_HOST'] ?? '0.0.0.0'
-    // A gateway forwards requests to the storage nodes; it has no keys to cache.
+    // A gateway forwards requests to the storage nodes; it has no keys to cache. It vouches for
+    // its clients' addresses with the client address key, and a cluster node checks them with it.
+    const mode = ctx.config['SVC_MODE']
+    const addressKey = mode === 'single' ? null : clientAddressKey(ctx.config)
     const { listener, keys } =
-      ctx.config['SVC_MODE'] === 'gateway'
-        ? { listener: createGatewayListener(mesh, state, http.registry), keys: new KeyCache() }
-        : createListener(mesh, state, hostname)
+      mode === 'gateway' && addressKey !== null
+        ? {
+            listener: createGatewayListener(mesh, state, http.registry, addressKey),
+            keys: new KeyCache(),
+          }
+        : createListener(mesh, state, hostname, addressKey)
     state.keys = keys
     state.server = await listen(ctx, hostname, listener)
     // Awaited: the next instance starts once this one is ready, and must see the port.

@@ -1,5 +1,6 @@
 /** @module Admin sessions at the HTTP edge: POST /login turns a username and password into a JWT
- * through iam.login (with the TCP peer's address, which iam throttles on), and every other route
+ * through iam.login (with the client's address, which iam throttles on: the TCP peer's, or the one
+ * a gateway vouched for), and every other route
  * first turns its bearer token into a principal through iam.authorize and requires the SuperUser
  * role. A missing or malformed header is refused, after asking iam only whether the admin API
  * is enabled at all: while no user exists every call answers 403 saying how to enable it, token
@@ -7,6 +8,7 @@
 import type { Mesh } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { Principal } from '../../protocol/messages.js'
+import { clientAddress } from '../client-address.js'
 import { readJsonObject } from './body.js'
 import { askIam } from './calls.js'
 import { sendFailure, sendJson, type AdminContext } from './exchange.js'
@@ -22,8 +24,8 @@ export async function login(c: AdminContext, mesh: Mesh): Promise<Response> {
     kind: 'iam.login',
     username: input.value.username,
     password: input.value.password,
-    // Throttling counts failures per address: the TCP peer, never a header the client chose.
-    clientAddress: c.env.incoming.socket.remoteAddress ?? 'unknown',
+    // Throttling counts failures per address: never one the client chose (client-address.ts).
+    clientAddress: clientAddress(c.env.incoming) ?? 'unknown',
   })
   if (!grant.ok) return sendFailure(c, grant)
   return sendJson(c, 200, loginJson(grant.value))

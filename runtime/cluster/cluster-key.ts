@@ -4,7 +4,7 @@
  * every node of a cluster shares anyway. A derived key ties node-to-node trust to the S3 secret, so
  * `derived` is exported: the node warns and recommends a dedicated secret. Authentication is never
  * off: with neither value there is no key, and the node refuses to start. */
-import { hkdfSync } from 'node:crypto'
+import { createSecretKey, hkdfSync, type KeyObject } from 'node:crypto'
 import { ConfigError } from '../config.js'
 
 export interface ClusterKey {
@@ -37,4 +37,13 @@ export function clusterKey(config: Readonly<Record<string, string>>): ClusterKey
   }
   const key = hkdfSync('sha256', accessSecret, clusterName, DERIVATION_INFO, DERIVED_KEY_BYTES)
   return { key: Buffer.from(key), derived: true }
+}
+
+/** The key with which a gateway vouches for its client's address to a node
+ * (http/client-address.ts): derived from the cluster key for that purpose alone, so that it
+ * authenticates nothing else. */
+export function clientAddressKey(config: Readonly<Record<string, string>>): KeyObject {
+  const info = 'svc-object-store client address key v1'
+  const key = hkdfSync('sha256', clusterKey(config).key, '', info, DERIVED_KEY_BYTES)
+  return createSecretKey(Buffer.from(key))
 }

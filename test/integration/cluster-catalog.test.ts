@@ -3,20 +3,28 @@
  * on two nodes exactly one succeeds; a user created on n1 signs S3 requests on n3 at once, and once
  * deactivated through n2 is refused on n1 right after the admin call answers; the root user exists
  * once; failed logins on n1 throttle the user on n2 and n3 at once, and through the gateway the
- * first 429 comes after as many failures as on one node. A node with another cluster secret never
- * joins, and a gRPC call without the cluster's signature gets no answer but a refusal. A cluster
- * setting a node cannot run with exits 2 with one line.
+ * first 429 comes after as many failures as on one node; clients behind the gateway are throttled
+ * per their own address, which no client can forge, through the gateway or straight to a node. A
+ * node with another cluster secret never joins, and a gRPC call without the cluster's signature
+ * gets no answer but a refusal. A cluster setting a node cannot run with exits 2 with one line.
  * Method: three real nodes and a gateway (test/support/cluster.ts), the AWS SDK and the admin API;
  * a raw @grpc/grpc-js client for the unsigned call. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import * as grpc from '@grpc/grpc-js'
 import { CreateBucketCommand, HeadBucketCommand, ListBucketsCommand } from '@aws-sdk/client-s3'
-import { FAILURES_PER_USERNAME_MAX } from '../../actors/iam/throttle.js'
+import { request as httpRequest } from 'node:http'
+import { FAILURES_PER_ADDRESS_MAX, FAILURES_PER_USERNAME_MAX } from '../../actors/iam/throttle.js'
+import {
+  CLIENT_ADDRESS_HEADER,
+  CLOCK_WINDOW_MS,
+  signedClientAddress,
+} from '../../http/client-address.js'
+import { clientAddressKey } from '../../runtime/cluster/cluster-key.js'
 import { admin, createUser, issueKeys, login } from '../support/admin-client.js'
 import { ROOT_PASSWORD, ROOT_USERNAME, startCluster, type TestCluster } from '../support/cluster.js'
 import { failure } from '../support/s3-failure.js'
-import { freePort, nodeEnv, runUntilExit, startServer } from '../support/server.js'
+import { freePort, nodeEnv, runUntilExit, startServer, type TestServer } from '../support/server.js'
 import { signedRequest } from '../support/signed-request.js'
 import { sleep } from '../support/wait.js'
 
@@ -122,6 +130,89 @@ test('failed logins count cluster-wide, and through the gateway as on one node',
     statuses.push((await attempt('g1', 'carol', 'not-the-password')).status)
   }
   assert.equal(statuses, [...Array<number>(FAILURES_PER_USERNAME_MAX).fill(401), 429])
+})
+
+/** POST /api/admin/login from the client address `from` (loopback has all of 127/8), with extra
+ * headers; answers the status. */
+function loginFrom(
+  server: TestServer,
+  from: string,
+  username: string,
+  password: string,
+  headers: Record<string, string> = {},
+): Promise<number> {
+  const body = JSON.stringify({ username, password })
+  return new Promise<number>((resolve, reject) => {
+    const sent = httpRequest(
+      `${server.url}${LOGIN_PATH}`,
+      {
+        method: 'POST',
+        localAddress: from,
+        headers: { 'content-type': 'application/json', ...headers },
+        timeout: 30_000,
+      },
+      (answer) => {
+        answer.resume()
+        answer.on('end', () => resolve(answer.statusCode ?? 0))
+        answer.on('error', reject)
+      },
+    )
+    sent.on('timeout', () => sent.destroy(new Error('login timed out')))
+    sent.on('error', reject)
+    sent.end(body)
+  })
+}
+
+const LOGIN_PATH = '/api/admin/login'
+/** Long enough to be checked: a password no account can have is refused without counting. */
+const WRONG_PASSWORD = 'not-the-password'
+
+/** The header a gateway of a cluster with `secret` would send for a login from 127.0.0.2. */
+function vouchFor127002(secret: string, method = 'POST', atMs = Date.now()): string {
+  const key = clientAddressKey({ SVC_CLUSTER_SECRET: secret })
+  return signedClientAddress(key, method, LOGIN_PATH, '127.0.0.2', atMs)
+}
+
+test('clients behind one gateway are throttled apart, by the address it vouches for', async () => {
+  const g1 = cluster.server('g1')
+  // 127.0.0.2 through the gateway up to the per-address limit (a new username each time, so that
+  // the per-username limit never applies), then throttled.
+  for (let n = 0; n < FAILURES_PER_ADDRESS_MAX; n++) {
+    const status = await loginFrom(g1, '127.0.0.2', `guess_${n}`, WRONG_PASSWORD)
+    assert.is(status, 401, `failure ${n + 1} from 127.0.0.2`)
+  }
+  assert.is(await loginFrom(g1, '127.0.0.2', 'guess_last', WRONG_PASSWORD), 429)
+  // Another client of the same gateway is not, on whichever nodes the gateway picks.
+  for (let n = 0; n < 3; n++) {
+    assert.is(await loginFrom(g1, '127.0.0.3', `other_${n}`, WRONG_PASSWORD), 401)
+  }
+  assert.is(await loginFrom(g1, '127.0.0.3', ROOT_USERNAME, ROOT_PASSWORD), 200)
+  // A client's own copy of the header, even one signed as a gateway signs, is replaced.
+  const claim = { [CLIENT_ADDRESS_HEADER]: vouchFor127002(cluster.secret) }
+  const status = await loginFrom(g1, '127.0.0.3', 'other_x', WRONG_PASSWORD, claim)
+  assert.is(status, 401, 'counted under the address the client named')
+})
+
+test('a client address forged straight to a node is ignored: the TCP peer counts', async () => {
+  // 127.0.0.2 is throttled (the test before): a login counted under it answers 429.
+  const valid = { [CLIENT_ADDRESS_HEADER]: vouchFor127002(cluster.secret) }
+  const n2 = cluster.server('n2')
+  const vouched = await loginFrom(n2, '127.0.0.6', 'vouched', WRONG_PASSWORD, valid)
+  assert.is(vouched, 429, 'a header signed as a gateway signs it is taken')
+  const forgeries: [string, () => string][] = [
+    ['no HMAC', () => '127.0.0.2'],
+    ['another key', () => vouchFor127002('another-secret-of-at-least-32-characters')],
+    ['another request', () => vouchFor127002(cluster.secret, 'GET')],
+    ['stale', () => vouchFor127002(cluster.secret, 'POST', Date.now() - 2 * CLOCK_WINDOW_MS)],
+  ]
+  // Counted under 127.0.0.4, the TCP peer, up to its limit, whatever address the header claims.
+  for (let n = 0; n < FAILURES_PER_ADDRESS_MAX; n++) {
+    const [why, forge] = forgeries[n % forgeries.length] ?? ['', () => '']
+    const claim = { [CLIENT_ADDRESS_HEADER]: forge() }
+    const status = await loginFrom(n2, '127.0.0.4', `forged_${n}`, WRONG_PASSWORD, claim)
+    assert.is(status, 401, `${why}: counted under the address it claims`)
+  }
+  assert.is(await loginFrom(cluster.server('n3'), '127.0.0.4', 'forged_last', WRONG_PASSWORD), 429)
 })
 
 test('a node with another secret never joins; an unsigned gRPC call is refused', async () => {

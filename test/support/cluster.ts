@@ -24,6 +24,8 @@ export interface ClusterNode {
 
 export interface TestCluster {
   name: string
+  /** SVC_CLUSTER_SECRET of every member. */
+  secret: string
   nodes: ClusterNode[]
   gateways: ClusterNode[]
   /** The running server of a node or gateway (throws when it is stopped). */
@@ -88,6 +90,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   }
   const cluster: TestCluster = {
     name,
+    secret,
     nodes,
     gateways,
     server(id) {
