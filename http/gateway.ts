@@ -167,9 +167,17 @@ interface Attempt {
   outcome: Promise<Outcome>
   /** Whether a streamed body has begun to go to this node (it can go nowhere else). */
   committed: () => boolean
+  /** Settles when the node asks for a streamed body (its 100 Continue); never otherwise. */
+  continued: Promise<void>
   /** Gives the node up with a TCP reset: a frozen node reads it with the request when it resumes,
    * and does not run the request (FORWARDED_HEADER). */
   abandon: () => void
+}
+
+/** An attempt whose outcome came. */
+interface Settled {
+  attempt: Attempt
+  outcome: Outcome
 }
 
 async function forward(
@@ -228,13 +236,24 @@ async function forward(
       const bounded =
         next < candidates.length &&
         [...pending].every((a) => resendable || (body.kind === 'streamed' && !a.committed()))
-      const waits = [...pending].map(async (attempt) => ({
+      const waits = [...pending].map(async (attempt): Promise<Settled> => ({
         attempt,
         outcome: await attempt.outcome,
       }))
-      const settled = bounded ? await within(waits, FIRST_BYTE_WAIT_MS) : await Promise.race(waits)
+      // A node's 100 Continue shows it lives, and the body then goes to it alone: from then on it
+      // is waited for as one that has the body, not given up after FIRST_BYTE_WAIT_MS.
+      const continued = [...pending].map(async (attempt): Promise<'continued'> => {
+        await attempt.continued
+        return 'continued'
+      })
+      const settled = bounded
+        ? await within<Settled | 'continued'>([...waits, ...continued], FIRST_BYTE_WAIT_MS)
+        : await Promise.race(waits)
       reason = ''
+      if (settled === 'continued') continue
       if (settled === null) {
+        // A body that began to go to a node cannot go to another one.
+        if (body.kind === 'streamed' && [...pending].some((a) => a.committed())) continue
         // Nothing from the node within FIRST_BYTE_WAIT_MS: another node is tried.
         if (!hedged) abandonAll()
         reason = hedged ? 'hedge' : 'slow'
@@ -358,6 +377,10 @@ function attemptAt(request: Forwarding, node: Member): Attempt {
   const handle = choice.sent(node.id, mesh.now())
   let committed = false
   let abandoned = false
+  let onContinue = (): void => {}
+  const continued = new Promise<void>((resolve) => {
+    onContinue = resolve
+  })
   const upstream = httpRequest({
     host,
     port,
@@ -386,6 +409,7 @@ function attemptAt(request: Forwarding, node: Member): Attempt {
       if (abandoned || body.kind !== 'streamed') return
       committed = true
       incoming.pipe(upstream)
+      onContinue()
     })
     upstream.on('timeout', () => upstream.destroy(new Error('the node did not answer in time')))
     upstream.on('error', (error) => {
@@ -401,6 +425,7 @@ function attemptAt(request: Forwarding, node: Member): Attempt {
     node,
     outcome,
     committed: () => committed,
+    continued,
     abandon: () => {
       if (abandoned) return
       abandoned = true

@@ -28,7 +28,7 @@ import { connect } from 'node:net'
 import { FORWARDED_HEADER } from '../../http/app.js'
 import { startCluster, type TestCluster } from '../support/cluster.js'
 import { failure } from '../support/s3-failure.js'
-import { signedRequest, signRequest } from '../support/signed-request.js'
+import { halfSentRequest, signedRequest, signRequest } from '../support/signed-request.js'
 import { sample } from '../support/metrics-text.js'
 import { pollUntil, sleep } from '../support/wait.js'
 
@@ -46,6 +46,9 @@ const ALIVE_WAIT_MS = 60_000
 const FROZEN_WRITE_MS = 200
 /** How long a node resumed may take to run what it read: the case waits this long for a run. */
 const LATE_RUN_WAIT_MS = 5_000
+/** How long a client holds the second half of a body: well over the second in which a gateway
+ * gives up a node that has not asked for the body. */
+const BODY_HOLD_MS = 2_500
 
 let cluster: TestCluster
 
@@ -227,6 +230,33 @@ test('a forwarded request that a frozen node reads with its reset is not run', a
   await putResetWhileFrozen('n2', 'forwarded', true)
   await sleep(LATE_RUN_WAIT_MS)
   assert.not.ok(await stored('forwarded'), 'a forwarded request was run after its reset')
+})
+
+test('a node that asked for a body is waited for, however slowly the client sends it', async () => {
+  // DeleteObjects is not run twice: its body goes to the one node that asked for it (100
+  // Continue). A node still reading that body, as a slow client sends it, is alive: given up,
+  // the body would be half gone to it and the rest would go to another node.
+  const s3 = cluster.server('g1').client()
+  const keys = ['slow-body-0', 'slow-body-1']
+  for (const Key of keys) {
+    await s3.send(new PutObjectCommand({ Bucket: 'frozen', Key, Body: 'to delete' }))
+  }
+  const objects = keys.map((key) => `<Object><Key>${key}</Key></Object>`).join('')
+  const body = Buffer.from(`<Delete><Quiet>true</Quiet>${objects}</Delete>`)
+  const half = await halfSentRequest(cluster.server('g1').url, {
+    method: 'POST',
+    path: '/frozen',
+    query: { delete: '' },
+    headers: { 'content-md5': createHash('md5').update(body).digest('base64') },
+    body,
+  })
+  await sleep(BODY_HOLD_MS)
+  const answer = await half.finish()
+  assert.is(answer.status, 200, answer.body.toString())
+  for (const Key of keys) {
+    const left = await failure(() => s3.send(new HeadObjectCommand({ Bucket: 'frozen', Key })))
+    assert.is(left.status, 404, Key)
+  }
 })
 
 test.run()
