@@ -39,6 +39,12 @@ const FREEZE_MS = 10_000
 const LOAD_AROUND_MS = 2_000
 const LOAD_CLIENTS = 6
 const LOAD_OPS_PER_CLIENT_MAX = 2_000
+/** A body streamed over the inline threshold: the coordinating node sends it to each replica on
+ * its own gRPC stream, one of which goes to the frozen node. */
+const LARGE_BODY_BYTES = 2_500_000
+const LARGE_PUTS_PER_WRITER_MAX = 200
+/** Large PUTs through the gateway stop this long before the frozen node resumes. */
+const RESUME_MARGIN_MS = 2_000
 /** Objects written before the load, for its GETs and HEADs. */
 const SEEDED = 20
 const ALIVE_WAIT_MS = 60_000
@@ -180,6 +186,84 @@ test('one node of three frozen: no request through the gateway waits on it', asy
     'requests over the bound',
   )
   // What was acknowledged under the freeze is there, through the gateway.
+  for (const [Key, sum] of written) {
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'frozen', Key }))
+    assert.is(md5((await got.Body?.transformToByteArray()) ?? new Uint8Array(0)), sum, Key)
+  }
+})
+
+/** PUTs of LARGE_BODY_BYTES in a row until `writing` is false, each timed. */
+async function largeWriter(
+  s3: S3Client,
+  name: string,
+  writing: () => boolean,
+  written: Map<string, string>,
+  seen: Timed[],
+): Promise<void> {
+  for (let n = 0; n < LARGE_PUTS_PER_WRITER_MAX && writing(); n++) {
+    const Key = `${name}-${n}`
+    const Body = randomBytes(LARGE_BODY_BYTES)
+    const startedMs = Date.now()
+    const put = new PutObjectCommand({ Bucket: 'frozen', Key, Body })
+    const { name: error } = await failure(() => s3.send(put))
+    const ms = Date.now() - startedMs
+    if (error === 'no error') written.set(Key, md5(Body))
+    seen.push({ op: `PutObject ${Key}`, ms, ...(error === 'no error' ? {} : { error }) })
+  }
+}
+
+/** A streamed body goes to each replica on its own stream: the one to the frozen replica stops
+ * taking bytes, which must hold back neither the others nor the answer (the write quorum is two
+ * of three), and what was acknowledged must read back. Straight to a healthy node, PUTs run
+ * before the freeze and on through it and the resume, so the freeze lands in the middle of a
+ * body. Through the gateway, they run while the node stays frozen: from the freeze (a body that a
+ * node asked for before it froze is the gateway's to wait for) to RESUME_MARGIN_MS before the
+ * resume. The bucket is the first case's. */
+test('one node of three frozen: large PUTs reach their quorum without it', async () => {
+  assert.ok(await pollUntil(allAliveAtGateway, ALIVE_WAIT_MS, 200), 'the gateway sees all Alive')
+  const pid = cluster.server('n3').child.pid
+  assert.ok(pid !== undefined)
+  const written = new Map<string, string>()
+  const seen: Timed[] = []
+  let throughGateway = false
+  let writing = true
+  const direct = largeWriter(
+    cluster.server('n1').client(),
+    'large-n1',
+    () => writing,
+    written,
+    seen,
+  )
+  let gateway = Promise.resolve()
+  let stopped = false
+  try {
+    await sleep(LOAD_AROUND_MS)
+    process.kill(pid, 'SIGSTOP')
+    stopped = true
+    throughGateway = true
+    const s3 = cluster.server('g1').client()
+    gateway = largeWriter(s3, 'large-g1', () => throughGateway, written, seen)
+    await sleep(FREEZE_MS - RESUME_MARGIN_MS)
+    throughGateway = false
+    await sleep(RESUME_MARGIN_MS)
+    process.kill(pid, 'SIGCONT')
+    stopped = false
+    await sleep(LOAD_AROUND_MS)
+  } finally {
+    if (stopped) process.kill(pid, 'SIGCONT')
+    throughGateway = false
+    writing = false
+    await Promise.all([direct, gateway])
+  }
+  const slowest = [...seen].sort((a, b) => b.ms - a.ms).slice(0, 5)
+  console.log(`  ${seen.length} large PUTs, slowest ${slowest.map((t) => `${t.ms} ms`).join(', ')}`)
+  assert.equal(
+    seen.filter((timed) => timed.error !== undefined || timed.ms > REQUEST_MAX_MS),
+    [],
+    'large PUTs failed or over the bound',
+  )
+  assert.ok(seen.length >= 10, `only ${seen.length} large PUTs`)
+  const s3 = cluster.server('g1').client()
   for (const [Key, sum] of written) {
     const got = await s3.send(new GetObjectCommand({ Bucket: 'frozen', Key }))
     assert.is(md5((await got.Body?.transformToByteArray()) ?? new Uint8Array(0)), sum, Key)
