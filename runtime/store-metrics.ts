@@ -16,7 +16,8 @@ const GAUGES: readonly (readonly [name: string, help: string, figure: keyof Stor
   ['svc_objects', "Objects this node's store holds (in a cluster, its replicas)", 'objects_count'],
   [
     'svc_stored_bytes',
-    "Sum of the sizes of the objects and of the parts of uploads in progress this node's store holds",
+    "Sum of the sizes of the objects and of the parts of uploads in progress this node's store " +
+      'holds',
     'storage_used_bytes',
   ],
   [
