@@ -9,8 +9,8 @@
  * received is replayed too (read repair need not: both show nothing), so that it keeps the
  * tombstone, unless it is past the grace (SVC_GC_GRACE_DAYS): then the replica may have purged it,
  * as anti-entropy's key sync judges too, and it is current. Whatever state it brings, the
- * replica's uploads of the key that another replica holds as ended are aborted there first: a
- * complete it missed left their parts counting in its bucket's storage. */
+ * replica's uploads of the key that another replica holds as ended are aborted there first (else
+ * the hint waits): a complete it missed left their parts counting in its bucket's storage. */
 import type { Context } from '../../protocol/actor.js'
 import { gcGraceMs, pastGrace } from '../../protocol/anti-entropy.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
@@ -60,11 +60,13 @@ export async function bringKey(
     if ((one.answer.keyStamp ?? '') > (winner.answer.keyStamp ?? '')) winner = one
   }
   const newest = winner.answer.keyStamp ?? ''
-  // A complete the replica missed leaves it the upload open, whatever came after: ended there.
+  // A complete the replica missed leaves it the upload open, whatever came after: ended there,
+  // or the hint waits (it may be the only record that the replica missed the complete).
   const other = answers.find((one) => one !== held)
-  if (other !== undefined) {
-    await abortEnded(cluster, ctx, { from: other.replica, to: held.replica }, read)
-  }
+  const ended =
+    other === undefined ||
+    (await abortEnded(cluster, ctx, { from: other.replica, to: held.replica }, read))
+  if (!ended) return fail('unavailable', `${msg.node} keeps an ended upload open`)
   // The hinted change may rest on replicas out of reach now: then nothing here can bring it. When
   // every replica answered and none holds it, it is nowhere (a change none kept, its hint left
   // from a write that failed): the newest state there is is what the replica is brought.

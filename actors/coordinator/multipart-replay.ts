@@ -8,7 +8,8 @@
  * A replica that missed the complete (it was down, or lacked a part) may still hold the client's
  * upload with its parts, whose bytes count in its bucket's storage: once the object is given to it
  * as well, those bytes would count twice, and until the upload expired. So the replica's uploads
- * of the key that the source replica says ended (completed or aborted) are aborted there first. */
+ * of the key that the source replica says ended (completed or aborted) are aborted there first,
+ * or nothing is copied: the next round tries again. */
 import type { Context } from '../../protocol/actor.js'
 import type { BodyRange } from '../../protocol/cluster.js'
 import { LIST_UPLOADS_MAX } from '../../protocol/limits.js'
@@ -58,7 +59,8 @@ export async function replayMultipart(
   if (!head.ok || !('info' in head.value) || head.value.parts === undefined) return null
   const { info, parts } = head.value
   if (info.stamp !== seen.stamp || info.etag !== seen.etag) return null
-  await abortEnded(cluster, ctx, { from, to }, at)
+  // Copied while they stay open, the object would leave them open for good: the key is alike.
+  if (!(await abortEnded(cluster, ctx, { from, to }, at))) return null
   const uploadId = freshStamp(cluster) + Buffer.from(ctx.randomBytes(4)).toString('hex')
   const upload = { bucket: at.bucket, key: at.key, uploadId, requestId: at.requestId }
   const checksum = uploadChecksum(info.checksums, info.checksumType)
@@ -111,14 +113,15 @@ export async function replayMultipart(
 
 /** Aborts on `to` its uploads of the key that `from` holds as ended: the client's complete (or
  * abort) never reached `to`, and their parts would stay counted there. One page of `to`'s uploads
- * is looked at (the key's own list first, before longer keys of the prefix); a failed call leaves
- * them to the expiry sweep. A hint's delivery asks it too (bring.ts), whatever state it brings. */
+ * is looked at (the key's own list first, before longer keys of the prefix). A hint's delivery
+ * asks it too (bring.ts), whatever state it brings. False when a call failed: a hint then waits
+ * to be delivered again, as the replica may have missed the complete's background abort too. */
 export async function abortEnded(
   cluster: ClusterState,
   ctx: Context,
   { from, to }: { from: Replica; to: Replica },
   at: VersionAt,
-): Promise<void> {
+): Promise<boolean> {
   const asked = { bucket: at.bucket, requestId: at.requestId, deadlineMs: at.deadlineMs }
   const listed = await askReplica<UploadListing>(ctx, to, {
     kind: 'upload.list',
@@ -129,27 +132,30 @@ export async function abortEnded(
     uploadIdMarker: '',
     maxUploads: LIST_UPLOADS_MAX,
   })
-  if (!listed.ok) return
+  if (!listed.ok) return false
   const held = listed.value.uploads.filter((upload) => upload.key === at.key)
-  if (held.length === 0) return
+  if (held.length === 0) return true
   const uploadIds = held.map((upload) => upload.uploadId)
   const states = await askReplica<UploadState[]>(ctx, from, {
     kind: 'upload.states',
     ...asked,
     uploadIds,
   })
-  if (!states.ok) return
+  if (!states.ok) return false
   const ended = uploadIds.filter((_, index) => states.value[index] === 'ended')
+  let aborted = true
   for (const uploadId of ended) {
     // Stamped, as the client's abort is: a part of it arriving late finds it ended.
-    await askReplica(ctx, to, {
+    const answer = await askReplica(ctx, to, {
       kind: 'upload.abort',
       ...asked,
       key: at.key,
       uploadId,
       stamp: freshStamp(cluster),
     })
+    if (!answer.ok && answer.code !== 'no_such_upload') aborted = false
   }
+  return aborted
 }
 
 /** The upload's checksum as the object records it: an algorithm and a type, or none. */
