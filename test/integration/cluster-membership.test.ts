@@ -188,7 +188,7 @@ test('cluster health, node health and the cluster metrics', async () => {
   assert.is(sample(metrics, 'svc_actor_up', 'actor="grpc-ingress"'), 1)
 })
 
-test('a node exports its store gauges and the cluster figures; a gateway neither, nor disk', async () => {
+test('a node exports its store and cluster gauges; a gateway neither, nor disk', async () => {
   const s3 = cluster.server('n1').client()
   const sizes = [10, 20, 300_000]
   try {
