@@ -10,7 +10,7 @@
  * KeyObject made once per thread. */
 import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import { isIP } from 'node:net'
+import { isIP, type Socket } from 'node:net'
 
 export const CLIENT_ADDRESS_HEADER = 'x-svc-client-address'
 /** How far a header's timestamp may be from the node's clock: the time a request takes from the
@@ -53,9 +53,14 @@ export function takeClientAddress(
   if (address !== null) verified.set(incoming, address)
 }
 
-/** The request's client: the address a gateway vouched for, or else the TCP peer. */
-export function clientAddress(incoming: IncomingMessage): string | undefined {
-  return verified.get(incoming) ?? incoming.socket.remoteAddress
+/** The request's client: the address a gateway vouched for, or else the TCP peer. `socket` is the
+ * request's, kept by a caller that asks after the response: Node detaches it from the request
+ * once the response is done (then `incoming.socket` is null). */
+export function clientAddress(
+  incoming: IncomingMessage,
+  socket: Socket | null = incoming.socket,
+): string | undefined {
+  return verified.get(incoming) ?? socket?.remoteAddress
 }
 
 function verifiedAddress(

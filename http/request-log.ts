@@ -21,7 +21,7 @@ export function clientFields(incoming: IncomingMessage): () => ClientFields {
   const readBefore = socket.bytesRead
   const writtenBefore = socket.bytesWritten
   return () => ({
-    client: clientAddress(incoming),
+    client: clientAddress(incoming, socket),
     userAgent: incoming.headers['user-agent'],
     bytesIn: socket.bytesRead - readBefore,
     bytesOut: socket.bytesWritten - writtenBefore,
