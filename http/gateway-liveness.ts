@@ -15,15 +15,13 @@ export class NodeLiveness {
 
   constructor(private readonly now: () => number) {}
 
-  /** When the node at `address` last showed it runs (an answer to a probe, or `sinceMs`, when the
-   * caller last heard from it, whichever is later); probes it when that is old. */
-  lastSeen(address: string, sinceMs: number): number {
+  /** When the node at `address` last answered a probe (0: never); probes it when that is old. */
+  lastSeen(address: string): number {
     let node = this.nodes.get(address)
     if (node === undefined) {
-      node = { seenMs: sinceMs, probing: false }
+      node = { seenMs: 0, probing: false }
       this.nodes.set(address, node)
     }
-    node.seenMs = Math.max(node.seenMs, sinceMs)
     if (!node.probing && this.now() - node.seenMs >= PROBE_INTERVAL_MS) this.probe(address, node)
     return node.seenMs
   }

@@ -447,8 +447,10 @@ function attemptAt(request: Forwarding, node: Member): Attempt {
         const now = mesh.now()
         const waitedOn = writes.pendingSinceMs !== null || (sent && !answered)
         if (!waitedOn) writes.progressMs = now
-        const seen = request.liveness.lastSeen(node.httpAddr, writes.progressMs)
-        if (now - seen <= STALL_MS) return
+        // Progress of its own shows this node lives; else, a probe of it (one for all requests).
+        if (now - writes.progressMs <= STALL_CHECK_MS) return
+        const seenMs = request.liveness.lastSeen(node.httpAddr)
+        if (now - Math.max(seenMs, writes.progressMs) <= STALL_MS) return
         const reason = sent
           ? 'the storage node stopped answering after it took the body'
           : 'the storage node stopped taking the body'
