@@ -17,14 +17,19 @@
  * 100-continue` and goes only once the node asked for it: until then the request goes to the next
  * node instead; after it, and for another request without a body (a DELETE), the node may be
  * running it, slow rather than frozen, and is waited for (ANSWER_TIMEOUT_MS) rather than made to
- * run it twice. A node given up is cut with a TCP reset: a frozen node that resumes reads the
- * request and the reset together and does not run it (FORWARDED_HEADER), so it is not run twice,
- * unless the node read it just before it froze (as when a client's own retry follows a timeout;
- * a versioned bucket may then keep a second version). A request that no node takes answers S3's
- * 503 with Retry-After, and a node lost in the middle of an answer cuts the connection, as that
- * node's own death would. */
+ * run it twice, as long as it shows progress: a node that took such a body and then neither takes
+ * more of it nor answers a liveness probe for STALL_MS is given up with a 503 whose outcome is
+ * unknown (the node may finish the request when it resumes). A node that answers before it has
+ * read the whole body (a 404 for a missing bucket) and closes has its answer passed on, as any
+ * reverse proxy does, though the rest of the body failed to go. A node given up is cut with a
+ * TCP reset: a frozen node that resumes reads the request and the reset together and does not run
+ * it (FORWARDED_HEADER), so it is not run twice, unless the node read it just before it froze (as
+ * when a client's own retry follows a timeout; a versioned bucket may then keep a second
+ * version). A request that no node takes answers S3's 503 with Retry-After, and a node lost in
+ * the middle of an answer cuts the connection, as that node's own death would. */
 import type { KeyObject } from 'node:crypto'
 import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import { Counter, type Registry } from 'prom-client'
 import type { Mesh } from '../protocol/actor.js'
 import type { Member } from '../protocol/cluster.js'
@@ -33,6 +38,7 @@ import { membershipView } from './admin/cluster-app.js'
 import { CLIENT_ADDRESS_HEADER, signedClientAddress } from './client-address.js'
 import { FORWARDED_HEADER, NOT_SERVING_HEADER, type IngressState, type Listener } from './app.js'
 import { NodeChoice } from './gateway-choice.js'
+import { NodeLiveness } from './gateway-liveness.js'
 import { inOrder } from './in-order.js'
 import { s3ErrorFor } from './s3/errors.js'
 import { newRequestId } from './s3/router.js'
@@ -51,6 +57,16 @@ const ATTEMPTS_MAX = 3
  * its 100 Continue. A live node's answer starts far sooner; the next node's answer still comes
  * well within the few seconds a client should ever wait. */
 const FIRST_BYTE_WAIT_MS = 1_000
+/** How long a node that took a streamed body may show no progress before it is given up with a
+ * 503, which the client retries. Progress is a write of the body flushed to the node, or, while
+ * the gateway waits on the node (a write not flushed, or the whole body sent and no answer yet),
+ * the node's answer to a liveness probe (gateway-liveness.ts): a node storing a large object may
+ * take far longer than this to answer, and is waited for (ANSWER_TIMEOUT_MS) as long as its
+ * process runs; a frozen one stops answering probes. Under the few seconds a client should ever
+ * wait, and above the second a loaded node may take to answer a probe. */
+const STALL_MS = 2_000
+/** How often a node that took a streamed body is checked for progress. */
+const STALL_CHECK_MS = 250
 /** Bodies up to this size are read whole before they are sent, so that they can be sent again to
  * another node; a larger body is streamed once. */
 const REPLAY_BODY_MAX = 1024 * 1024
@@ -86,13 +102,14 @@ export function createGatewayListener(
     labelNames: ['reason'],
     registers: [registry],
   })
-  const gateway = { mesh, agent, choice: new NodeChoice(), attempts, addressKey }
+  const liveness = new NodeLiveness(() => mesh.now())
+  const gateway = { mesh, agent, choice: new NodeChoice(), attempts, addressKey, liveness }
   const budget = new ReplayBudget()
   // Pipelined requests of one connection go to nodes one after the other, as a node serves them:
   // a GET behind a PUT of the same key must not reach another node before the PUT is stored.
   return inOrder((incoming, outgoing) => {
     const path = (incoming.url ?? '/').split('?')[0]
-    if (!state.serving) return unavailable(outgoing, incoming, 'the gateway is not serving')
+    if (!state.serving) return unavailable(mesh, outgoing, incoming, 'the gateway is not serving')
     if (incoming.method === 'GET' && path === '/health') {
       void nodes().then((found) => {
         outgoing.writeHead(found.length > 0 ? 200 : 503, { 'content-type': 'text/plain' })
@@ -116,7 +133,7 @@ export function createGatewayListener(
     const own = incoming.method === 'GET' && path === '/admin/node/health'
     forward(gateway, nodes, budget, incoming, outgoing, own).catch((error: unknown) => {
       mesh.log.error({ err: String(error) }, 'forwarding failed')
-      unavailable(outgoing, incoming, 'the request could not be forwarded')
+      unavailable(mesh, outgoing, incoming, 'the request could not be forwarded')
     })
   })
 }
@@ -152,13 +169,15 @@ interface Forwarding {
   addressKey: KeyObject
   agent: Agent
   choice: NodeChoice
+  liveness: NodeLiveness
   attempts: Counter<'reason'>
   incoming: IncomingMessage
   headers: Record<string, string | string[]>
   body: Body
 }
 
-type Outcome = { kind: 'answer'; answer: IncomingMessage } | { kind: 'failed' }
+/** A failure may say why, for the 503 that ends the request. */
+type Outcome = { kind: 'answer'; answer: IncomingMessage } | { kind: 'failed'; reason?: string }
 
 /** One node's try at a request. */
 interface Attempt {
@@ -189,6 +208,7 @@ async function forward(
   ownHealth: boolean,
 ): Promise<void> {
   const { mesh, choice } = gateway
+  let failure: string | undefined
   const candidates = choice.order(await nodes(), mesh.now()).slice(0, ATTEMPTS_MAX)
   const idempotent = isIdempotentWrite(incoming)
   const body = await readBody(incoming, buffer, idempotent)
@@ -263,9 +283,13 @@ async function forward(
       const { outcome } = settled
       if (outcome.kind === 'answer') {
         abandonAll()
-        return relay(mesh, outcome.answer, outgoing, ownHealth)
+        // A body not read whole (the node answered early) closes the client's connection after
+        // the answer, as the node closes the gateway's.
+        const unread = body.kind === 'streamed' && !incoming.complete
+        return relay(mesh, outcome.answer, outgoing, ownHealth, unread)
       }
       // Failed before any answer: again elsewhere, unless a streamed body went (in part) to it.
+      failure = outcome.reason
       if (settled.attempt.committed()) break
       reason = 'refused'
     }
@@ -273,7 +297,7 @@ async function forward(
     outgoing.off('close', onClose)
     if (body.kind === 'buffered') buffer.release(body.bytes.length)
   }
-  unavailable(outgoing, incoming, 'no storage node could take the request')
+  unavailable(mesh, outgoing, incoming, failure ?? 'no storage node could take the request')
 }
 
 /** The first of `waits` to settle, or null after `ms`. */
@@ -377,6 +401,8 @@ function attemptAt(request: Forwarding, node: Member): Attempt {
   const handle = choice.sent(node.id, mesh.now())
   let committed = false
   let abandoned = false
+  let answered = false
+  let stallCheck: NodeJS.Timeout | undefined
   let onContinue = (): void => {}
   const continued = new Promise<void>((resolve) => {
     onContinue = resolve
@@ -392,6 +418,8 @@ function attemptAt(request: Forwarding, node: Member): Attempt {
   })
   const outcome = new Promise<Outcome>((resolve) => {
     upstream.on('response', (answer) => {
+      answered = true
+      clearInterval(stallCheck)
       choice.answered(node.id, handle, mesh.now())
       const notServing =
         answer.statusCode === 503 && answer.headers[NOT_SERVING_HEADER] !== undefined
@@ -401,18 +429,41 @@ function attemptAt(request: Forwarding, node: Member): Attempt {
         resolve({ kind: 'failed' })
         return
       }
-      // A streamed body the node did not ask for stays unsent: this connection cannot be reused.
-      if (body.kind === 'streamed' && !committed) answer.once('end', () => upstream.destroy())
+      // A streamed body the node did not ask for stays unsent, or went in part to a node that
+      // answered early: this connection cannot be reused.
+      if (body.kind === 'streamed') answer.once('end', () => upstream.destroy())
       resolve({ kind: 'answer', answer })
     })
     upstream.on('continue', () => {
-      if (abandoned || body.kind !== 'streamed') return
+      if (abandoned || body.kind !== 'streamed' || upstream.socket === null) return
       committed = true
+      const writes = watchWrites(upstream.socket, () => mesh.now())
+      let sent = false
+      upstream.once('finish', () => {
+        sent = true
+      })
+      // A node that froze after its 100 Continue would hold the request until ANSWER_TIMEOUT_MS.
+      stallCheck = setInterval(() => {
+        const now = mesh.now()
+        const waitedOn = writes.pendingSinceMs !== null || (sent && !answered)
+        if (!waitedOn) writes.progressMs = now
+        // Progress of its own shows this node lives; else, a probe of it (one for all requests).
+        if (now - writes.progressMs <= STALL_CHECK_MS) return
+        const seenMs = request.liveness.lastSeen(node.httpAddr)
+        if (now - Math.max(seenMs, writes.progressMs) <= STALL_MS) return
+        const reason = sent
+          ? 'the storage node stopped answering after it took the body'
+          : 'the storage node stopped taking the body'
+        mesh.log.warn({ node: node.id, reason }, 'forwarding given up')
+        giveUp()
+        resolve({ kind: 'failed', reason })
+      }, STALL_CHECK_MS)
       incoming.pipe(upstream)
       onContinue()
     })
     upstream.on('timeout', () => upstream.destroy(new Error('the node did not answer in time')))
     upstream.on('error', (error) => {
+      clearInterval(stallCheck)
       choice.settled(node.id, handle, mesh.now())
       if (!abandoned) mesh.log.warn({ node: node.id, err: String(error) }, 'forwarding failed')
       resolve({ kind: 'failed' })
@@ -426,14 +477,73 @@ function attemptAt(request: Forwarding, node: Member): Attempt {
     outcome,
     committed: () => committed,
     continued,
-    abandon: () => {
-      if (abandoned) return
-      abandoned = true
-      choice.settled(node.id, handle, mesh.now())
-      if (upstream.socket !== null && !upstream.socket.destroyed) upstream.socket.resetAndDestroy()
-      upstream.destroy()
-    },
+    abandon: giveUp,
   }
+
+  function giveUp(): void {
+    clearInterval(stallCheck)
+    if (abandoned) return
+    abandoned = true
+    choice.settled(node.id, handle, mesh.now())
+    if (upstream.socket !== null && !upstream.socket.destroyed) upstream.socket.resetAndDestroy()
+    upstream.destroy()
+  }
+}
+
+/** How the writes of a streamed body to a node's socket go. */
+interface Writes {
+  /** Since when a write waits to be flushed to the node; null when none waits. */
+  pendingSinceMs: number | null
+  /** When the node last showed progress: a write flushed, or the gateway not waiting on it. */
+  progressMs: number
+  /** Whether a write failed as the node closed (it answered early). */
+  closed: boolean
+}
+
+const socketWrites = new WeakMap<Socket, Writes>()
+
+/** Watches the writes of a streamed body to `socket`, the socket of one request at a time. A node
+ * may answer before it reads the whole body (a 404 for a missing bucket, a 403) and close: the
+ * body's next write fails (EPIPE, ECONNRESET) while the answer waits unread in the socket, and
+ * Node's HTTP client would drop the answer with the socket. Like any reverse proxy, the gateway
+ * takes a failed write of the body as the end of it: the rest is dropped, and the answer is read
+ * and passed on; a node that closed without one fails the request as before (socket hang up). */
+function watchWrites(socket: Socket, now: () => number): Writes {
+  const known = socketWrites.get(socket)
+  const writes: Writes = known ?? { pendingSinceMs: null, progressMs: now(), closed: false }
+  writes.pendingSinceMs = null
+  writes.progressMs = now()
+  if (known !== undefined) return writes
+  socketWrites.set(socket, writes)
+  /** The callback of a write: flushed, or failed as the node closed, which ends the body. */
+  const flushed =
+    (callback: (error?: Error | null) => void) =>
+    (error?: Error | null): void => {
+      writes.pendingSinceMs = null
+      writes.progressMs = now()
+      if (error !== null && error !== undefined && closedByPeer(error)) writes.closed = true
+      callback(writes.closed ? null : error)
+    }
+  const write = socket._write.bind(socket)
+  socket._write = (chunk, encoding, callback): void => {
+    if (writes.closed) return callback()
+    writes.pendingSinceMs = now()
+    write(chunk, encoding, flushed(callback))
+  }
+  const writev = socket._writev?.bind(socket)
+  if (writev !== undefined) {
+    socket._writev = (chunks, callback): void => {
+      if (writes.closed) return callback()
+      writes.pendingSinceMs = now()
+      writev(chunks, flushed(callback))
+    }
+  }
+  return writes
+}
+
+function closedByPeer(error: Error): boolean {
+  const code = (error as NodeJS.ErrnoException).code
+  return code === 'EPIPE' || code === 'ECONNRESET'
 }
 
 /** Streams the node's answer to the client (or, for the gateway's own health, answers it). */
@@ -442,6 +552,7 @@ async function relay(
   answer: IncomingMessage,
   outgoing: ServerResponse,
   ownHealth: boolean,
+  closeAfter: boolean,
 ): Promise<void> {
   if (ownHealth && answer.statusCode === 200) {
     // The node accepted the caller: the gateway answers for itself.
@@ -452,6 +563,7 @@ async function relay(
   for (const [name, value] of Object.entries(answer.headers)) {
     if (value !== undefined && !HOP_BY_HOP.has(name)) answerHeaders[name] = value
   }
+  if (closeAfter) answerHeaders['connection'] = 'close'
   outgoing.writeHead(answer.statusCode ?? 502, answerHeaders)
   answer.pipe(outgoing)
   // A client gone in the middle of an answer leaves no node connection waiting on it.
@@ -484,7 +596,14 @@ function splitAddress(address: string): [string, number] {
 }
 
 /** S3's retryable 503, closing the connection so that a retry may go elsewhere. */
-function unavailable(outgoing: ServerResponse, incoming: IncomingMessage, message: string): void {
+function unavailable(
+  mesh: Mesh,
+  outgoing: ServerResponse,
+  incoming: IncomingMessage,
+  message: string,
+): void {
+  // Told apart in the log from a 503 a node sent, which the gateway only passes on.
+  mesh.log.warn({ method: incoming.method, url: incoming.url, reason: message }, 'gateway 503')
   if (outgoing.headersSent) {
     outgoing.destroy()
     return

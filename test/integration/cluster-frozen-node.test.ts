@@ -28,7 +28,12 @@ import { connect } from 'node:net'
 import { FORWARDED_HEADER } from '../../http/app.js'
 import { startCluster, type TestCluster } from '../support/cluster.js'
 import { failure } from '../support/s3-failure.js'
-import { halfSentRequest, signedRequest, signRequest } from '../support/signed-request.js'
+import {
+  errorCode,
+  halfSentRequest,
+  signedRequest,
+  signRequest,
+} from '../support/signed-request.js'
 import { sample } from '../support/metrics-text.js'
 import { pollUntil, sleep } from '../support/wait.js'
 
@@ -55,6 +60,17 @@ const LATE_RUN_WAIT_MS = 5_000
 /** How long a client holds the second half of a body: well over the second in which a gateway
  * gives up a node that has not asked for the body. */
 const BODY_HOLD_MS = 2_500
+/** PUTs of a large body to a missing bucket, with n3 frozen and again with it resumed. */
+const EARLY_ANSWER_PUTS = 8
+/** A body streamed through the gateway, half of it sent before its node freezes: more than the
+ * kernel's socket buffers take from a frozen process, so the node stops taking it. */
+const STALLED_BODY_BYTES = 32 * 1024 * 1024
+/** How long the node has to take the first half before it freezes. */
+const FIRST_HALF_MS = 1_000
+/** The case's bound on the gateway's 503 for a node frozen under a body it took: the gateway's
+ * bound (two seconds without progress) with a margin for a loaded machine, far below the
+ * gateway's two minutes for an answer. */
+const STALLED_ANSWER_MAX_MS = 10_000
 
 let cluster: TestCluster
 
@@ -340,6 +356,69 @@ test('a node that asked for a body is waited for, however slowly the client send
   for (const Key of keys) {
     const left = await failure(() => s3.send(new HeadObjectCommand({ Bucket: 'frozen', Key })))
     assert.is(left.status, 404, Key)
+  }
+})
+
+/** A node answers a large body's PUT to a missing bucket before it reads the body, and closes:
+ * the rest of the body fails to go (EPIPE), and the node's 404 must still reach the client. */
+async function putsToMissingBucket(): Promise<string[]> {
+  const s3 = cluster.server('g1').client()
+  const answers: string[] = []
+  for (let n = 0; n < EARLY_ANSWER_PUTS; n++) {
+    const put = new PutObjectCommand({
+      Bucket: 'no-such-bucket-here',
+      Key: `early-${n}`,
+      Body: randomBytes(LARGE_BODY_BYTES),
+    })
+    const { name, status } = await failure(() => s3.send(put))
+    answers.push(`${status} ${name}`)
+  }
+  return answers
+}
+
+test('an early answer to a large body reaches the client as the node sent it', async () => {
+  assert.ok(await pollUntil(allAliveAtGateway, ALIVE_WAIT_MS, 200), 'the gateway sees all Alive')
+  const expected = Array.from({ length: EARLY_ANSWER_PUTS }, () => '404 NoSuchBucket')
+  assert.equal(await putsToMissingBucket(), expected, 'all nodes running')
+  const pid = cluster.server('n3').child.pid
+  assert.ok(pid !== undefined)
+  process.kill(pid, 'SIGSTOP')
+  try {
+    assert.equal(await putsToMissingBucket(), expected, 'n3 frozen')
+  } finally {
+    process.kill(pid, 'SIGCONT')
+  }
+})
+
+test('a node frozen under a body it took is given up with a 503, not waited on', async () => {
+  // The node that asked for the body (100 Continue) is the gateway's alone to wait for; frozen in
+  // the middle of it, it shows no progress, and the gateway gives up with S3's retryable 503.
+  // Every node is frozen, so the one with the body is, whichever the gateway chose.
+  assert.ok(await pollUntil(allAliveAtGateway, ALIVE_WAIT_MS, 200), 'the gateway sees all Alive')
+  const pids = ['n1', 'n2', 'n3'].map((id) => cluster.server(id).child.pid)
+  const half = await halfSentRequest(cluster.server('g1').url, {
+    method: 'PUT',
+    path: '/frozen/stalled',
+    body: randomBytes(STALLED_BODY_BYTES),
+  })
+  await sleep(FIRST_HALF_MS)
+  const stopped: number[] = []
+  try {
+    for (const pid of pids) {
+      assert.ok(pid !== undefined)
+      process.kill(pid, 'SIGSTOP')
+      stopped.push(pid)
+    }
+    const startedMs = Date.now()
+    const answer = await half.finish()
+    const ms = Date.now() - startedMs
+    console.log(`  a node frozen under a body: ${answer.status} after ${ms} ms`)
+    assert.is(answer.status, 503, answer.body.toString())
+    assert.is(errorCode(answer), 'ServiceUnavailable')
+    assert.match(answer.body.toString(), /the storage node stopped/)
+    assert.ok(ms < STALLED_ANSWER_MAX_MS, `${ms} ms`)
+  } finally {
+    for (const pid of stopped) process.kill(pid, 'SIGCONT')
   }
 })
 
