@@ -309,47 +309,6 @@ test('hints are paged and delivered by key.bring: objects, deletions, no lost ch
   assert.is(await hintCount(cluster), 1)
 })
 
-/** A multipart upload through the coordinator, its parts streamed; the completed object. */
-async function multipartPut(cluster: CoordinatedCluster, key: string, parts: Uint8Array[]) {
-  const http = HTTP
-  const created = value(
-    await cluster.send<{ uploadId: string }>({
-      kind: 'upload.create',
-      bucket: BUCKET,
-      key,
-      http,
-      userMeta: { origin: 'sync' },
-    }),
-  )
-  const completed: { partNumber: number; etag: string }[] = []
-  for (const [index, data] of parts.entries()) {
-    const stream = memoryStream()
-    stream.push(data)
-    stream.end()
-    const part = value(
-      await cluster.send<PartInfo>({
-        kind: 'upload.part',
-        bucket: BUCKET,
-        key,
-        uploadId: created.uploadId,
-        partNumber: index + 1,
-        expect: {},
-        stream: stream.handle,
-      }),
-    )
-    completed.push({ partNumber: index + 1, etag: part.etag })
-  }
-  return value(
-    await cluster.send<PutResult>({
-      kind: 'upload.complete',
-      bucket: BUCKET,
-      key,
-      uploadId: created.uploadId,
-      parts: completed,
-    }),
-  )
-}
-
 async function manifestOf(cluster: CoordinatedCluster, id: NodeId, key: string) {
   return value(await cluster.sendTo<KeyManifest>(id, { kind: 'key.manifest', bucket: BUCKET, key }))
 }
@@ -370,7 +329,9 @@ test('key.sync gives each replica what it lacks: versions, deletes, multipart', 
     }),
   )
   const big = new Uint8Array(5 * 1024 * 1024).fill(7)
-  const multipart = await multipartPut(cluster, 'm', [big, large(3)])
+  const multipart = await uploadThrough(cluster, 'm', [big, large(3)], {
+    userMeta: { origin: 'sync' },
+  })
   cluster.heal('n3')
   await cluster.settle()
   for (const key of ['v', 'm']) {
@@ -433,12 +394,17 @@ async function listedFigures(cluster: CoordinatedCluster) {
   return { objects: sizes.length, bytes: sizes.reduce((sum, size) => sum + size, 0) }
 }
 
-/** An upload through the coordinator with its parts; `beforeComplete` runs before the complete. */
+/** A multipart upload through the coordinator, its parts streamed, with `userMeta`;
+ * `afterPart` runs after each part and `beforeComplete` before the complete. */
 async function uploadThrough(
   cluster: CoordinatedCluster,
   key: string,
   parts: Uint8Array[],
-  between: { afterPart?: (partNumber: number) => void; beforeComplete?: () => void },
+  between: {
+    userMeta?: Record<string, string>
+    afterPart?: (partNumber: number) => void
+    beforeComplete?: () => void
+  },
 ) {
   const created = value(
     await cluster.send<{ uploadId: string }>({
@@ -446,7 +412,7 @@ async function uploadThrough(
       bucket: BUCKET,
       key,
       http: HTTP,
-      userMeta: {},
+      userMeta: between.userMeta ?? {},
     }),
   )
   const completed: { partNumber: number; etag: string }[] = []
