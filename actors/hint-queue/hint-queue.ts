@@ -5,9 +5,11 @@
  * saw), and an Alive one with hints left a pass every PASS_MS. A pass pages through the replica's
  * hints; a hint older than SVC_HINT_TTL_HOURS (by its change's stamp) is dropped as expired, and
  * each other one is delivered by the coordinator (`key.bring`, at most DELIVERIES_AT_ONCE at a
- * time), then removed unless a newer one replaced it meanwhile. A replica that cannot be reached
- * ends the pass; a state repair does not replay stays hinted until it expires (anti-entropy's to
- * bring). This node is one of the replicas too: a change its own store missed (it failed the
+ * time), then removed unless a newer one replaced it meanwhile. A replica that cannot be reached,
+ * or this node's store failing a call (restarting), ends the pass, and the next comes
+ * UNREACHED_RETRY_MS later; a pass that ends with hints left it did not leave on purpose (recorded
+ * behind its cursor meanwhile) is followed by one within NEW_HINTS_PASS_MS. A state repair does
+ * not replay stays hinted until it expires (anti-entropy's to bring). This node is one of the replicas too: a change its own store missed (it failed the
  * write, or was restarting and took the hint a moment later) is hinted to this node and brought
  * from the others like any.
  *
@@ -163,9 +165,10 @@ function startPass(state: HintQueueState, ctx: Context, node: string, target: Ta
   const delivering = target.alive
   target.passing = true
   void pass(state, ctx, node, delivering).then(
-    (reached) => {
+    (end) => {
       target.passing = false
-      let waitMs = reached ? PASS_MS : UNREACHED_RETRY_MS
+      let waitMs =
+        end === 'done' ? PASS_MS : end === 'again' ? NEW_HINTS_PASS_MS : UNREACHED_RETRY_MS
       // One that came back during an expiry pass gets its delivery at the next look.
       if (!delivering) waitMs = target.alive ? 0 : expiryEveryMs(state)
       target.nextPassMs = ctx.now() + waitMs
@@ -215,15 +218,23 @@ function jitter(ctx: Context): number {
   return draw % COMING_BACK_JITTER_MS
 }
 
-/** Delivers `node`'s hints, page by page, until none is left or the node cannot be reached;
- * says whether it was reached. Not `delivering` (the node is away), it only drops the expired. */
+/** How a pass ended: every hint it read was delivered or left to expire (`done`); the replica or
+ * this node's store failed a call (`unreached`: a store restarting is back within seconds, so is
+ * a replica gossip has not seen leave); or hints were recorded for the replica behind the pass's
+ * cursor while it ran (`again`: a pass soon rather than at the next round). */
+type PassEnd = 'done' | 'unreached' | 'again'
+
+/** Delivers `node`'s hints, page by page, until none is left, the node cannot be reached or this
+ * node's store fails a call. Not `delivering` (the node is away), it only drops the expired. */
 async function pass(
   state: HintQueueState,
   ctx: Context,
   node: string,
   delivering: boolean,
-): Promise<boolean> {
+): Promise<PassEnd> {
   let after: { bucket: string; key: string } | null = null
+  /** Hints the pass read and left in place: those repair does not replay, which wait to expire. */
+  let left = 0
   for (let page = 0; page < PAGES_PER_PASS_MAX && !state.stopped; page++) {
     const hints = await storeCall<Hint[]>(ctx, {
       kind: 'hint.page',
@@ -231,25 +242,33 @@ async function pass(
       after,
       limit: PAGE_HINTS,
     })
-    if (!hints.ok) return true
-    if (hints.value.length === 0) return true
+    if (!hints.ok) return 'unreached'
+    if (hints.value.length === 0) break
     const last = hints.value[hints.value.length - 1] as Hint
     after = { bucket: last.bucket, key: last.key }
     const now = ctx.now()
     const expired = hints.value.filter((hint) => expiresAt(state, hint) <= now)
     const live = hints.value.filter((hint) => expiresAt(state, hint) > now)
     const removedExpired = await done(ctx, expired)
+    if (removedExpired === null) return 'unreached'
     state.counters.expired += removedExpired
     if (!delivering) {
-      if (hints.value.length < PAGE_HINTS) return true
+      left += live.length
+      if (hints.value.length < PAGE_HINTS) break
       continue
     }
     const { delivered, reached } = await deliver(state, ctx, live)
-    state.counters.delivered += await done(ctx, delivered)
-    if (!reached) return false
-    if (hints.value.length < PAGE_HINTS) return true
+    const removed = await done(ctx, delivered)
+    if (removed === null) return 'unreached'
+    state.counters.delivered += removed
+    if (!reached) return 'unreached'
+    left += live.length - delivered.length
+    if (hints.value.length < PAGE_HINTS) break
   }
-  return true
+  if (!delivering || state.stopped) return 'done'
+  const kept = await storeCall<Record<string, number>>(ctx, { kind: 'hint.nodes' })
+  if (!kept.ok) return 'unreached'
+  return (kept.value[node] ?? 0) > left ? 'again' : 'done'
 }
 
 /** When a hint expires: its change's time (the stamp's wall clock) plus the TTL. */
@@ -289,10 +308,11 @@ async function deliver(
   return { delivered, reached }
 }
 
-async function done(ctx: Context, hints: readonly Hint[]): Promise<number> {
+/** Removes `hints` from the store; null when the store did not answer. */
+async function done(ctx: Context, hints: readonly Hint[]): Promise<number | null> {
   if (hints.length === 0) return 0
   const removed = await storeCall<number>(ctx, { kind: 'hint.done', hints: [...hints] })
-  return removed.ok ? removed.value : 0
+  return removed.ok ? removed.value : null
 }
 
 type StoreRequest =
@@ -303,6 +323,7 @@ type StoreRequest =
       limit: number
     }
   | { kind: 'hint.done'; hints: Hint[] }
+  | { kind: 'hint.nodes' }
 
 function storeCall<T>(ctx: Context, msg: StoreRequest): Promise<Result<T>> {
   return ctx.call<T>('replica-store', {

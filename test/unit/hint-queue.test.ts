@@ -31,6 +31,10 @@ interface World {
   reachable: Set<string>
   brought: string[]
   unsupported: Set<string>
+  /** The store fails hint pages and removals while set (restarting after the look's count). */
+  storeDown: boolean
+  /** Runs when the coordinator brings a key: a client's write meanwhile. */
+  onBring: (key: string) => void
   /** Each `hint.closed` list the store was told. */
   closed: string[][]
 }
@@ -50,6 +54,8 @@ function world(ttlHours = '1'): World {
     reachable: new Set(['n2', 'n3']),
     brought: [],
     unsupported: new Set(),
+    storeDown: false,
+    onBring: () => undefined,
     closed: [],
   }
   ctx.onCall((to, msg) => {
@@ -58,6 +64,8 @@ function world(ttlHours = '1'): World {
       const members = [...w.status].map(([id, status]) => ({ id, kind: 'node', status }))
       return ok({ members })
     }
+    const paging = msg.kind === 'hint.page' || msg.kind === 'hint.done'
+    if (to === 'replica-store' && paging && w.storeDown) return fail('unavailable', 'restarting')
     if (to === 'replica-store' && msg.kind === 'hint.page') {
       const node = body['node'] as string
       const after = body['after'] as { key: string } | null
@@ -89,6 +97,7 @@ function world(ttlHours = '1'): World {
       const key = body['key'] as string
       if (w.unsupported.has(key)) return ok('unsupported')
       w.brought.push(`${node}/${key}`)
+      w.onBring(key)
       return ok('repaired')
     }
     return fail('unavailable', `${to} ${msg.kind} is not wired`)
@@ -150,6 +159,35 @@ test('a pass that cannot reach its replica ends, and the next comes 5 s later', 
   await step(w, 3 * LOOK_MS)
   assert.equal(w.brought, ['n2/a', 'n2/b'])
   assert.is(w.hints.length, 0)
+  await hintQueue.stop?.(state, w.ctx)
+})
+
+test("a pass this node's store fails ends, and the next comes 5 s later", async () => {
+  const w = world()
+  w.hints.push(hint('n2', 'a', 1_000, w.ctx.now()))
+  w.storeDown = true
+  const state = await hintQueue.init(w.ctx)
+  await step(w, LOOK_MS)
+  assert.equal(w.brought, [])
+  w.storeDown = false
+  await step(w, UNREACHED_RETRY_MS + 2 * LOOK_MS)
+  assert.equal(w.brought, ['n2/a'], 'not at the next round, 30 s away')
+  assert.is(w.hints.length, 0)
+  await hintQueue.stop?.(state, w.ctx)
+})
+
+test('a hint recorded behind a running pass gets a pass within 5 s', async () => {
+  const w = world()
+  w.hints.push(hint('n2', 'b', 1_000, w.ctx.now()))
+  // While `b` is brought, a write misses n2 on `a`, before the pass's cursor.
+  w.onBring = (key) => {
+    if (key === 'b') w.hints.push(hint('n2', 'a', 0, w.ctx.now()))
+  }
+  const state = await hintQueue.init(w.ctx)
+  await step(w, LOOK_MS)
+  assert.equal(w.brought, ['n2/b'])
+  await step(w, NEW_HINTS_PASS_MS + 2 * LOOK_MS)
+  assert.equal(w.brought, ['n2/b', 'n2/a'], 'not at the next round, 30 s away')
   await hintQueue.stop?.(state, w.ctx)
 })
 

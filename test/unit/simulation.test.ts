@@ -64,6 +64,15 @@ const FOUND_SEEDS: { seed: number; found: string }[] = [
       "the same in anti-entropy's copy of a multipart object: it went on when the source's " +
       'upload states could not be read, and the replica, now alike, kept the upload open',
   },
+  {
+    seed: 9109,
+    found:
+      'a hint pass during which its own store was killed ended as if complete: the hints it ' +
+      'could not read or remove waited for the next round, 30 s away, past the calm (now a pass ' +
+      '5 s later, and one within 5 s while the store keeps hints the pass did not leave)',
+  },
+  { seed: 9154, found: 'the same' },
+  { seed: 9345, found: 'the same, with clock skew' },
 ]
 
 test('200 seeds and every seed that once found a bug run without a problem', async () => {
