@@ -34,6 +34,7 @@ import { Counter, type Registry } from 'prom-client'
 import type { Mesh } from '../protocol/actor.js'
 import type { Member } from '../protocol/cluster.js'
 import { errorXml } from '../protocol/s3-xml.js'
+import { firstWithin } from '../protocol/timing.js'
 import { membershipView } from './admin/cluster-app.js'
 import { CLIENT_ADDRESS_HEADER, signedClientAddress } from './client-address.js'
 import { FORWARDED_HEADER, NOT_SERVING_HEADER, type IngressState, type Listener } from './app.js'
@@ -267,7 +268,7 @@ async function forward(
         return 'continued'
       })
       const settled = bounded
-        ? await within<Settled | 'continued'>([...waits, ...continued], FIRST_BYTE_WAIT_MS)
+        ? await firstWithin<Settled | 'continued'>([...waits, ...continued], FIRST_BYTE_WAIT_MS)
         : await Promise.race(waits)
       reason = ''
       if (settled === 'continued') continue
@@ -298,19 +299,6 @@ async function forward(
     if (body.kind === 'buffered') buffer.release(body.bytes.length)
   }
   unavailable(mesh, outgoing, incoming, failure ?? 'no storage node could take the request')
-}
-
-/** The first of `waits` to settle, or null after `ms`. */
-async function within<T>(waits: Promise<T>[], ms: number): Promise<T | null> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), ms)
-  })
-  try {
-    return await Promise.race([...waits, late])
-  } finally {
-    clearTimeout(timer)
-  }
 }
 
 /** Bytes of bodies read whole that one ingress thread holds at once. */

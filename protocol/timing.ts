@@ -1,5 +1,6 @@
-/** @module Timing shared by the ingress and the actors: request deadlines and the stream window.
- * The ingress derives each request's deadline from these; actors and links enforce it. */
+/** @module Timing shared by the ingress and the actors: request deadlines, the stream window, and
+ * the two ways a wait is bounded. The ingress derives each request's deadline from these; actors
+ * and links enforce it. */
 
 /** Default deadline of a request without a body stream. */
 export const CALL_TIMEOUT_MS = 30_000
@@ -22,3 +23,26 @@ export function streamDeadlineMs(nowMs: number, bytes: number): number {
 /** How long a blob file lent to a reader of the store's process (GetResult.lent) is kept from
  * removal as garbage: the reader opens it at once, and an open file stays readable. */
 export const LOAN_PIN_MS = CALL_TIMEOUT_MS
+
+/** Bounds `promise` by `ms`: it rejects, naming `what`, when the time is up first. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms)
+  })
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer))
+}
+
+/** The first of `waits` to settle, or null once `ms` passed: for a caller that moves on (to
+ * another node, say) rather than failing. */
+export async function firstWithin<T>(waits: Promise<T>[], ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), ms)
+  })
+  try {
+    return await Promise.race([...waits, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}

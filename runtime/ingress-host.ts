@@ -29,9 +29,8 @@ import { storeMetricsText } from './store-metrics.js'
 import { listenFailure } from './listen-failure.js'
 import { LoanSource } from './blob-loan.js'
 import { clientAddressKey } from './cluster/cluster-key.js'
-import { CALL_TIMEOUT_MS } from '../protocol/timing.js'
+import { CALL_TIMEOUT_MS, withTimeout } from '../protocol/timing.js'
 import { readTlsPair } from './tls-files.js'
-import { withTimeout } from './timeout.js'
 import { volumeMetricsText } from './volume-metrics.js'
 
 /** Bounds how long a client may take to send its headers; bodies are bounded by stream timeouts. */

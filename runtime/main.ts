@@ -21,9 +21,9 @@ import { NodeMetrics } from './node-metrics.js'
 import { mapLargeAllocations, startNativeTrimmer } from './native-trim.js'
 import { checkNodeVersion } from './node-version.js'
 import { Supervisor } from './supervisor.js'
-import { withTimeout } from './timeout.js'
 import { readTlsPair } from './tls-files.js'
 import { usage, version } from './usage.js'
+import { withTimeout } from '../protocol/timing.js'
 
 // First: every file and directory the node creates (RocksDB's, blob files) is owner-only.
 process.umask(NODE_UMASK)

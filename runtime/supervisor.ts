@@ -35,11 +35,11 @@ import {
 } from './knobs.js'
 import type { Logger } from '../protocol/actor.js'
 import type { HostApi, HostData } from './thread-host.js'
-import { withTimeout } from './timeout.js'
 import type { MetricsJson } from './actor-metrics.js'
 import type { NodeMetrics } from './node-metrics.js'
 import { PasswordPool } from './password-pool.js'
 import type { Result } from '../protocol/errors.js'
+import { withTimeout } from '../protocol/timing.js'
 
 /** Rejects once `worker` has exited. Handled here so that a thread nobody is waiting on when it
  * exits raises no unhandled rejection. */

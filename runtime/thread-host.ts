@@ -38,7 +38,7 @@ import { openStream, PortSink, PortSource } from './stream-port.js'
 import { ActorMetrics, type MetricsJson } from './actor-metrics.js'
 import { PASSWORD_TASK_TIMEOUT_MS } from './knobs.js'
 import type { SupervisorApi } from './supervisor.js'
-import { withTimeout } from './timeout.js'
+import { withTimeout } from '../protocol/timing.js'
 
 /** The context the runtime gives its own actors (the ingresses): also the supervisor's services, a
  * way to add a registry of its own to the metrics this thread reports, and whether a peer node is

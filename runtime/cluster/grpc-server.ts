@@ -24,7 +24,7 @@ import type { StreamHandle } from '../../protocol/actor.js'
 import type { PeerMethod } from '../../protocol/cluster.js'
 import { fail, type Result } from '../../protocol/errors.js'
 import { grpcBindFailure } from '../listen-failure.js'
-import { withTimeout } from '../timeout.js'
+import { withTimeout } from '../../protocol/timing.js'
 import {
   bodyReadHandler,
   bodyWriteHandler,
