@@ -44,7 +44,7 @@ import {
   STREAMED_ANSWER_BYTES_MAX,
   type JsonMessage,
 } from './grpc-service.js'
-import { channelCredentials, readGrpcTls, type GrpcTls } from './grpc-tls.js'
+import { channelCredentials, channelTlsOptions, readGrpcTls, type GrpcTls } from './grpc-tls.js'
 
 /** Peer addresses with an open client at once: a cluster's members and seeds, with room. */
 export const PEER_CLIENTS_MAX = 64
@@ -267,7 +267,13 @@ export class GrpcPeers implements Peers {
   private clientFor(address: string): Client {
     let client = this.clients.get(address)
     if (client !== undefined) this.clients.delete(address)
-    else client = new Client(address, channelCredentials(this.options.tls), GRPC_OPTIONS)
+    else {
+      const { tls } = this.options
+      client = new Client(address, channelCredentials(tls), {
+        ...GRPC_OPTIONS,
+        ...channelTlsOptions(tls),
+      })
+    }
     this.clients.set(address, client)
     const clientsMax = this.options.clientsMax ?? PEER_CLIENTS_MAX
     for (const [oldest, stale] of this.clients) {

@@ -3,8 +3,15 @@
  * server requires a client certificate from it (mutual TLS); otherwise both use plaintext, and
  * the HMAC of call-auth.ts alone authenticates each call. Nodes are addressed by host:port while
  * their certificates name nodes, so a client checks that the server's chain ends at the cluster
- * CA, not that its name matches the address; which node answered is the signed answer's job. */
-import { credentials, ServerCredentials, type ChannelCredentials } from '@grpc/grpc-js'
+ * CA, not that its name matches the address; which node answered is the signed answer's job.
+ * The name a client sends (TLS's server name) is a fixed one, not the address: RFC 6066 allows
+ * no IP address there, and Node warns of it. */
+import {
+  credentials,
+  ServerCredentials,
+  type ChannelCredentials,
+  type ChannelOptions,
+} from '@grpc/grpc-js'
 import { EnvironmentError } from '../../protocol/environment-error.js'
 import { readCaFile, readTlsPair } from '../tls-files.js'
 
@@ -31,6 +38,14 @@ export function readGrpcTls(config: Readonly<Record<string, string>>): GrpcTls |
 export function channelCredentials(tls: GrpcTls | null): ChannelCredentials {
   if (tls === null) return credentials.createInsecure()
   return credentials.createSsl(tls.ca, tls.key, tls.cert, { checkServerIdentity: () => undefined })
+}
+
+/** The server name every TLS channel sends, in place of the node's address. */
+const TLS_SERVER_NAME = 'svc-node'
+
+/** Channel options `credentials` need: with TLS, the fixed server name. */
+export function channelTlsOptions(tls: GrpcTls | null): ChannelOptions {
+  return tls === null ? {} : { 'grpc.ssl_target_name_override': TLS_SERVER_NAME }
 }
 
 export function serverCredentials(tls: GrpcTls | null): ServerCredentials {
