@@ -24,6 +24,8 @@ const PREAMBLE = [
 
 export interface RunFacts {
   startedAt: Date
+  /** The commit the run was built from, as `describeCommit` gave it at the start. */
+  commit: string
   /** The settings line the bench printed first. */
   settings: string
   /** The load average as each target started, by target name. */
@@ -43,7 +45,7 @@ export class Transcript {
 /** Appends one run's entry; returns the reason when the file could not be written. */
 export function appendResults(facts: RunFacts, transcript: Transcript): string | null {
   const entry = [
-    `## ${facts.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${commitText()}`,
+    `## ${facts.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${facts.commit}`,
     '',
     `${machineText()}; ${facts.settings}.`,
     '',
@@ -63,7 +65,8 @@ export function appendResults(facts: RunFacts, transcript: Transcript): string |
   }
 }
 
-function commitText(): string {
+/** The checkout's commit, taken when the run starts: the tree may move on while it runs. */
+export function describeCommit(): string {
   const head = git('rev-parse', '--short=12', 'HEAD')
   if (head === null) return 'commit unknown (not a git checkout)'
   // Changes to tracked files make the figures those of no commit; say so (earlier entries aside).

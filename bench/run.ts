@@ -11,7 +11,7 @@ import { BIG_BYTES, LIST_KEYS, ONLY_PHASES, ONLY_TARGETS, PHASE_RUNS } from './c
 import { PHASE_SECONDS } from './config.js'
 import { runClusterSuite, type ClusterResults } from './cluster-suite.js'
 import { printReport, type AllResults } from './report.js'
-import { appendResults, RESULTS_FILE, Transcript } from './results-file.js'
+import { appendResults, describeCommit, RESULTS_FILE, Transcript } from './results-file.js'
 import { runSuite } from './suite.js'
 import { start, TARGET_NAMES, type Target, type TargetName } from './targets.js'
 import { wrkMissing } from './wrk.js'
@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     return
   }
   const startedAt = new Date()
+  const commit = describeCommit()
   const runs = PHASE_RUNS === 1 ? '' : `, each run ${PHASE_RUNS} times`
   const only = [
     ...(ONLY_TARGETS.length > 0 ? [`only targets ${ONLY_TARGETS.join(', ')}`] : []),
@@ -92,7 +93,7 @@ async function main(): Promise<void> {
   const transcript = new Transcript()
   printReport(transcript.print, results, cluster, skipped)
   if (results.size === 0 && cluster === null) return // Nothing measured: nothing to record.
-  const failure = appendResults({ startedAt, settings, loadAverages }, transcript)
+  const failure = appendResults({ startedAt, commit, settings, loadAverages }, transcript)
   if (failure === null) console.log(`\nbench: results appended to ${RESULTS_FILE}`)
   else {
     console.log(`bench: could not append the results to ${RESULTS_FILE}: ${failure}`)
