@@ -7,7 +7,7 @@
  * tables say so. */
 import { availableParallelism } from 'node:os'
 import { NODE_COUNT } from '../dev/cluster-plan.js'
-import { number, printColumns, ratio } from './columns.js'
+import { number, printColumns, ratio, type Print } from './columns.js'
 import { CLUSTER_ROUTES, type ClusterResults, type ClusterRoute } from './cluster-suite.js'
 import { cpuPerRequestUs, failedRequests, median, medianOf, megabytesPerSecond } from './figures.js'
 import { nodeCpuPerRequestUs, opsPerSecond, type Figure } from './figures.js'
@@ -19,16 +19,20 @@ const GOALS: Record<string, number> = { 'PUT 1 MiB': 0.4, 'GET 1 MiB': 0.7 }
 const ROUTE_COLUMNS: Record<ClusterRoute, string> = { n1: '3-node n1', 'round-robin': '3-node rr' }
 const ROUTE_SHORT: Record<ClusterRoute, string> = { n1: 'n1', 'round-robin': 'rr' }
 
-export function printClusterReport(single: TargetResults | null, cluster: ClusterResults): void {
-  console.log(
+export function printClusterReport(
+  print: Print,
+  single: TargetResults | null,
+  cluster: ClusterResults,
+): void {
+  print(
     `\ncluster: ${NODE_COUNT} nodes and the load generator share this machine's ` +
       `${availableParallelism()} cores,\nso these figures measure the overhead of cluster mode, ` +
       'not scale-out.',
   )
-  printRates('cluster ops/s', opsPerSecond, single, cluster, false)
-  printRates('cluster MB/s', megabytesPerSecond, single, cluster, true)
+  printRates(print, 'cluster ops/s', opsPerSecond, single, cluster, false)
+  printRates(print, 'cluster MB/s', megabytesPerSecond, single, cluster, true)
   const cpuTitle = `cluster server CPU per request, us (${NODE_COUNT} nodes' processes summed)`
-  printRates(cpuTitle, cpuPerRequestUs, single, cluster, false)
+  printRates(print, cpuTitle, cpuPerRequestUs, single, cluster, false)
   const byNode = SELECTED_KINDS.map((kind) => [
     kind.label,
     ...CLUSTER_ROUTES.flatMap((route) =>
@@ -40,14 +44,14 @@ export function printClusterReport(single: TargetResults | null, cluster: Cluste
   const nodeColumns = CLUSTER_ROUTES.flatMap((route) =>
     Array.from({ length: NODE_COUNT }, (_, at) => `${ROUTE_SHORT[route]}: node ${at + 1}`),
   )
-  printColumns('cluster server CPU per request by node, us', ['', ...nodeColumns], byNode)
+  printColumns(print, 'cluster server CPU per request by node, us', ['', ...nodeColumns], byNode)
   const failed = SELECTED_KINDS.map((kind) => [
     kind.label,
     ...CLUSTER_ROUTES.map((route) =>
       number(medianOf(cluster.get(route)?.phases.get(kind.label), failedRequests)),
     ),
   ])
-  printColumns('cluster failed requests', ['', ...routeColumns()], failed)
+  printColumns(print, 'cluster failed requests', ['', ...routeColumns()], failed)
   const bytes = SELECTED_KINDS.filter((kind) => kind.method === 'PUT').map((kind) => [
     kind.label,
     ...CLUSTER_ROUTES.map((route) => {
@@ -56,6 +60,7 @@ export function printClusterReport(single: TargetResults | null, cluster: Cluste
     }),
   ])
   printColumns(
+    print,
     'node-to-node bytes per PUT (sent by all nodes, gossip included, / PUTs acknowledged)',
     ['', ...routeColumns()],
     bytes,
@@ -67,6 +72,7 @@ function routeColumns(): string[] {
 }
 
 function printRates(
+  print: Print,
   title: string,
   figure: Figure,
   single: TargetResults | null,
@@ -90,7 +96,7 @@ function printRates(
   })
   const ratios = CLUSTER_ROUTES.map((route) => `${ROUTE_SHORT[route]}/single`)
   const header = ['', 'single', ...routeColumns(), ...ratios]
-  printColumns(title, withGoals ? [...header, 'goal', 'met'] : header, lines)
+  printColumns(print, title, withGoals ? [...header, 'goal', 'met'] : header, lines)
 }
 
 /** Met when every route keeps the share of the single service. */

@@ -1,8 +1,12 @@
 /** @module How the closing tables print: columns padded to their widest cell, and the numbers and
  * ratios in them. */
 
+/** Where the closing report goes, a line (or a few) at a time. */
+export type Print = (text: string) => void
+
 /** A table under its title: the first column left-aligned, the others right-aligned. */
 export function printColumns(
+  print: Print,
   title: string,
   header: readonly string[],
   lines: readonly (readonly string[])[],
@@ -15,9 +19,9 @@ export function printColumns(
       .map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0)))
       .join('  ')
       .trimEnd()
-  console.log(`\n${title}`)
-  console.log(format(header))
-  for (const line of lines) console.log(format(line))
+  print(`\n${title}`)
+  print(format(header))
+  for (const line of lines) print(format(line))
 }
 
 export function number(value: number | null): string {

@@ -30,7 +30,7 @@ export const LIST_KEYS = Math.round(envNumber('BENCH_LIST_KEYS', 100_000, 1_000_
 export const SMALL_BYTES = 4 * 1024
 export const LARGE_BYTES = 1024 * 1024
 export const CONCURRENCIES = [16, 64] as const
-/** Count bound of a 4 KiB PUT phase of new keys. Every URL is presigned beforehand (about 65 us
+/** Count bound of a 4 KiB PUT phase of new keys. Every URL is presigned beforehand (an HMAC chain
  * each), so this also bounds the preparation time; reads and overwrites cycle over the keys their
  * PUT phase wrote. */
 export const SMALL_OPS_MAX = 100_000
@@ -45,15 +45,15 @@ export const LARGE_OPS_MAX = 4_000
 export const BIG_CHUNK_BYTES = 1024 * 1024
 /** A streamed transfer slower than this is cut off and reported as failed. */
 export const BIG_TIMEOUT_MS = 240_000
-/** Deleting a phase's 1 MiB objects (untimed) takes a second or two; this bounds a slow server. */
+/** Deleting a phase's 1 MiB objects (untimed) is quick; this bounds a slow server. */
 export const DELETE_SECONDS_MAX = 30
 export const LIST_FILL_CONCURRENCY = 64
-/** s3rver fills at a few hundred PUTs per second, so a reference's fill is cut off here (and
- * its listing covers what it has): otherwise s3rver alone would take most of six minutes. */
+/** s3rver fills slowly, so a reference's fill is cut off here (and its listing covers what it
+ * has): otherwise s3rver alone would take minutes. */
 export const LIST_FILL_SECONDS_MAX = 60
 /** The service's listing goal is over the full bucket, so its fill may take longer. */
 export const SERVICE_LIST_FILL_SECONDS_MAX = 150
-/** s3rver takes one to two seconds a page over a large bucket: we list for this long at most. */
+/** s3rver takes seconds a page over a large bucket: we list for this long at most. */
 export const LIST_SECONDS_MAX = 30
 export const LIST_PAGE_KEYS = 1000
 /** Every undici request that outlives this is failed, so no phase can hang on a stuck server;

@@ -58,9 +58,9 @@ export function newPool(origin: string, connections: number): Pool {
 }
 
 /** The client's own collections run on the cores the server under test uses: every timed part
- * starts from a collected client heap (`npm run bench` runs node with --expose-gc). Measured: with
- * the 100,000-key fill's URLs still held, mark-compacts of the client's heap (30 ms of its CPU
- * within a 20 ms page) made the slowest listing pages. */
+ * starts from a collected client heap (`npm run bench` runs node with --expose-gc): with the
+ * listing fill's URLs still held, mark-compacts of the client's heap, longer than a page, made
+ * the slowest listing pages. */
 export function collectClientGarbage(): void {
   ;(globalThis as { gc?: () => void }).gc?.()
 }

@@ -8,7 +8,7 @@ import { percentile } from './load.js'
 import { BIG_STEP, LIST_STEP, phaseNamed, SELECTED_KINDS, type TargetResults } from './suite.js'
 import { printClusterReport } from './cluster-report.js'
 import type { ClusterResults } from './cluster-suite.js'
-import { number, printColumns, ratio } from './columns.js'
+import { number, printColumns, ratio, type Print } from './columns.js'
 import { cpuPerRequestUs, failedRequests, megabytesPerSecond, medianOf } from './figures.js'
 import { opsPerSecond, p50Ms, p99Ms, threadsCpuPerRequestUs, type Figure } from './figures.js'
 import { SERVER_NAMES, type ServerName, type TargetName } from './targets.js'
@@ -72,15 +72,16 @@ const FIGURES: readonly { title: string; figure: Figure; goalOf: GoalOf }[] = [
 const THREAD_COLUMNS = 8
 
 export function printReport(
+  print: Print,
   results: AllResults,
   cluster: ClusterResults | null,
   skipped: Map<TargetName, string>,
 ): void {
   const runs = PHASE_RUNS === 1 ? '' : `; load phases: median of ${PHASE_RUNS} runs`
-  console.log(`\n=== Results (MB = 10^6 bytes; "-" = not measured${runs}) ===`)
-  for (const [name, reason] of skipped) console.log(`${name}: skipped: ${reason}`)
+  print(`\n=== Results (MB = 10^6 bytes; "-" = not measured${runs}) ===`)
+  for (const [name, reason] of skipped) print(`${name}: skipped: ${reason}`)
   if (results.size === 0 && cluster === null) {
-    console.log('nothing was measured')
+    print('nothing was measured')
     return
   }
   for (const { title, figure, goalOf } of FIGURES) {
@@ -93,16 +94,16 @@ export function printReport(
       if (goal !== undefined) row.goal = goal
       return row
     })
-    printTable(title, rows)
+    printTable(print, title, rows)
   }
   const service = results.get('service')
-  if (service !== undefined) printThreads(service)
-  if (phaseNamed(BIG_STEP)) printTable(`${BIG_STEP} object`, bigRows(results))
+  if (service !== undefined) printThreads(print, service)
+  if (phaseNamed(BIG_STEP)) printTable(print, `${BIG_STEP} object`, bigRows(results))
   if (phaseNamed(LIST_STEP)) {
-    printTable(`ListObjectsV2, ${LIST_KEYS} keys, pages of 1000`, listRows(results))
+    printTable(print, `ListObjectsV2, ${LIST_KEYS} keys, pages of 1000`, listRows(results))
   }
-  if (cluster !== null) printClusterReport(results.get('service') ?? null, cluster)
-  printErrors(results)
+  if (cluster !== null) printClusterReport(print, results.get('service') ?? null, cluster)
+  printErrors(print, results)
 }
 
 function bigRows(results: AllResults): Row[] {
@@ -162,7 +163,7 @@ function valuesOf(
   return values
 }
 
-function printTable(title: string, rows: readonly Row[]): void {
+function printTable(print: Print, title: string, rows: readonly Row[]): void {
   const columns = ['s3rver', 'nginx', 'floor', 'svc/nginx', 'svc/s3rver', 'svc/floor']
   const header = ['', 'service', ...columns, 'goal', 'met']
   const lines = rows.map((row) => {
@@ -180,7 +181,7 @@ function printTable(title: string, rows: readonly Row[]): void {
       row.goal === undefined ? '' : verdict(row.goal, row.values),
     ]
   })
-  printColumns(title, header, lines)
+  printColumns(print, title, header, lines)
 }
 
 function goalText(goal: Goal): string {
@@ -198,7 +199,7 @@ function verdict(goal: Goal, values: Record<ServerName, number | null>): string 
 
 /** The service's CPU per request by thread name: the names that take most over all phases get
  * a column each. */
-function printThreads(service: TargetResults): void {
+function printThreads(print: Print, service: TargetResults): void {
   const totals = new Map<string, number>()
   for (const kind of SELECTED_KINDS) {
     for (const run of service.phases.get(kind.label) ?? []) {
@@ -219,24 +220,24 @@ function printThreads(service: TargetResults): void {
     ]
   })
   const header = ['', ...shown, ...(rest.length === 0 ? [] : ['other'])]
-  printColumns('service CPU per request by thread, us', header, lines)
+  printColumns(print, 'service CPU per request by thread, us', header, lines)
 }
 
-function printErrors(results: AllResults): void {
+function printErrors(print: Print, results: AllResults): void {
   for (const [name, result] of results) {
     for (const [label, runs] of result.phases) {
       for (const [at, run] of runs.entries()) {
         if (run.firstError === null) continue
         const which = runs.length === 1 ? '' : ` (run ${at + 1})`
-        console.log(`${name} ${label}${which}: first error: ${run.firstError}`)
+        print(`${name} ${label}${which}: first error: ${run.firstError}`)
       }
     }
     for (const transfer of result.big === null ? [] : [result.big.upload, result.big.download]) {
-      if (transfer.error !== null) console.log(`${name} streamed: ${transfer.error}`)
+      if (transfer.error !== null) print(`${name} streamed: ${transfer.error}`)
     }
-    if (result.list?.error != null) console.log(`${name} list: ${result.list.error}`)
+    if (result.list?.error != null) print(`${name} list: ${result.list.error}`)
     if (result.list?.fill.firstError != null) {
-      console.log(`${name} list fill: first error: ${result.list.fill.firstError}`)
+      print(`${name} list fill: first error: ${result.list.fill.firstError}`)
     }
   }
 }

@@ -294,7 +294,7 @@ export async function warmUp(target: Target): Promise<number> {
   return result.ops / result.seconds
 }
 
-/** Presigning costs about 65 us a URL, so a 4 KiB PUT phase gets SMALL_OPS_MARGIN times what the
+/** Presigning costs an HMAC chain a URL, so a 4 KiB PUT phase gets SMALL_OPS_MARGIN times what the
  * warm-up rate would need in the phase's time: s3rver's phases then need thousands of URLs rather
  * than SMALL_OPS_MAX. */
 function opsMax(kind: PhaseKind, warmUpOpsPerSecond: number): number {

@@ -30,7 +30,7 @@ export const WRK_SCRIPT = join(
 )
 /** Two threads: one per core of the machine the figures are for. */
 const WRK_THREADS = 2
-/** wrk ends within 100 ms of its duration once it has read its paths; this is far beyond. */
+/** wrk ends soon after its duration once it has read its paths; this is far beyond. */
 const WRK_EXIT_MARGIN_MS = 30_000
 /** wrk prints a few lines; more than this is kept from neither stream. */
 const OUTPUT_CHARS_MAX = 64 * 1024

@@ -4,7 +4,7 @@ import type { ObjectSummary } from './objects.js'
 
 /** A listing page's objects, a field per array: object i is index i of each. A page crosses two
  * thread hops (store, coordinator, ingress), and structured clone writes every object's field
- * names again: 1000 summaries cloned in 0.7 ms as objects and 0.2 ms as columns (measured). */
+ * names again, so a page clones several times faster as columns than as objects. */
 export interface ObjectColumns {
   keys: string[]
   sizes: number[]

@@ -71,9 +71,9 @@ let memoDay = Number.NaN
 let memoDatePart = ''
 
 /** ISO 8601 with milliseconds in UTC, as S3 writes every timestamp in XML: what
- * Date#toISOString writes. A listing page writes 1000 of them, and toISOString took 40% of the
- * page's XML (0.5 us each, measured), so the date part is formatted once per UTC day and the time
- * of day by arithmetic. */
+ * Date#toISOString writes. A listing page writes 1000 of them, and toISOString took a large share
+ * of the page's XML, so the date part is formatted once per UTC day and the time of day by
+ * arithmetic. */
 export function s3Timestamp(ms: number): string {
   assert(Number.isFinite(ms))
   const time = Math.trunc(ms) // A Date's time value is truncated the same way.

@@ -241,9 +241,8 @@ function unlinkIfPresent(path: string): void {
 const WRITE_BEHIND_BYTES = 32 * 1024 * 1024
 
 /** Writes go to the page cache synchronously, on the store's thread; only the syncs wait on
- * libuv's pool. Measured on this two-core machine per 1 MiB file (open, four 256 KiB writes,
- * fsync, close): 0.6 ms on the calling thread and 0.7 ms on the pool with every call on the pool,
- * 0.6 ms and 0.27 ms so: a hand-off to the pool and back costs more than the copy it carries. The
+ * libuv's pool: for a file's open, writes and close, a hand-off to the pool and back costs the
+ * calling thread as much as the page cache's copy it carries, and the pool more besides. The
  * price is that a write the kernel throttles (the volume's dirty pages at their limit) holds the
  * store's thread while it lasts, as nginx's writes of request bodies hold its worker. */
 class FileWriter implements BlobWriter {

@@ -1,8 +1,8 @@
 /** @module Reading a blob file the store lent (GetResult.lent): a single node's ingress opens the
  * file of a GET itself, so the bytes go from the page cache into the ingress's own pooled chunks
  * and on to the socket, instead of being read on the store's thread and posted across in chunks
- * (measured on GETs of 1 MiB: the store's thread spent about 1 ms per GET on opening, reads, posts,
- * fresh chunks and their collection). The store keeps the file from removal for LOAN_PIN_MS, and
+ * (the store's thread would spend its time on opening, reads, posts, fresh chunks and their
+ * collection). The store keeps the file from removal for LOAN_PIN_MS, and
  * an open file stays readable once removed, so a file that does not open was never there or is
  * damaged: that fails `corrupt`, as a CRC32 mismatch of a whole read does, before the last chunk
  * goes out; the reader's `onDamage` tells the store. The descriptor is this thread's own, opened
@@ -10,9 +10,8 @@
  *
  * Opens, reads and closes are synchronous, as nginx reads files by default: a read the page cache
  * holds takes the kernel's copy and no more, where a read on libuv's pool cost as much again in
- * hand-offs between threads (measured per 256 KiB read on this two-core machine: 15 us of CPU
- * synchronous against 27 + 22 us through the pool; an open and close 7.5 us against 40 + 30). The
- * price is that a read from a cold disk holds this thread's other requests for its duration. */
+ * hand-offs between threads, and an open and close several times theirs. The price is that a read
+ * from a cold disk holds this thread's other requests for its duration. */
 import { closeSync, openSync, readSync } from 'node:fs'
 import type { ByteSource } from '../protocol/actor.js'
 import { crc32Update } from '../protocol/checksums.js'

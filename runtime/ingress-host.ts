@@ -179,8 +179,8 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
 /** A cluster node that stops first tells gossip (phase `stopping`), so that gateways stop sending
  * it requests, and serves on for STOPPING_NOTICE_MS while the news spreads (a probe a second, and
  * a gateway's view at most a second old); only then does it refuse new requests and drain. Refused
- * at once, the requests still routed here would each cost its client a retry (measured: 1-7 per
- * stop under four clients; none with the notice). */
+ * at once, the requests still routed here would each cost its client a retry; with the notice,
+ * clients through a gateway see none. */
 async function announceStopping(ctx: Context): Promise<void> {
   const told = await ctx.call('gossiper', {
     kind: 'membership.update-self',

@@ -31,9 +31,9 @@ export const FATAL_STOP_TIMEOUT_MS = 3_000
 export const ACTOR_STOP_TIMEOUT_MS = 10_000
 /** Young-generation size of each actor thread, bounded so that per-request garbage cannot grow a
  * thread's heap far. On the request path 16 MiB keeps scavenges rare: 4 MiB made them the largest
- * cost of a 1000-key listing page, and cost the coordinator ~9% of its small GETs per second. iam
- * is asked only on a key-cache miss, and 4 MiB keeps ~7 MiB less of its heap resident; the
- * gossiper, a few small messages a second, needs no more either. Body
+ * cost of a 1000-key listing page, and cost the coordinator a share of its small GETs. iam is
+ * asked only on a key-cache miss, and 4 MiB keeps less of its heap resident; the gossiper, a few
+ * small messages a second, needs no more either. Body
  * chunks are reclaimed explicitly instead (runtime/reclaim.ts). */
 export const WORKER_YOUNG_GENERATION_MB: Readonly<Record<ActorName, number>> = {
   'replica-store': 16,
@@ -51,24 +51,23 @@ export const WORKER_YOUNG_GENERATION_MB: Readonly<Record<ActorName, number>> = {
   'anti-entropy': 4,
 }
 /** Native memory trimming (runtime/native-trim.ts): how often the node's RSS is looked at; the
- * growth since the last trim that makes the next one worth its ~1 ms; and, for memory freed without
+ * growth since the last trim that makes the next one worth its cost; and, for memory freed without
  * RSS growing (the collector freeing chunks after a burst), how many looks apart a trim is retried
- * while RSS stays that far above the lowest a trim reached. Trimming every look cost ~4% of a
- * streamed upload (freed pages are faulted in again); every fourth costs nothing measurable. */
+ * while RSS stays that far above the lowest a trim reached. Trimming every look slowed a streamed
+ * upload (freed pages are faulted in again); every fourth costs nothing measurable. */
 export const TRIM_CHECK_MS = 1_000
 export const TRIM_GROWTH_BYTES = 16 * 1024 * 1024
 export const TRIM_RETRY_CHECKS = 4
 /** Ingress threads when SVC_HTTP_WORKERS is not set: one per core beyond the two that the store
  * and the coordinator keep busy, at least one and at most DEFAULT_HTTP_WORKERS_MAX. On two cores a
- * second ingress thread served no more (GET 4 KiB c64 ~9,700 ops/s with one or two, PUT 1 MiB c16
- * ~235 MiB/s) and held ~25 MB more. Each costs its own V8 heap; past a few, the ingress is no
- * longer what limits a node. */
+ * second ingress thread served no more small GETs or large PUTs, and held more memory. Each costs
+ * its own V8 heap; past a few, the ingress is no longer what limits a node. */
 export const DEFAULT_HTTP_WORKERS_RESERVED_CORES = 2
 export const DEFAULT_HTTP_WORKERS_MAX = 4
 /** Metrics gathered from actors for one scrape must answer within this. */
 export const METRICS_GATHER_TIMEOUT_MS = 2_000
-/** Password pool (argon2id, ~50 ms and 19 MiB a task): threads, tasks that may wait, and how long
- * one task may take before it is aborted. 64 waiting is about 1.6 s of work on two threads. */
+/** Password pool (argon2id, tens of milliseconds and 19 MiB a task): threads, tasks that may
+ * wait, and how long one task may take before it is aborted; 64 waiting is seconds of work. */
 export const PASSWORD_THREADS_MAX = 2
 export const PASSWORD_QUEUE_MAX = 64
 export const PASSWORD_TASK_TIMEOUT_MS = 10_000

@@ -1,10 +1,9 @@
 /** @module Gives the native memory that actor threads freed back to the system. Body chunks and
  * socket reads are malloc'd in glibc's per-thread arenas, and glibc returns freed memory on its own
- * only from the top of an arena; after a burst of large transfers the node kept ~120 MB it no
- * longer used (measured: 297 MB resident after 64 concurrent 1 MiB transfers, 175 MB after one
- * malloc_trim, the idle level; in `npm run bench` the 1 GiB transfer after the 1 MiB phases
- * peaked at ~280 MB instead of ~390). The supervisor's thread, which serves no requests, looks
- * at the node's RSS every TRIM_CHECK_MS and calls malloc_trim(0) (all arenas, ~1 ms) when RSS grew
+ * only from the top of an arena; after a burst of large transfers the node kept resident memory
+ * it no longer used, which one malloc_trim gave back down to the idle level (`npm run bench`'s
+ * peak RSS of the 1 GiB transfer shows it). The supervisor's thread, which serves no requests,
+ * looks at the node's RSS every TRIM_CHECK_MS and calls malloc_trim(0) (all arenas) when RSS grew
  * by TRIM_GROWTH_BYTES since the last trim, or stays that far above the lowest a trim reached (a
  * retry every TRIM_RETRY_CHECKS looks). Without glibc there is nothing to call and the trimmer does
  * not start. koffi is the FFI: it ships prebuilt, so nothing compiles at install.

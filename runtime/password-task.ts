@@ -1,8 +1,8 @@
 /** @module The task file of the password pool (runtime/password-pool.ts): argon2id hashing and
  * verification on a piscina thread. The cost follows OWASP's recommendation for argon2id (19 MiB
- * of memory, 2 passes, 1 lane): about 50 ms here. These threads are never terminated while a task
- * runs, which is why argon2 lives here and not in iam: a native argon2 call in flight on a thread
- * that is terminated (a chaos kill of iam) aborts the whole process. */
+ * of memory, 2 passes, 1 lane): tens of milliseconds a task. These threads are never terminated
+ * while a task runs, which is why argon2 lives here and not in iam: a native argon2 call in flight
+ * on a thread that is terminated (a chaos kill of iam) aborts the whole process. */
 import { argon2id, hash, verify } from 'argon2'
 
 const HASH_OPTIONS = { type: argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const

@@ -162,7 +162,7 @@ export async function openRocksKv(dir: string, options: RocksKvOptions = {}): Pr
   const writer = new Worker(WRITER_SOURCE, {
     eval: true,
     name: 'kv-writer',
-    // It only unpacks batches: V8's default young generation let it hold ~30 MB more under load.
+    // It only unpacks batches: V8's default young generation let it hold far more under load.
     resourceLimits: { maxYoungGenerationSizeMb: 4 },
     workerData: {
       handle: db.handle,

@@ -61,7 +61,7 @@ export function sha256Hex(bytes: Uint8Array): string {
 }
 
 /** The cluster key as a KeyObject, made once per key: an HMAC keyed by raw bytes builds one on
- * every call (about 20 µs against 4 µs, measured; four MACs go with each call). */
+ * every call, several times the cost of the MAC itself (four MACs go with each call). */
 const keyObjects = new WeakMap<Uint8Array, KeyObject>()
 
 function mac(key: Uint8Array, fields: readonly string[]): string {

@@ -1,8 +1,7 @@
 /** @module HTTP/2 flow-control windows of the transport. HTTP/2 starts every stream and connection
  * with a 64 KiB window, and gRPC keeps it: with 16 bodies of 1 MiB in flight to one peer they
  * shared 64 KiB, so the sender stopped after every few frames until the receiver's WINDOW_UPDATE
- * came back. Measured on a 3-node cluster, 16 clients of 1 MiB PUTs: the CPU per PUT on the three
- * nodes went from 35-40 + 15-18 + 14-15 ms to 32 + 12-16 + 11-12 ms with the windows below.
+ * came back, and each node spent more CPU per PUT than with the windows below.
  * Memory stays bounded: a receiver buffers at most STREAM_WINDOW_BYTES per call (the body
  * receiver pauses its call while its sink has no credit) and CONNECTION_WINDOW_BYTES per peer
  * connection. A caller's windows (for the answers it reads) are a gRPC channel option; a

@@ -4,8 +4,8 @@
  * the test either) through a presigned PUT, download it and hash both sides, while sampling the
  * server's resident memory (VmRSS of the server process, all its threads) every 50 ms; the peak
  * may exceed the server's resident memory before the transfer by at most TRANSFER_GROWTH_MB_MAX.
- * A growth bound rather than an absolute one: the runtime's own footprint (~12 MB per thread on
- * Node 24, ~8.5 on Node 20) is not what this test is about; `npm run bench` reports the absolute
+ * A growth bound rather than an absolute one: the runtime's own footprint (megabytes per thread)
+ * is not what this test is about; `npm run bench` reports the absolute
  * peak against its goal. The 10,000 parts are UploadPartCopy of one 5 MiB object (each part a
  * reference, so 50 GB of parts cost no disk), completed with the SDK's own 10,000-part body; the
  * server's memory may grow by at most PARTS_GROWTH_MB_MAX meanwhile. */
@@ -30,11 +30,11 @@ import { startServer } from '../support/server.js'
 const SIZE = Number(process.env['TEST_BIG_MB'] ?? 1024) * 1024 * 1024
 const CHUNK = 1024 * 1024
 /** What a transfer may add: per stream a window of 512 KiB, per thread a free list of 8 MiB of
- * chunks and a young generation of 16 MiB, and glibc's arenas until a trim (measured: 10 to 20
- * MB). One GiB held anywhere would be fifty times this. */
+ * chunks and a young generation of 16 MiB, and glibc's arenas until a trim (a transfer adds well
+ * under this). One GiB held anywhere would be ten times this. */
 const TRANSFER_GROWTH_MB_MAX = 96
-/** 10,000 requests through four actor threads grow their V8 heaps by tens of MB (measured about
- * 90), and the 10,000-entry record is under 1 MB: growth beyond this would mean parts held in
+/** 10,000 requests through four actor threads grow their V8 heaps by tens of MB, and the
+ * 10,000-entry record is under 1 MB: growth beyond this would mean parts held in
  * memory (their bytes are 50 GB). */
 const PARTS_GROWTH_MB_MAX = 150
 
