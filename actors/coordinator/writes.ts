@@ -4,7 +4,10 @@
  * once and fanned out (fan-out.ts). A replica that misses the write (down, cut off, too slow)
  * keeps the older state until repair brings it the change. */
 import type { ByteSource, Context } from '../../protocol/actor.js'
-import { evaluateWriteConditions, type WriteConditions } from '../../protocol/conditions.js'
+import {
+  evaluateWriteConditions,
+  type WriteConditions,
+} from '../../protocol/s3-rules/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import {
   END_STAMP_TRAILER,
