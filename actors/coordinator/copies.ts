@@ -154,14 +154,15 @@ export async function copyPart(
   msg: PartCopyMsg,
 ): Promise<Result<PartInfo>> {
   const request = { requestId: msg.requestId, deadlineMs: msg.deadlineMs }
+  // The upload first: NoSuchUpload comes before any answer about the source, as on one node.
+  const algorithm = await uploadAlgorithm(cluster, ctx, msg)
+  if (!algorithm.ok) return algorithm
   const found = await findSource(cluster, ctx, msg.source, msg.conditions, request)
   if (!found.ok) return found
   const { info } = found.value.found
   const wanted = partCopyRange(msg.range, info.size)
   if (!wanted.ok) return wanted
   const range = wanted.value
-  const algorithm = await uploadAlgorithm(cluster, ctx, msg)
-  if (!algorithm.ok) return algorithm
   const expect = copiedPartExpect(range, info, algorithm.value)
   const body = await bodyOf(ctx, msg.source, found.value, range, request)
   if (!body.ok) return body

@@ -10,7 +10,9 @@
  * - metadata is the source's (COPY) or the request's (REPLACE), tags the source's unless the
  *   request replaces them (x-amz-tagging-directive REPLACE);
  * - UploadPartCopy's range is within the source, and a COMPOSITE checksum, which is one of the
- *   parts' checksums and not of the bytes, is no checksum of a copy's bytes. */
+ *   parts' checksums and not of the bytes, is no checksum of a copy's bytes.
+ * UploadPartCopy looks for its upload before its source: NoSuchUpload comes before any answer
+ * about the source. */
 import { fail, ok, type Result } from '../errors.js'
 import type {
   ChecksumAlgorithm,

@@ -373,6 +373,26 @@ test('UploadPartCopy: a whole object, and a range of a multipart object', async 
   assert.ok((await readAll('copied')).bytes.equals(Buffer.concat([source, slice])))
 })
 
+test('UploadPartCopy: the upload is looked for before the source', async () => {
+  // One rule on a node and in a cluster: NoSuchUpload comes before any answer about the source.
+  const uploadId = await create('ended')
+  await s3.send(
+    new AbortMultipartUploadCommand({ Bucket: BUCKET, Key: 'ended', UploadId: uploadId }),
+  )
+  const missing = await failure(() =>
+    s3.send(
+      new UploadPartCopyCommand({
+        Bucket: BUCKET,
+        Key: 'ended',
+        UploadId: uploadId,
+        PartNumber: 1,
+        CopySource: `${BUCKET}/no-such-source`,
+      }),
+    ),
+  )
+  assert.equal(missing, { name: 'NoSuchUpload', status: 404 })
+})
+
 test('racing complete and abort of one upload: exactly one outcome, nothing leaked', async () => {
   const before = await stats()
   const parts = [randomBytes(5 * MiB), randomBytes(10)]
