@@ -374,6 +374,10 @@ export type UploadMsg =
       parts: CompletedPart[]
       /** As in object.put. */
       conditions?: WriteConditions
+      /** Cluster mode, with `conditions`: the key's current object as the coordinator's quorum
+       * read found it (null: none), which the conditions are checked against instead of the
+       * replica's own, in the place a single node checks them. */
+      judgedOn?: { etag: string; lastModifiedMs: number } | null
       /** The whole object's checksum the client expects (x-amz-checksum-* on Complete). */
       expect?: Checksums
       /** Cluster mode: the coordinator's stamp of this change (see the module comment). */

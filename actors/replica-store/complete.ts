@@ -56,7 +56,7 @@ export async function completeUpload(
   if (!checked.ok) return checked
   const checksum = completedChecksum(upload.value.checksum, wanted.value, checked.value, msg.expect)
   if (!checksum.ok) return checksum
-  const allowed = checkWriteConditions(mutation, msg, msg.conditions)
+  const allowed = checkWriteConditions(mutation, msg, msg.conditions, msg.judgedOn)
   if (!allowed.ok) return allowed
   const listed = new Set(wanted.value.map((part) => part.partNumber))
   for (const partNumber of partNumbers(ctx, msg.uploadId)) {

@@ -17,6 +17,7 @@ import {
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  HeadObjectCommand,
   ListPartsCommand,
   PutBucketVersioningCommand,
   PutObjectCommand,
@@ -297,6 +298,21 @@ test('CompleteMultipartUpload: If-None-Match with ETags, If-Match with a list', 
   assert.is(await read('mp-list'), 'plain')
   await completeWith('mp-list', upload, { IfMatch: `"x", ${put.ETag}` })
   assert.is(await read('mp-list'), 'from parts')
+})
+
+test('CompleteMultipartUpload: parts checked first; sent again, the same answer', async () => {
+  // One order on a node and in a cluster: a wrong part list is InvalidPart before any condition.
+  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'mp-again', Body: 'plain' }))
+  const upload = await uploadOf('mp-again', 'from parts')
+  const wrong = { ...upload, etag: '"0123456789abcdef0123456789abcdef"' }
+  const listed = await failure(() => completeWith('mp-again', wrong, { IfNoneMatch: '*' }))
+  assert.equal(listed, { name: 'InvalidPart', status: 400 })
+  const current = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'mp-again' }))
+  const first = await completeWith('mp-again', upload, { IfMatch: current.ETag })
+  // A client whose answer was lost sends the complete again: its own write is no refusal.
+  const again = await completeWith('mp-again', upload, { IfMatch: current.ETag })
+  assert.is(again.ETag, first.ETag)
+  assert.is(await read('mp-again'), 'from parts')
 })
 
 test('two racing completes with If-None-Match: * of one key: one 200, one 412', async () => {
