@@ -9,6 +9,8 @@
  * - x-amz-copy-source-if-* decide as RFC 7232 for a read, but every failure is 412;
  * - metadata is the source's (COPY) or the request's (REPLACE), tags the source's unless the
  *   request replaces them (x-amz-tagging-directive REPLACE);
+ * - a copy's ETag is the MD5 of its data: a copy of an object CompleteMultipartUpload made is one
+ *   new object, and keeps only the checksums of the source's bytes;
  * - UploadPartCopy's range is within the source, and a COMPOSITE checksum, which is one of the
  *   parts' checksums and not of the bytes, is no checksum of a copy's bytes.
  * UploadPartCopy looks for its upload before its source: NoSuchUpload comes before any answer
@@ -47,6 +49,12 @@ export function checkSelfCopy(
     return fail('invalid_request', SELF_COPY_REFUSED)
   }
   return ok(null)
+}
+
+/** Whether a copy of this source is a new object of its bytes, rather than its record again with
+ * new metadata: when CompleteMultipartUpload made it (`partsCount` set). */
+export function copyMakesNewObject(source: { partsCount?: number | undefined }): boolean {
+  return source.partsCount !== undefined
 }
 
 /** What a copy answers when its source version is a delete marker. */

@@ -1,9 +1,9 @@
 /** Goal: S3's copy rules decide as Amazon S3 documents them, for a single node's copy and a
  * cluster's alike: a copy onto itself must change something (or name a source version), a delete
  * marker is no source, x-amz-copy-source-if-* fail with 412 only, COPY and REPLACE of metadata and
- * tags, UploadPartCopy's range, and which checksums a copied part keeps or has computed. Method:
- * protocol/s3-rules/copy-source.ts called on tables of requests; each row names the S3 error code
- * it must give, or none. */
+ * tags, a multipart source copied as new bytes, UploadPartCopy's range, and which checksums a
+ * copied part keeps or has computed. Method: protocol/s3-rules/copy-source.ts called on tables of
+ * requests; each row names the S3 error code it must give, or none. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import type { Result } from '../../protocol/errors.js'
@@ -12,6 +12,7 @@ import {
   checkSelfCopy,
   checksumsOfBytes,
   copiedAttributes,
+  copyMakesNewObject,
   copiedPartExpect,
   markerAsSource,
   partCopyRange,
@@ -77,6 +78,13 @@ test('metadata: COPY keeps the source, REPLACE takes the request; tags likewise'
   const tags = [{ key: 't', value: 'v' }]
   assert.equal(copiedAttributes(source, { tags }), { ...source, tags })
   assert.equal(copiedAttributes(source, { tags: [] }), { ...source, tags: [] })
+})
+
+test('a copy of a multipart object is a new object: its ETag is the MD5 of its data', () => {
+  assert.is(copyMakesNewObject({}), false)
+  assert.is(copyMakesNewObject({ partsCount: undefined }), false)
+  assert.is(copyMakesNewObject({ partsCount: 1 }), true)
+  assert.is(copyMakesNewObject({ partsCount: 3 }), true)
 })
 
 test('UploadPartCopy: the range within the source, all of it without one', () => {
