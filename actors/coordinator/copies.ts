@@ -10,6 +10,7 @@ import type { ChecksumAlgorithm, Conditions } from '../../protocol/objects.js'
 import { ok, type Result } from '../../protocol/errors.js'
 import {
   checkCopySourceConditions,
+  checkCopySourceSize,
   checkSelfCopy,
   checksumsOfBytes,
   copiedAttributes,
@@ -119,6 +120,8 @@ export async function copyObject(
   const found = await findSource(cluster, ctx, source, msg.conditions, request)
   if (!found.ok) return found
   const { info } = found.value.found
+  const sized = checkCopySourceSize(info.size)
+  if (!sized.ok) return sized
   const copied = copiedAttributes(info, msg)
   const tags =
     copied.tags === 'source' ? await sourceTags(ctx, source, found.value, request) : ok(copied.tags)

@@ -11,6 +11,7 @@ import type { ObjectMsg, PutResult } from '../../protocol/messages.js'
 import type { HttpMeta } from '../../protocol/objects.js'
 import {
   checkCopySourceConditions,
+  checkCopySourceSize,
   checkSelfCopy,
   checksumsOfBytes,
   copiedAttributes,
@@ -47,6 +48,8 @@ export async function copyObject(
   const { record: original, versioned } = found.value
   const sourceAllows = checkCopySourceConditions(original, msg.conditions)
   if (!sourceAllows.ok) return sourceAllows
+  const sized = checkCopySourceSize(original.size)
+  if (!sized.ok) return sized
   if (mutation.bucket(target.bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${target.bucket} does not exist`)
   }

@@ -7,6 +7,7 @@
  * - a delete marker is no source: named by version id it is InvalidRequest, as the current
  *   version NoSuchKey;
  * - x-amz-copy-source-if-* decide as RFC 7232 for a read, but every failure is 412;
+ * - CopyObject copies at most SINGLE_PUT_BYTES_MAX (larger objects copy by UploadPartCopy);
  * - metadata is the source's (COPY) or the request's (REPLACE), tags the source's unless the
  *   request replaces them (x-amz-tagging-directive REPLACE);
  * - a copy's ETag is the MD5 of its data: a copy of an object CompleteMultipartUpload made is one
@@ -16,6 +17,7 @@
  * UploadPartCopy looks for its upload before its source: NoSuchUpload comes before any answer
  * about the source. */
 import { fail, ok, type Result } from '../errors.js'
+import { SINGLE_PUT_BYTES_MAX } from '../limits.js'
 import type {
   ChecksumAlgorithm,
   Checksums,
@@ -75,6 +77,16 @@ export function checkCopySourceConditions(
 ): Result<null> {
   const refused = evaluateConditions(source, conditions, 'copy')
   return refused === null ? ok(null) : fail(refused, 'copy source precondition failed')
+}
+
+/** CopyObject's source size, in S3's words when it is over. */
+export function checkCopySourceSize(size: number): Result<null> {
+  if (size <= SINGLE_PUT_BYTES_MAX) return ok(null)
+  return fail(
+    'invalid_request',
+    'The specified copy source is larger than the maximum allowable size for a copy source: ' +
+      String(SINGLE_PUT_BYTES_MAX),
+  )
 }
 
 /** The copy's metadata and tags; `tags: 'source'` keeps the source version's own. */

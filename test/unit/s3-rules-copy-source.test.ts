@@ -1,14 +1,15 @@
 /** Goal: S3's copy rules decide as Amazon S3 documents them, for a single node's copy and a
  * cluster's alike: a copy onto itself must change something (or name a source version), a delete
- * marker is no source, x-amz-copy-source-if-* fail with 412 only, COPY and REPLACE of metadata and
- * tags, a multipart source copied as new bytes, UploadPartCopy's range, and which checksums a
- * copied part keeps or has computed. Method: protocol/s3-rules/copy-source.ts called on tables of
- * requests; each row names the S3 error code it must give, or none. */
+ * marker is no source, x-amz-copy-source-if-* fail with 412 only, 5 GiB at most, COPY and REPLACE
+ * of metadata and tags, a multipart source copied as new bytes, UploadPartCopy's range, and which
+ * checksums a copied part keeps or has computed. Method: protocol/s3-rules/copy-source.ts called
+ * on tables of requests; each row names the S3 error code it must give, or none. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import type { Result } from '../../protocol/errors.js'
 import {
   checkCopySourceConditions,
+  checkCopySourceSize,
   checkSelfCopy,
   checksumsOfBytes,
   copiedAttributes,
@@ -78,6 +79,12 @@ test('metadata: COPY keeps the source, REPLACE takes the request; tags likewise'
   const tags = [{ key: 't', value: 'v' }]
   assert.equal(copiedAttributes(source, { tags }), { ...source, tags })
   assert.equal(copiedAttributes(source, { tags: [] }), { ...source, tags: [] })
+})
+
+test('CopyObject copies at most 5 GiB, as S3 does', () => {
+  assert.is(codeOf(checkCopySourceSize(0)), null)
+  assert.is(codeOf(checkCopySourceSize(5 * 1024 ** 3)), null)
+  assert.is(codeOf(checkCopySourceSize(5 * 1024 ** 3 + 1)), 'invalid_request')
 })
 
 test('a copy of a multipart object is a new object: its ETag is the MD5 of its data', () => {
