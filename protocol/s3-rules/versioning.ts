@@ -8,7 +8,10 @@
  *   version, current or not; other versions stay;
  * - an object written before versioning was configured is the `null` version;
  * - only Enabled keeps history: a change that arrives after a newer one of its key is kept as an
- *   older version there, and dropped elsewhere (a `null` version is always the newest change). */
+ *   older version there, and dropped elsewhere (a `null` version is always the newest change);
+ * - a delete marker has no tags: 405 MethodNotAllowed named by version id, 404 NoSuchKey as the
+ *   key's current version (a copy's source: copy-source.ts). */
+import { fail, type Result } from '../errors.js'
 
 /** A bucket's versioning: undefined when never configured (a bucket never goes back). */
 export type Versioning = 'Enabled' | 'Suspended' | undefined
@@ -48,4 +51,13 @@ export function shownVersionId(
   versionId: string | undefined,
 ): string | undefined {
   return versioned ? (versionId ?? 'null') : undefined
+}
+
+/** What a tagging request answers when the version it names is a delete marker. */
+export function markerHasNoTags(
+  at: { bucket: string; key: string },
+  marker: { byId: boolean },
+): Result<never> {
+  if (marker.byId) return fail('method_not_allowed', 'a delete marker has no tags')
+  return fail('no_such_key', `no key ${at.key} in ${at.bucket}`)
 }

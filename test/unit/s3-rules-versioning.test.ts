@@ -1,13 +1,14 @@
 /** Goal: S3's versioning rules decide as Amazon S3 documents them for every write of a version:
  * the version id a write or a delete marker gets in a bucket never configured, Enabled and
  * Suspended, which of them replace the `null` version, what DeleteObject without a version id
- * does, which keep an older change as history, and the id an answer names. Method:
+ * does, which keep an older change as history, the id an answer names, and a marker's tags. Method:
  * protocol/s3-rules/versioning.ts called on a table of bucket states. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
   deleteWithoutId,
   keepsOlderChanges,
+  markerHasNoTags,
   newVersionId,
   replacesNullVersion,
   shownVersionId,
@@ -48,6 +49,14 @@ test('the version id an answer names: its own, null before versioning, none unve
   assert.is(shownVersionId(true, undefined), 'null')
   assert.is(shownVersionId(true, 'tok'), 'tok')
   assert.is(shownVersionId(true, 'null'), 'null')
+})
+
+test('a delete marker has no tags: 405 by version id, 404 as the current version', () => {
+  const at = { bucket: 'b', key: 'k' }
+  const byId = markerHasNoTags(at, { byId: true })
+  assert.ok(!byId.ok && byId.code === 'method_not_allowed')
+  const current = markerHasNoTags(at, { byId: false })
+  assert.ok(!current.ok && current.code === 'no_such_key')
 })
 
 test.run()
