@@ -15,7 +15,7 @@ import {
   checkSelfCopy,
   checksumsOfBytes,
   copiedAttributes,
-  copyMakesNewObject,
+  etagIsMd5OfBytes,
   markerAsSource,
 } from '../../protocol/s3-rules/copy-source.js'
 import { shownVersionId } from '../../protocol/s3-rules/versioning.js'
@@ -57,7 +57,7 @@ export async function copyObject(
   if (!allowed.ok) return allowed
   const { http, userMeta, tags } = copiedAttributes(original, msg)
   const sourceVersionId = shownVersionId(versioned, original.versionId)
-  if (copyMakesNewObject({ partsCount: original.parts?.length })) {
+  if (!etagIsMd5OfBytes({ partsCount: original.parts?.length })) {
     const copied = { http, userMeta, tags: tags === 'source' ? original.tags : tags }
     const written = await copyBytes(state, msg, ctx, mutation, original, copied)
     if (!written.ok || sourceVersionId === undefined) return written

@@ -1,15 +1,16 @@
 /** @module upload.part and upload.part-copy: a part is stored exactly as an object's body is
  * (put.ts: streamed, hashed, verified, content-addressed, deduplicated), and recorded as a part
  * record of its upload instead of an object record. Uploading a part number again replaces the
- * earlier part. UploadPartCopy of a whole single-blob object only adds a reference to its blob;
- * a range, or a multipart source, is read from the source's blobs and stored as a new part
- * through the same path as an upload, on a stream inside this actor. */
+ * earlier part. UploadPartCopy of a whole object (not a multipart one) only adds a reference to
+ * its blob; a range, or a multipart source, is read from the source's blobs and stored as a new
+ * part through the same path as an upload, on a stream inside this actor. */
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { ObjectMsg, PartInfo } from '../../protocol/messages.js'
 import {
   checkCopySourceConditions,
   copiedPartExpect,
+  etagIsMd5OfBytes,
   partCopyRange,
 } from '../../protocol/s3-rules/copy-source.js'
 import { checkPartChecksum } from '../../protocol/s3-rules/multipart.js'
@@ -97,7 +98,8 @@ export async function uploadPartCopy(
   const only = blobs[0]
   // An upload with a checksum algorithm needs the part's: a copy without it is read and hashed.
   const expect = copiedPartExpect(range, source, upload.value.checksum?.algorithm)
-  if (whole && blobs.length === 1 && only !== undefined && expect.compute === undefined) {
+  const reusable = whole && etagIsMd5OfBytes({ partsCount: source.parts?.length })
+  if (reusable && only !== undefined && expect.compute === undefined) {
     // The part is the source's blob: one more reference, no byte moves.
     mutation.addReference(only.sha256)
     const record: PartRecord = {

@@ -10,8 +10,8 @@
  * - CopyObject copies at most SINGLE_PUT_BYTES_MAX (larger objects copy by UploadPartCopy);
  * - metadata is the source's (COPY) or the request's (REPLACE), tags the source's unless the
  *   request replaces them (x-amz-tagging-directive REPLACE);
- * - a copy's ETag is the MD5 of its data: a copy of an object CompleteMultipartUpload made is one
- *   new object, and keeps only the checksums of the source's bytes;
+ * - a copy's ETag, and a copied part's, is the MD5 of its data: a copy of an object
+ *   CompleteMultipartUpload made is one new object, and keeps only the checksums of its bytes;
  * - UploadPartCopy's range is within the source, and a COMPOSITE checksum, which is one of the
  *   parts' checksums and not of the bytes, is no checksum of a copy's bytes.
  * UploadPartCopy looks for its upload before its source: NoSuchUpload comes before any answer
@@ -53,10 +53,11 @@ export function checkSelfCopy(
   return ok(null)
 }
 
-/** Whether a copy of this source is a new object of its bytes, rather than its record again with
- * new metadata: when CompleteMultipartUpload made it (`partsCount` set). */
-export function copyMakesNewObject(source: { partsCount?: number | undefined }): boolean {
-  return source.partsCount !== undefined
+/** Whether an object's ETag is the MD5 of its bytes: unless CompleteMultipartUpload made it
+ * (`partsCount` set). Only then may a copy, or a copied part, take the source's record (its
+ * ETag); a copy of any other is a new object of its bytes. */
+export function etagIsMd5OfBytes(source: { partsCount?: number | undefined }): boolean {
+  return source.partsCount === undefined
 }
 
 /** What a copy answers when its source version is a delete marker. */

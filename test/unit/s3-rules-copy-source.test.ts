@@ -13,7 +13,7 @@ import {
   checkSelfCopy,
   checksumsOfBytes,
   copiedAttributes,
-  copyMakesNewObject,
+  etagIsMd5OfBytes,
   copiedPartExpect,
   markerAsSource,
   partCopyRange,
@@ -87,11 +87,11 @@ test('CopyObject copies at most 5 GiB, as S3 does', () => {
   assert.is(codeOf(checkCopySourceSize(5 * 1024 ** 3 + 1)), 'invalid_request')
 })
 
-test('a copy of a multipart object is a new object: its ETag is the MD5 of its data', () => {
-  assert.is(copyMakesNewObject({}), false)
-  assert.is(copyMakesNewObject({ partsCount: undefined }), false)
-  assert.is(copyMakesNewObject({ partsCount: 1 }), true)
-  assert.is(copyMakesNewObject({ partsCount: 3 }), true)
+test('an ETag is the MD5 of the bytes unless CompleteMultipartUpload made the object', () => {
+  assert.is(etagIsMd5OfBytes({}), true)
+  assert.is(etagIsMd5OfBytes({ partsCount: undefined }), true)
+  assert.is(etagIsMd5OfBytes({ partsCount: 1 }), false)
+  assert.is(etagIsMd5OfBytes({ partsCount: 3 }), false)
 })
 
 test('UploadPartCopy: the range within the source, all of it without one', () => {
