@@ -75,6 +75,12 @@ export function putObject(
     mutation.bucket(msg.bucket) === undefined
       ? fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
       : ok(null)
+  // A write's conditions are checked before its body is read, as a cluster's coordinator does,
+  // and again in the commit, which settles a racing write.
+  const admit = (mutation: Mutation): Result<null> => {
+    const exists = bucketExists(mutation)
+    return exists.ok ? checkWriteConditions(mutation, msg, msg.conditions) : exists
+  }
   const recordPut: Recorder<PutResult> = (mutation, verified, created) => {
     const exists = bucketExists(mutation)
     if (!exists.ok) return exists
@@ -101,7 +107,7 @@ export function putObject(
     if (versionId !== undefined) value.versionId = versionId
     return ok({ value, createdBlob })
   }
-  return storeBody(state, msg, ctx, bucketExists, recordPut, given)
+  return storeBody(state, msg, ctx, admit, recordPut, given)
 }
 
 /** A stamped put (stamps.ts): written where its stamp places it; where that is nowhere, its blob

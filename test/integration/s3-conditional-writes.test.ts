@@ -67,6 +67,20 @@ async function rawPut(key: string, body: string, headers: Record<string, string>
   return { status: answer.status, code: errorCode(answer) ?? null }
 }
 
+test('PutObject: a failed condition is 412 before anything about its body', async () => {
+  // One order on a node and in a cluster: the condition is checked before the body is read.
+  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'first-check', Body: 'kept' }))
+  const wrongMd5 = Buffer.from('0123456789abcdef').toString('base64')
+  const refused = await rawPut('first-check', 'other', {
+    'if-none-match': '*',
+    'content-md5': wrongMd5,
+  })
+  assert.equal(refused, { status: 412, code: 'PreconditionFailed' })
+  const digest = await rawPut('first-check', 'other', { 'content-md5': wrongMd5 })
+  assert.equal(digest, { status: 400, code: 'BadDigest' })
+  assert.is(await read('first-check'), 'kept')
+})
+
 test('PutObject If-None-Match with ETags: 412 over any of them, weak or not', async () => {
   const first = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'inm', Body: 'v1' }))
   const etag = first.ETag ?? ''
