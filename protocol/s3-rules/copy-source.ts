@@ -1,6 +1,6 @@
 /** @module S3's rules of CopyObject and UploadPartCopy, decided here for the single node's store
- * and the cluster's coordinator alike (a copy moves no byte on one node and reads the source's
- * bytes in a cluster; what the client sees may not differ):
+ * and the cluster's coordinator alike (a copy takes the source's record on one node where it can,
+ * and reads the source's bytes in a cluster; what the client sees may not differ):
  * - a copy of an object onto itself must change something (REPLACE metadata, or name a source
  *   version, which restores that version); S3's InvalidRequest otherwise, checked before the
  *   source is looked at;
