@@ -16,6 +16,7 @@ import { fail, ok, type Result } from '../../protocol/errors.js'
 import { DELETE_OBJECTS_KEYS_MAX } from '../../protocol/limits.js'
 import {
   deleteWithoutId,
+  newestIsCurrent,
   newVersionId,
   replacesNullVersion,
 } from '../../protocol/s3-rules/versioning.js'
@@ -175,7 +176,7 @@ export function insertOlder(
   assert(!holdsVersion(mutation, at, token), 'a version inserted twice')
   const newestBefore = newestToken(ctx, mutation, at)
   mutation.putVersion(at.bucket, at.key, token, { ...record, versionToken: token })
-  if (mutation.object(at.bucket, at.key) !== undefined || record.deleteMarker === true) return
+  if (mutation.object(at.bucket, at.key) !== undefined || !newestIsCurrent(record)) return
   if (newestBefore === undefined || token < newestBefore) {
     mutation.promoteVersion(at.bucket, at.key, token)
   }
@@ -249,7 +250,7 @@ function promoteNewest(
   const token = newestToken(ctx, mutation, at)
   if (token === undefined) return
   const version = mutation.version(at.bucket, at.key, token)
-  if (version !== undefined && version.deleteMarker !== true) {
+  if (version !== undefined && newestIsCurrent(version)) {
     mutation.promoteVersion(at.bucket, at.key, token)
   }
 }

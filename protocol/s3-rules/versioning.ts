@@ -7,6 +7,9 @@
  * - Suspended: a write or a delete marker gets the id `null` and replaces the key's `null`
  *   version, current or not; other versions stay;
  * - an object written before versioning was configured is the `null` version;
+ * - the key's newest version is what a GET without a version id reads, unless it is a delete
+ *   marker (the key is then deleted): deleting the current version by id makes the next newest
+ *   current, and deleting a marker by id undeletes the key;
  * - only Enabled keeps history: a change that arrives after a newer one of its key is kept as an
  *   older version there, and dropped elsewhere (a `null` version is always the newest change);
  * - a delete marker has no tags: 405 MethodNotAllowed named by version id, 404 NoSuchKey as the
@@ -37,6 +40,11 @@ export function deleteWithoutId(status: Versioning, drawToken: () => string): De
   if (status === undefined) return { marker: false }
   const token = drawToken()
   return { marker: true, token, versionId: newVersionId(status, token) }
+}
+
+/** Whether the key's newest version is its current object. */
+export function newestIsCurrent(newest: { deleteMarker?: boolean | undefined }): boolean {
+  return newest.deleteMarker !== true
 }
 
 /** Whether a change older than the key's newest is kept, as an older version. */

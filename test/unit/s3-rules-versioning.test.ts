@@ -9,6 +9,7 @@ import {
   deleteWithoutId,
   keepsOlderChanges,
   markerHasNoTags,
+  newestIsCurrent,
   newVersionId,
   replacesNullVersion,
   shownVersionId,
@@ -49,6 +50,12 @@ test('the version id an answer names: its own, null before versioning, none unve
   assert.is(shownVersionId(true, undefined), 'null')
   assert.is(shownVersionId(true, 'tok'), 'tok')
   assert.is(shownVersionId(true, 'null'), 'null')
+})
+
+test('the newest version is the current object unless it is a delete marker', () => {
+  assert.is(newestIsCurrent({}), true)
+  assert.is(newestIsCurrent({ deleteMarker: false }), true)
+  assert.is(newestIsCurrent({ deleteMarker: true }), false)
 })
 
 test('a delete marker has no tags: 405 by version id, 404 as the current version', () => {
