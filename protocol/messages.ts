@@ -10,7 +10,7 @@
 import type { Request, StreamHandle } from './actor.js'
 import type { AntiEntropyMsg } from './anti-entropy.js'
 import type { PeerRequestMsg } from './cluster.js'
-import type { WriteConditions } from './conditions.js'
+import type { WriteConditions } from './s3-rules/conditions.js'
 import type { CorsConfiguration } from './cors.js'
 import type { UploadChecksum } from './multipart-checksum.js'
 import type {
@@ -227,7 +227,7 @@ export type ObjectMsg =
        * thread while the store computes the rest. */
       streamMd5?: boolean
       /** If-Match, If-None-Match, If-Unmodified-Since: checked in the commit that writes the
-       * object (protocol/conditions.ts). */
+       * object (protocol/s3-rules/conditions.ts). */
       conditions?: WriteConditions
       /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
       stamp?: string
@@ -374,6 +374,10 @@ export type UploadMsg =
       parts: CompletedPart[]
       /** As in object.put. */
       conditions?: WriteConditions
+      /** Cluster mode, with `conditions`: the key's current object as the coordinator's quorum
+       * read found it (null: none), which the conditions are checked against instead of the
+       * replica's own, in the place a single node checks them. */
+      judgedOn?: { etag: string; lastModifiedMs: number } | null
       /** The whole object's checksum the client expects (x-amz-checksum-* on Complete). */
       expect?: Checksums
       /** Cluster mode: the coordinator's stamp of this change (see the module comment). */

@@ -8,6 +8,7 @@
 import type { Actor, Context } from '../../protocol/actor.js'
 import { ok, type Result } from '../../protocol/errors.js'
 import type { CoordinatorMsg, TaggingResult } from '../../protocol/messages.js'
+import { markerHasNoTags } from '../../protocol/s3-rules/versioning.js'
 import { bringKey } from './bring.js'
 import { syncKey } from './key-sync.js'
 import { deleteBucket } from './bucket-delete.js'
@@ -133,9 +134,7 @@ async function taggingOf(
   if (!read.ok) return read
   const answer = clientAnswer(head, read.value.winner.answer)
   if (!answer.ok) return answer
-  if ('marker' in answer.value) {
-    return clientAnswer(head, { absent: true, keyStamp: null }) as Result<never>
-  }
+  if ('marker' in answer.value) return markerHasNoTags(msg, answer.value.marker)
   const versionId = answer.value.info.versionId
   return askReplica<TaggingResult>(ctx, read.value.winner.replica, {
     ...msg,

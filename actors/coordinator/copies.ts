@@ -3,11 +3,21 @@
  * it and written as a new body to the target key's replicas, which may be in another pool. The
  * target's write is stamped like any other, its conditions (If-Match and so on) checked as a
  * PUT's. A copy thus always moves bytes in a cluster; each replica still stores them once
- * (content-addressed). */
+ * (content-addressed). What the copy is and when it is refused, S3's rules decide as on a single
+ * node (protocol/s3-rules/copy-source.ts). */
 import type { ByteSource, Context } from '../../protocol/actor.js'
 import type { ChecksumAlgorithm, Conditions } from '../../protocol/objects.js'
-import { evaluateConditions } from '../../protocol/conditions.js'
-import { fail, ok, type Result } from '../../protocol/errors.js'
+import { ok, type Result } from '../../protocol/errors.js'
+import {
+  checkCopySourceConditions,
+  checkCopySourceSize,
+  checkSelfCopy,
+  checksumsOfBytes,
+  copiedAttributes,
+  copiedPartExpect,
+  markerAsSource,
+  partCopyRange,
+} from '../../protocol/s3-rules/copy-source.js'
 import type {
   GetResult,
   ObjectMsg,
@@ -53,17 +63,9 @@ async function findSource(
   if (!read.ok) return read
   const answer = clientAnswer(msg, read.value.winner.answer)
   if (!answer.ok) return answer
-  if ('marker' in answer.value) {
-    if (answer.value.marker.byId) {
-      return fail(
-        'invalid_request',
-        'The source of a copy request may not specifically refer to a delete marker by version id.',
-      )
-    }
-    return fail('no_such_key', `no key ${source.key} in ${source.bucket}`)
-  }
-  const refused = evaluateConditions(answer.value.info, conditions, 'copy')
-  if (refused !== null) return fail(refused, 'copy source precondition failed')
+  if ('marker' in answer.value) return markerAsSource(source, answer.value.marker)
+  const allowed = checkCopySourceConditions(answer.value.info, conditions)
+  if (!allowed.ok) return allowed
   return ok({ winner: read.value.winner, found: answer.value })
 }
 
@@ -113,15 +115,16 @@ export async function copyObject(
 ): Promise<Result<PutResult>> {
   const request = { requestId: msg.requestId, deadlineMs: msg.deadlineMs }
   const { source, target } = msg
-  const samePlace = source.bucket === target.bucket && source.key === target.key
-  if (samePlace && msg.replace === undefined && source.versionId === undefined) {
-    return fail('invalid_request', 'copying an object to itself requires replacing its metadata')
-  }
+  const changes = checkSelfCopy(source, target, msg.replace !== undefined)
+  if (!changes.ok) return changes
   const found = await findSource(cluster, ctx, source, msg.conditions, request)
   if (!found.ok) return found
   const { info } = found.value.found
+  const sized = checkCopySourceSize(info.size)
+  if (!sized.ok) return sized
+  const copied = copiedAttributes(info, msg)
   const tags =
-    msg.tags === undefined ? await sourceTags(ctx, source, found.value, request) : ok(msg.tags)
+    copied.tags === 'source' ? await sourceTags(ctx, source, found.value, request) : ok(copied.tags)
   if (!tags.ok) return tags
   const body = await bodyOf(ctx, source, found.value, { start: 0, end: info.size - 1 }, request)
   if (!body.ok) return body
@@ -132,10 +135,10 @@ export async function copyObject(
       kind: 'object.put',
       bucket: target.bucket,
       key: target.key,
-      http: msg.replace?.http ?? info.http,
-      userMeta: msg.replace?.userMeta ?? info.userMeta,
+      http: copied.http,
+      userMeta: copied.userMeta,
       ...(tags.value.length === 0 ? {} : { tags: tags.value }),
-      expect: { size: info.size, ...wholeChecksums(found.value.found) },
+      expect: { size: info.size, ...wholeChecksums(info) },
       ...(msg.targetConditions === undefined ? {} : { conditions: msg.targetConditions }),
       ...body.value.inline,
       ...request,
@@ -154,23 +157,16 @@ export async function copyPart(
   msg: PartCopyMsg,
 ): Promise<Result<PartInfo>> {
   const request = { requestId: msg.requestId, deadlineMs: msg.deadlineMs }
+  // The upload first: NoSuchUpload comes before any answer about the source, as on one node.
+  const algorithm = await uploadAlgorithm(cluster, ctx, msg)
+  if (!algorithm.ok) return algorithm
   const found = await findSource(cluster, ctx, msg.source, msg.conditions, request)
   if (!found.ok) return found
   const { info } = found.value.found
-  const range = msg.range ?? { start: 0, end: info.size - 1 }
-  if (range.end >= info.size || range.start > range.end) {
-    return fail('invalid_range', 'the copy source range is not within the object')
-  }
-  const algorithm = await uploadAlgorithm(cluster, ctx, msg)
-  if (!algorithm.ok) return algorithm
-  const whole = range.start === 0 && range.end === info.size - 1
-  const checksums = whole ? wholeChecksums(found.value.found).checksums : undefined
-  const compute = algorithm.value
-  const expect = {
-    size: range.end - range.start + 1,
-    ...(checksums === undefined ? {} : { checksums }),
-    ...(compute === null || checksums?.[compute] !== undefined ? {} : { compute }),
-  }
+  const wanted = partCopyRange(msg.range, info.size)
+  if (!wanted.ok) return wanted
+  const range = wanted.value
+  const expect = copiedPartExpect(range, info, algorithm.value)
   const body = await bodyOf(ctx, msg.source, found.value, range, request)
   if (!body.ok) return body
   const written = await writeBody(
@@ -197,7 +193,7 @@ async function uploadAlgorithm(
   cluster: ClusterState,
   ctx: Context,
   msg: PartCopyMsg,
-): Promise<Result<ChecksumAlgorithm | null>> {
+): Promise<Result<ChecksumAlgorithm | undefined>> {
   const listed = await listParts(cluster, ctx, {
     kind: 'upload.list-parts',
     bucket: msg.bucket,
@@ -208,7 +204,7 @@ async function uploadAlgorithm(
     requestId: msg.requestId,
     deadlineMs: msg.deadlineMs,
   })
-  return listed.ok ? ok(listed.value.checksum?.algorithm ?? null) : listed
+  return listed.ok ? ok(listed.value.checksum?.algorithm) : listed
 }
 
 /** The bytes to write, as the fields of a write and its body's source: none for an empty range,
@@ -228,8 +224,7 @@ async function bodyOf(
 }
 
 /** The source's checksums that describe its whole bytes, kept and verified by the copy. */
-function wholeChecksums(found: GetResult): { checksums?: GetResult['info']['checksums'] } {
-  const { checksums, checksumType } = found.info
-  if (checksumType === 'COMPOSITE' || Object.keys(checksums).length === 0) return {}
-  return { checksums }
+function wholeChecksums(info: GetResult['info']): { checksums?: GetResult['info']['checksums'] } {
+  const checksums = checksumsOfBytes(info)
+  return Object.keys(checksums).length === 0 ? {} : { checksums }
 }

@@ -4,7 +4,10 @@
  * once and fanned out (fan-out.ts). A replica that misses the write (down, cut off, too slow)
  * keeps the older state until repair brings it the change. */
 import type { ByteSource, Context } from '../../protocol/actor.js'
-import { evaluateWriteConditions, type WriteConditions } from '../../protocol/conditions.js'
+import {
+  evaluateWriteConditions,
+  type WriteConditions,
+} from '../../protocol/s3-rules/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import {
   END_STAMP_TRAILER,
@@ -61,14 +64,14 @@ async function writeQuorumOf<T>(
   return ok(firstAnswer(gathered.oks))
 }
 
-/** The write's If-Match / If-None-Match, checked against what a read quorum holds. */
-async function checkConditions(
+/** The key's current object as a read quorum holds it (null: none, or a delete marker), which a
+ * write's conditions are checked against. */
+async function currentObject(
   cluster: ClusterState,
   ctx: Context,
   at: { bucket: string; key: string; deadlineMs: number; requestId: string },
   replicas: readonly Replica[],
-  conditions: WriteConditions,
-): Promise<Result<null>> {
+): Promise<Result<{ etag: string; lastModifiedMs: number } | null>> {
   const read = await readQuorum(
     cluster,
     ctx,
@@ -77,8 +80,21 @@ async function checkConditions(
   )
   if (!read.ok) return read
   const winner = read.value.winner.answer
-  const current = 'info' in winner ? winner.info : undefined
-  const refused = evaluateWriteConditions(current, conditions)
+  if (!('info' in winner)) return ok(null)
+  return ok({ etag: winner.info.etag, lastModifiedMs: winner.info.lastModifiedMs })
+}
+
+/** The write's If-Match / If-None-Match, checked against what a read quorum holds. */
+async function checkConditions(
+  cluster: ClusterState,
+  ctx: Context,
+  at: { bucket: string; key: string; deadlineMs: number; requestId: string },
+  replicas: readonly Replica[],
+  conditions: WriteConditions,
+): Promise<Result<null>> {
+  const current = await currentObject(cluster, ctx, at, replicas)
+  if (!current.ok) return current
+  const refused = evaluateWriteConditions(current.value ?? undefined, conditions)
   return refused === null ? ok(null) : fail(refused, 'the write condition failed')
 }
 
@@ -203,9 +219,13 @@ export async function changeKey<T>(
     const held = await holdKey(cluster, ctx, msg, reachable)
     if (!held.ok) return held
     try {
+      // A completion's conditions are checked by each replica where a single node checks them
+      // (after its parts, not for a completion sent again), against the object a quorum holds.
       if (msg.kind === 'upload.complete' && msg.conditions !== undefined) {
-        const checked = await checkConditions(cluster, ctx, msg, reachable, msg.conditions)
-        if (!checked.ok) return checked
+        const current = await currentObject(cluster, ctx, msg, reachable)
+        if (!current.ok) return current
+        const judged = { ...msg, judgedOn: current.value }
+        return await stampAndChange<T>(cluster, ctx, judged, set.value)
       }
       return await stampAndChange<T>(cluster, ctx, msg, set.value)
     } finally {
@@ -235,10 +255,6 @@ async function stampAndChange<T>(
   let stamped: ReplicaMsg = { ...msg, stamp: stamp.value }
   if (msg.kind === 'upload.create') {
     stamped = { ...msg, stamp: stamp.value, uploadId: uploadIdOf(ctx, stamp.value) }
-  }
-  if (msg.kind === 'upload.complete') {
-    const { conditions: _conditions, ...rest } = msg
-    stamped = { ...rest, stamp: stamp.value }
   }
   const sent = reachable.map((replica) => ({
     replica,

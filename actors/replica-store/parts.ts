@@ -1,13 +1,19 @@
 /** @module upload.part and upload.part-copy: a part is stored exactly as an object's body is
  * (put.ts: streamed, hashed, verified, content-addressed, deduplicated), and recorded as a part
  * record of its upload instead of an object record. Uploading a part number again replaces the
- * earlier part. UploadPartCopy of a whole single-blob object only adds a reference to its blob;
- * a range, or a multipart source, is read from the source's blobs and stored as a new part
- * through the same path as an upload, on a stream inside this actor. */
+ * earlier part. UploadPartCopy of a whole object (not a multipart one) only adds a reference to
+ * its blob; a range, or a multipart source, is read from the source's blobs and stored as a new
+ * part through the same path as an upload, on a stream inside this actor. */
 import type { Context } from '../../protocol/actor.js'
-import { evaluateConditions } from '../../protocol/conditions.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { ObjectMsg, PartInfo } from '../../protocol/messages.js'
+import {
+  checkCopySourceConditions,
+  copiedPartExpect,
+  etagIsMd5OfBytes,
+  partCopyRange,
+} from '../../protocol/s3-rules/copy-source.js'
+import { checkPartChecksum } from '../../protocol/s3-rules/multipart.js'
 import { streamBlobs } from './get.js'
 import { stampWallMs } from './keys.js'
 import { Mutation } from './mutation.js'
@@ -35,19 +41,8 @@ export function uploadPart(
   const admit = (mutation: Mutation): Result<null> => {
     const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
     if (!upload.ok) return upload
-    // An upload created with a checksum algorithm takes only parts that carry that checksum.
-    const wanted = upload.value.checksum?.algorithm
     // A copied part (cluster mode) brings no checksum of its own: it asks for one computed.
-    const carried = msg.expect.checksums?.[wanted ?? 'crc32'] !== undefined
-    if (wanted !== undefined && !carried && msg.expect.compute !== wanted) {
-      const sent = Object.keys(msg.expect.checksums ?? {})[0] ?? 'null'
-      return fail(
-        'invalid_request',
-        `Checksum Type mismatch occurred, expected checksum Type: ${wanted}, ` +
-          `actual checksum Type: ${sent}`,
-      )
-    }
-    return ok(null)
+    return checkPartChecksum(upload.value.checksum?.algorithm, msg.expect)
   }
   return storeBody(state, msg, ctx, admit, partRecorder(msg, ctx, msg.stamp))
 }
@@ -93,28 +88,25 @@ export async function uploadPartCopy(
   const found = findSource(ctx, mutation, msg.source)
   if (!found.ok) return found
   const source = found.value.record
-  const refused = evaluateConditions(source, msg.conditions, 'copy')
-  if (refused !== null) return fail(refused, 'copy source precondition failed')
-  const range = msg.range ?? { start: 0, end: source.size - 1 }
-  if (range.start > range.end || range.end >= source.size) {
-    return fail('invalid_range', `range ${range.start}-${range.end} of ${source.size} bytes`)
-  }
+  const allowed = checkCopySourceConditions(source, msg.conditions)
+  if (!allowed.ok) return allowed
+  const wanted = partCopyRange(msg.range, source.size)
+  if (!wanted.ok) return wanted
+  const range = wanted.value
   const blobs = blobsOf(source)
   const whole = range.start === 0 && range.end === source.size - 1
   const only = blobs[0]
-  // A COMPOSITE checksum is not one of the bytes, so it is no part's. An upload with a checksum
-  // algorithm needs the part's: a copy without it is read and hashed.
-  const checksums = source.checksumType === 'COMPOSITE' ? {} : source.checksums
-  const algorithm = upload.value.checksum?.algorithm
-  const hasChecksum = algorithm === undefined || checksums[algorithm] !== undefined
-  if (whole && blobs.length === 1 && only !== undefined && hasChecksum) {
+  // An upload with a checksum algorithm needs the part's: a copy without it is read and hashed.
+  const expect = copiedPartExpect(range, source, upload.value.checksum?.algorithm)
+  const reusable = whole && etagIsMd5OfBytes({ partsCount: source.parts?.length })
+  if (reusable && only !== undefined && expect.compute === undefined) {
     // The part is the source's blob: one more reference, no byte moves.
     mutation.addReference(only.sha256)
     const record: PartRecord = {
       size: source.size,
       etag: source.etag,
       lastModifiedMs: ctx.now(),
-      checksums,
+      checksums: expect.checksums ?? {},
       sha256: only.sha256,
     }
     mutation.putPart(msg.bucket, msg.uploadId, msg.partNumber, record)
@@ -134,10 +126,7 @@ export async function uploadPartCopy(
     key: msg.key,
     uploadId: msg.uploadId,
     partNumber: msg.partNumber,
-    expect: {
-      size: range.end - range.start + 1,
-      ...(algorithm === undefined ? {} : { compute: algorithm }),
-    },
+    expect,
     stream: receiving,
   }
   const admit = (): Result<null> => ok(null)

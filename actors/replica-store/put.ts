@@ -63,17 +63,25 @@ interface Ingest {
   file: { id: string; writer: BlobWriter } | null
 }
 
+/** `given`: the body's bytes from within this actor (a copy's), in place of the message's. */
 export function putObject(
   state: StoreState,
   msg: PutMsg,
   ctx: Context,
+  given?: ByteSource,
 ): Promise<Result<PutResult>> {
   assert(msg.key.length > 0)
   const bucketExists = (mutation: Mutation): Result<null> =>
     mutation.bucket(msg.bucket) === undefined
       ? fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
       : ok(null)
-  return storeBody(state, msg, ctx, bucketExists, (mutation, verified, created) => {
+  // A write's conditions are checked before its body is read, as a cluster's coordinator does,
+  // and again in the commit, which settles a racing write.
+  const admit = (mutation: Mutation): Result<null> => {
+    const exists = bucketExists(mutation)
+    return exists.ok ? checkWriteConditions(mutation, msg, msg.conditions) : exists
+  }
+  const recordPut: Recorder<PutResult> = (mutation, verified, created) => {
     const exists = bucketExists(mutation)
     if (!exists.ok) return exists
     // Here, in the commit's synchronous step, not before the body: a racing write is settled.
@@ -98,7 +106,8 @@ export function putObject(
     const value: PutResult = { etag, lastModifiedMs, checksums }
     if (versionId !== undefined) value.versionId = versionId
     return ok({ value, createdBlob })
-  })
+  }
+  return storeBody(state, msg, ctx, admit, recordPut, given)
 }
 
 /** A stamped put (stamps.ts): written where its stamp places it; where that is nowhere, its blob

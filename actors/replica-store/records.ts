@@ -13,6 +13,7 @@ import type {
 } from '../../protocol/objects.js'
 import type { PartInfo } from '../../protocol/messages.js'
 import type { Tag } from '../../protocol/tagging.js'
+import { shownVersionId } from '../../protocol/s3-rules/versioning.js'
 
 export type VersioningStatus = 'Enabled' | 'Suspended'
 
@@ -300,7 +301,8 @@ export function objectInfo(key: string, record: ObjectRecord, versioned = false)
   if (record.parts !== undefined) info.partsCount = record.parts.length
   if (record.checksumType !== undefined) info.checksumType = record.checksumType
   if (record.tags !== undefined && record.tags.length > 0) info.tagCount = record.tags.length
-  if (versioned) info.versionId = record.versionId ?? 'null'
+  const versionId = shownVersionId(versioned, record.versionId)
+  if (versionId !== undefined) info.versionId = versionId
   // Read repair writes a stale replica the winner's object again under this same stamp.
   if (record.stamp !== undefined) info.stamp = record.stamp
   return info

@@ -144,7 +144,8 @@ function kindFieldsValid(kind: Kind, m: Fields): boolean {
         parts.length <= PART_NUMBER_MAX &&
         parts.every(
           (p) => isFields(p) && Number.isSafeInteger(p['partNumber']) && strings(p, ['etag']),
-        )
+        ) &&
+        judgedOnValid(m['judgedOn'])
       )
     }
     case 'upload.abort':
@@ -167,6 +168,14 @@ function kindFieldsValid(kind: Kind, m: Fields): boolean {
     default:
       return false
   }
+}
+
+/** A completion's `judgedOn`: absent, null, or an object's ETag and time. */
+function judgedOnValid(judgedOn: unknown): boolean {
+  if (judgedOn === undefined || judgedOn === null) return true
+  return (
+    isFields(judgedOn) && strings(judgedOn, ['etag']) && Number.isFinite(judgedOn['lastModifiedMs'])
+  )
 }
 
 function tagsValid(tags: unknown, optional: boolean): boolean {

@@ -6,6 +6,11 @@
  * was deleted by id), and elsewhere nothing is written. Equal stamps are one change sent again,
  * answered as applied and written once. Every function prepares a Mutation with no await. */
 import type { Context } from '../../protocol/actor.js'
+import {
+  deleteWithoutId,
+  keepsOlderChanges,
+  newVersionId,
+} from '../../protocol/s3-rules/versioning.js'
 import { deletedVersionKey, isVersionToken, keyStampKey, stampToken, stampWallMs } from './keys.js'
 import type { Mutation } from './mutation.js'
 import { decodeText, encodeRecord, type ObjectRecord } from './records.js'
@@ -83,14 +88,14 @@ export interface Placement {
 
 export function placeStamped(mutation: Mutation, at: At, change: StampedChange): Placement {
   const status = versioningOf(mutation, at.bucket)
-  const named =
-    status === undefined ? {} : { versionId: status === 'Enabled' ? change.token : 'null' }
+  const versionId = newVersionId(status, change.token)
+  const named = versionId === undefined ? {} : { versionId }
   if (isVersionDeleted(mutation, at, change.token))
     return { where: 'nowhere', ...named, stale: true }
   const order = orderOf(mutation, at, change.stamp)
   if (order === 'newer') return { where: 'current', ...named, stale: false }
   if (order === 'same') return { where: 'nowhere', ...named, stale: false }
-  if (status === 'Enabled' && !holdsVersion(mutation, at, change.token)) {
+  if (keepsOlderChanges(status) && !holdsVersion(mutation, at, change.token)) {
     return { where: 'older', ...named, stale: true }
   }
   return { where: 'nowhere', ...named, stale: true }
@@ -126,10 +131,10 @@ export function deleteStamped(
   change: StampedChange,
 ): DeleteOutcome {
   const placement = placeStamped(mutation, at, change)
-  const answer: DeleteOutcome =
-    placement.versionId === undefined
-      ? { deleteMarker: false }
-      : { versionId: placement.versionId, deleteMarker: true }
+  const outcome = deleteWithoutId(versioningOf(mutation, at.bucket), () => change.token)
+  const answer: DeleteOutcome = outcome.marker
+    ? { versionId: outcome.versionId, deleteMarker: true }
+    : { deleteMarker: false }
   if (placement.stale) answer.stale = true
   if (placement.where === 'current') {
     deleteCurrent(state, ctx, mutation, at, change)

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict'
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
 import type { ObjectMsg, TaggingResult } from '../../protocol/messages.js'
+import { markerHasNoTags } from '../../protocol/s3-rules/versioning.js'
 import { validateTags, type Tag } from '../../protocol/tagging.js'
 import { bucketTaggingKey, objectKey, versionKey } from './keys.js'
 import { Mutation } from './mutation.js'
@@ -39,11 +40,7 @@ function locate(
   if (mutation.bucket(at.bucket) === undefined) return noSuchBucket(at.bucket)
   const found = findVersion(ctx, mutation, at, at.versionId)
   if (!found.ok) return found
-  if (found.value.kind === 'marker') {
-    // S3: a delete marker has no tags; named by id it is 405, as the current version 404.
-    if (found.value.byId) return fail('method_not_allowed', 'a delete marker has no tags')
-    return fail('no_such_key', `no key ${at.key} in ${at.bucket}`)
-  }
+  if (found.value.kind === 'marker') return markerHasNoTags(at, found.value)
   const { record, versioned } = found.value
   const current = mutation.object(at.bucket, at.key)
   const isCurrent =

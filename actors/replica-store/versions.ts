@@ -1,12 +1,11 @@
-/** @module Object versioning, as Amazon S3 does it per bucket. A bucket never configured keeps one
+/** @module Object versioning, as Amazon S3 does it per bucket (its rules of which version id a
+ * write or a delete gets: protocol/s3-rules/versioning.ts). A bucket never configured keeps one
  * object per key (O\0), as before. Once configured (Enabled or Suspended, never back):
  * - O\0 holds the key's newest version exactly when that version is not a delete marker, so S3
  *   listings and plain GETs read O\0 alone; every other version, markers included, is under V\0,
  *   keyed by a token that sorts newest first, and holds its own blob references and bytes.
- * - Enabled: a write gets a new version id (its token) and the current object moves to V\0; a
- *   delete without a version id adds a marker.
- * - Suspended: a write or delete gets the id `null` and replaces the key's earlier `null` version
- *   (N\0 finds it when it is under V\0); other versions stay.
+ * - A write's current object moves to V\0; a Suspended bucket's `null` version it replaces goes
+ *   (N\0 finds it when it is under V\0).
  * - Deleting a version by id removes it for good; when it was the newest, the next newest becomes
  *   current unless it is a marker (deleting a marker "undeletes" the key).
  * Objects written before versioning was configured are the `null` version. Every function here
@@ -15,6 +14,12 @@ import assert from 'node:assert/strict'
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { DELETE_OBJECTS_KEYS_MAX } from '../../protocol/limits.js'
+import {
+  deleteWithoutId,
+  newestIsCurrent,
+  newVersionId,
+  replacesNullVersion,
+} from '../../protocol/s3-rules/versioning.js'
 import { decodeText, type ObjectRecord, type VersioningStatus } from './records.js'
 import {
   isVersionToken,
@@ -87,8 +92,8 @@ export function writeCurrent(
     return undefined
   }
   const token = stampToken ?? newVersionToken(state, ctx)
-  const versionId = status === 'Enabled' ? token : 'null'
-  if (status === 'Suspended') removeNullVersion(mutation, at)
+  const versionId = newVersionId(status, token)
+  if (replacesNullVersion(status)) removeNullVersion(mutation, at)
   const current = mutation.object(at.bucket, at.key)
   if (current !== undefined) mutation.archiveCurrent(at.bucket, at.key, tokenOf(current))
   mutation.setCurrent(at.bucket, at.key, { ...record, versionId, versionToken: token })
@@ -120,19 +125,18 @@ export function deleteCurrent(
   change?: StampedChange,
 ): DeleteOutcome {
   const status = versioningOf(mutation, at.bucket)
-  if (status === undefined) {
+  const outcome = deleteWithoutId(status, () => change?.token ?? newVersionToken(state, ctx))
+  if (!outcome.marker) {
     mutation.deleteObject(at.bucket, at.key)
     return { deleteMarker: false }
   }
-  const token = change?.token ?? newVersionToken(state, ctx)
-  const versionId = status === 'Enabled' ? token : 'null'
-  if (status === 'Suspended') removeNullVersion(mutation, at)
+  if (replacesNullVersion(status)) removeNullVersion(mutation, at)
   const current = mutation.object(at.bucket, at.key)
   if (current !== undefined) mutation.archiveCurrent(at.bucket, at.key, tokenOf(current))
-  const marker = markerRecord(change?.wallMs ?? ctx.now(), versionId)
+  const marker = markerRecord(change?.wallMs ?? ctx.now(), outcome.versionId)
   if (change !== undefined) marker.stamp = change.stamp
-  mutation.putVersion(at.bucket, at.key, token, marker)
-  return { versionId, deleteMarker: true }
+  mutation.putVersion(at.bucket, at.key, outcome.token, marker)
+  return { versionId: outcome.versionId, deleteMarker: true }
 }
 
 export function markerRecord(nowMs: number, versionId: string): ObjectRecord {
@@ -172,7 +176,7 @@ export function insertOlder(
   assert(!holdsVersion(mutation, at, token), 'a version inserted twice')
   const newestBefore = newestToken(ctx, mutation, at)
   mutation.putVersion(at.bucket, at.key, token, { ...record, versionToken: token })
-  if (mutation.object(at.bucket, at.key) !== undefined || record.deleteMarker === true) return
+  if (mutation.object(at.bucket, at.key) !== undefined || !newestIsCurrent(record)) return
   if (newestBefore === undefined || token < newestBefore) {
     mutation.promoteVersion(at.bucket, at.key, token)
   }
@@ -246,7 +250,7 @@ function promoteNewest(
   const token = newestToken(ctx, mutation, at)
   if (token === undefined) return
   const version = mutation.version(at.bucket, at.key, token)
-  if (version !== undefined && version.deleteMarker !== true) {
+  if (version !== undefined && newestIsCurrent(version)) {
     mutation.promoteVersion(at.bucket, at.key, token)
   }
 }

@@ -1,9 +1,10 @@
 /** @module The one parser of the conditional headers (If-Match, If-None-Match, If-Modified-Since,
  * If-Unmodified-Since), for reads (GET, HEAD), copy sources (the same headers after
  * `x-amz-copy-source-`) and writes (PutObject, CopyObject's target, CompleteMultipartUpload).
- * Values pass as sent: protocol/conditions.ts decides, the store evaluating a write's conditions
- * when it commits. A date that does not parse is ignored, as RFC 7232 section 3 requires. */
-import type { WriteConditions } from '../../protocol/conditions.js'
+ * Values pass as sent: protocol/s3-rules/conditions.ts decides, the store evaluating a write's
+ * conditions when it commits. A date that does not parse is ignored, as RFC 7232 section 3
+ * requires. */
+import type { WriteConditions } from '../../protocol/s3-rules/conditions.js'
 import type { Conditions } from '../../protocol/objects.js'
 
 function httpDateMs(value: string | undefined): number | undefined {

@@ -3,7 +3,7 @@
  * object message to the coordinator; bodies move on streams, never whole. */
 import type { ServerResponse } from 'node:http'
 import { checksumAlgorithmFromHeader } from '../../protocol/checksums.js'
-import { evaluateConditions } from '../../protocol/conditions.js'
+import { evaluateConditions } from '../../protocol/s3-rules/conditions.js'
 import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
 import { objectActor, type Request } from '../../protocol/actor.js'
@@ -433,16 +433,6 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
   const directive = (ex.headers['x-amz-metadata-directive'] ?? 'COPY').toUpperCase()
   if (directive !== 'COPY' && directive !== 'REPLACE') {
     return sendError(ex, 'invalid_argument', 'Unknown metadata directive.')
-  }
-  const same = source.value.bucket === at.bucket && source.value.key === at.key
-  if (same && directive === 'COPY' && source.value.versionId === undefined) {
-    return sendError(
-      ex,
-      'invalid_request',
-      'This copy request is illegal because it is trying to copy an object to itself without ' +
-        "changing the object's metadata, storage class, website redirect location or " +
-        'encryption attributes.',
-    )
   }
   const tags = copyTags(ex.headers)
   if (!tags.ok) return sendError(ex, tags.code, tags.detail)

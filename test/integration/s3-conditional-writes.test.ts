@@ -17,6 +17,7 @@ import {
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  HeadObjectCommand,
   ListPartsCommand,
   PutBucketVersioningCommand,
   PutObjectCommand,
@@ -65,6 +66,20 @@ async function rawPut(key: string, body: string, headers: Record<string, string>
   })
   return { status: answer.status, code: errorCode(answer) ?? null }
 }
+
+test('PutObject: a failed condition is 412 before anything about its body', async () => {
+  // One order on a node and in a cluster: the condition is checked before the body is read.
+  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'first-check', Body: 'kept' }))
+  const wrongMd5 = Buffer.from('0123456789abcdef').toString('base64')
+  const refused = await rawPut('first-check', 'other', {
+    'if-none-match': '*',
+    'content-md5': wrongMd5,
+  })
+  assert.equal(refused, { status: 412, code: 'PreconditionFailed' })
+  const digest = await rawPut('first-check', 'other', { 'content-md5': wrongMd5 })
+  assert.equal(digest, { status: 400, code: 'BadDigest' })
+  assert.is(await read('first-check'), 'kept')
+})
 
 test('PutObject If-None-Match with ETags: 412 over any of them, weak or not', async () => {
   const first = await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'inm', Body: 'v1' }))
@@ -297,6 +312,21 @@ test('CompleteMultipartUpload: If-None-Match with ETags, If-Match with a list', 
   assert.is(await read('mp-list'), 'plain')
   await completeWith('mp-list', upload, { IfMatch: `"x", ${put.ETag}` })
   assert.is(await read('mp-list'), 'from parts')
+})
+
+test('CompleteMultipartUpload: parts checked first; sent again, the same answer', async () => {
+  // One order on a node and in a cluster: a wrong part list is InvalidPart before any condition.
+  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'mp-again', Body: 'plain' }))
+  const upload = await uploadOf('mp-again', 'from parts')
+  const wrong = { ...upload, etag: '"0123456789abcdef0123456789abcdef"' }
+  const listed = await failure(() => completeWith('mp-again', wrong, { IfNoneMatch: '*' }))
+  assert.equal(listed, { name: 'InvalidPart', status: 400 })
+  const current = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'mp-again' }))
+  const first = await completeWith('mp-again', upload, { IfMatch: current.ETag })
+  // A client whose answer was lost sends the complete again: its own write is no refusal.
+  const again = await completeWith('mp-again', upload, { IfMatch: current.ETag })
+  assert.is(again.ETag, first.ETag)
+  assert.is(await read('mp-again'), 'from parts')
 })
 
 test('two racing completes with If-None-Match: * of one key: one 200, one 412', async () => {

@@ -373,6 +373,47 @@ test('UploadPartCopy: a whole object, and a range of a multipart object', async 
   assert.ok((await readAll('copied')).bytes.equals(Buffer.concat([source, slice])))
 })
 
+test('UploadPartCopy of a whole one-part multipart object: the ETag of its bytes', async () => {
+  // A part's ETag is the MD5 of its bytes, whichever object they come from.
+  const bytes = randomBytes(1000)
+  const sourceId = await create('one-part')
+  await complete('one-part', sourceId, await upload('one-part', sourceId, [bytes]))
+  const uploadId = await create('from-one-part')
+  const copied = await s3.send(
+    new UploadPartCopyCommand({
+      Bucket: BUCKET,
+      Key: 'from-one-part',
+      UploadId: uploadId,
+      PartNumber: 1,
+      CopySource: `${BUCKET}/one-part`,
+    }),
+  )
+  assert.is(copied.CopyPartResult?.ETag, `"${md5(bytes).toString('hex')}"`)
+  await s3.send(
+    new AbortMultipartUploadCommand({ Bucket: BUCKET, Key: 'from-one-part', UploadId: uploadId }),
+  )
+})
+
+test('UploadPartCopy: the upload is looked for before the source', async () => {
+  // One rule on a node and in a cluster: NoSuchUpload comes before any answer about the source.
+  const uploadId = await create('ended')
+  await s3.send(
+    new AbortMultipartUploadCommand({ Bucket: BUCKET, Key: 'ended', UploadId: uploadId }),
+  )
+  const missing = await failure(() =>
+    s3.send(
+      new UploadPartCopyCommand({
+        Bucket: BUCKET,
+        Key: 'ended',
+        UploadId: uploadId,
+        PartNumber: 1,
+        CopySource: `${BUCKET}/no-such-source`,
+      }),
+    ),
+  )
+  assert.equal(missing, { name: 'NoSuchUpload', status: 404 })
+})
+
 test('racing complete and abort of one upload: exactly one outcome, nothing leaked', async () => {
   const before = await stats()
   const parts = [randomBytes(5 * MiB), randomBytes(10)]

@@ -17,6 +17,7 @@ import {
   DeleteObjectsCommand,
   GetBucketVersioningCommand,
   GetObjectCommand,
+  GetObjectTaggingCommand,
   HeadObjectCommand,
   ListObjectVersionsCommand,
   ListObjectsV2Command,
@@ -141,6 +142,15 @@ test('delete markers: 404 for the key, 405 by id, and deleting the marker undele
   })
   assert.is(byId.status, 405)
   assert.is(byId.headers['x-amz-delete-marker'], 'true')
+  // A marker has no tags: 405 by id, 404 as the current version.
+  const tagsById = await failure(() =>
+    s3.send(new GetObjectTaggingCommand({ Bucket: 'markers', Key: 'k', VersionId: markerId })),
+  )
+  assert.equal(tagsById, { name: 'MethodNotAllowed', status: 405 })
+  const tags = await failure(() =>
+    s3.send(new GetObjectTaggingCommand({ Bucket: 'markers', Key: 'k' })),
+  )
+  assert.equal(tags, { name: 'NoSuchKey', status: 404 })
   const listed = await s3.send(new ListObjectsV2Command({ Bucket: 'markers' }))
   assert.is(listed.KeyCount, 0)
   assert.equal(await read('markers', 'k', first), { text: 'kept', versionId: first })

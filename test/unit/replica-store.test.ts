@@ -19,7 +19,7 @@ import { SYSTEM_RECORDS_LISTED_MAX } from '../../actors/replica-store/system.js'
 import { Mutation } from '../../actors/replica-store/mutation.js'
 import type { KvOp, KvStore } from '../../protocol/actor.js'
 import { checksumBase64 } from '../../protocol/checksums.js'
-import { evaluateConditions } from '../../protocol/conditions.js'
+import { evaluateConditions } from '../../protocol/s3-rules/conditions.js'
 import { fail, ServiceError, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type {
@@ -888,7 +888,7 @@ test('successor bounds every string with the prefix and nothing else', () => {
 })
 
 // ---------------------------------------------------------------------------------------------
-// Conditions (protocol/conditions.ts)
+// Conditions (protocol/s3-rules/conditions.ts)
 
 test('evaluateConditions: GET and copy semantics', () => {
   const info = { etag: '"abc"', lastModifiedMs: 1_700_000_000_500 }

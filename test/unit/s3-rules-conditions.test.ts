@@ -1,7 +1,8 @@
 /** Goal: a write's conditions decide as RFC 7232 section 6 orders them for a method that changes
  * state, with Amazon S3's 404 for If-Match on an absent key, and the one header parser serves
- * reads, copy sources and writes alike. Method: protocol/conditions.ts's evaluateWriteConditions
- * and etagListMatches, and http/s3/conditions.ts's parser, called directly on fixed values. */
+ * reads, copy sources and writes alike. Method: protocol/s3-rules/conditions.ts's
+ * evaluateWriteConditions and etagListMatches, and http/s3/conditions.ts's parser, called
+ * directly on fixed values. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
@@ -9,7 +10,7 @@ import {
   evaluateConditions,
   evaluateWriteConditions,
   type WriteConditions,
-} from '../../protocol/conditions.js'
+} from '../../protocol/s3-rules/conditions.js'
 import { conditionsFrom, writeConditions } from '../../http/s3/conditions.js'
 
 const current = { etag: '"abc"', lastModifiedMs: 1_700_000_000_500 }
@@ -70,6 +71,40 @@ test('evaluateWriteConditions: If-Unmodified-Since unless If-Match, If-Modified-
     write({ ifNoneMatch: '"x"', ifUnmodifiedSinceMs: second - 1000 }),
     'precondition_failed',
   )
+})
+
+test('evaluateConditions for GET and HEAD: the table of Amazon S3 GetObject', () => {
+  const rows: [string, WriteConditions, string | null][] = [
+    ['none', {}, null],
+    ['If-Match matches', { ifMatch: '"abc"' }, null],
+    ['If-Match differs', { ifMatch: '"x"' }, 'precondition_failed'],
+    ['If-None-Match matches', { ifNoneMatch: '"abc"' }, 'not_modified'],
+    ['If-None-Match differs', { ifNoneMatch: '"x"' }, null],
+    ['If-Modified-Since, not modified', { ifModifiedSinceMs: second }, 'not_modified'],
+    ['If-Modified-Since, modified', { ifModifiedSinceMs: second - 1000 }, null],
+    ['If-Unmodified-Since, not modified', { ifUnmodifiedSinceMs: second }, null],
+    [
+      'If-Unmodified-Since, modified',
+      { ifUnmodifiedSinceMs: second - 1000 },
+      'precondition_failed',
+    ],
+    // S3: If-Match true and If-Unmodified-Since false answers 200.
+    ['If-Match over If-Unmodified-Since', { ifMatch: '"abc"', ifUnmodifiedSinceMs: 0 }, null],
+    // S3: If-None-Match false and If-Modified-Since true answers 304.
+    [
+      'If-None-Match over If-Modified-Since',
+      { ifNoneMatch: '"abc"', ifModifiedSinceMs: 0 },
+      'not_modified',
+    ],
+    [
+      'If-Match fails before If-None-Match',
+      { ifMatch: '"x"', ifNoneMatch: '"abc"' },
+      'precondition_failed',
+    ],
+  ]
+  for (const [name, conditions, code] of rows) {
+    assert.is(evaluateConditions(current, conditions, 'read'), code, name)
+  }
 })
 
 test('one parser: reads and copy sources keep every header, writes drop If-Modified-Since', () => {

@@ -18,8 +18,8 @@
  * and If-Modified-Since is ignored, as section 3.3 requires of methods other than GET and HEAD.
  * The store evaluates them in the same synchronous step as the commit of the object record (in a
  * cluster, the coordinator with the key held, key-hold.ts). */
-import type { ErrorCode } from './errors.js'
-import type { Conditions } from './objects.js'
+import type { ErrorCode } from '../errors.js'
+import type { Conditions } from '../objects.js'
 
 export type ConditionMode = 'read' | 'copy'
 
@@ -89,7 +89,8 @@ export function etagListMatches(
   })
 }
 
-function bareEtag(tag: string): string {
+/** An entity tag without its `W/` and quotes. */
+export function bareEtag(tag: string): string {
   const strong = tag.startsWith('W/') ? tag.slice(2) : tag
   return strong.length >= 2 && strong.startsWith('"') && strong.endsWith('"')
     ? strong.slice(1, -1)
