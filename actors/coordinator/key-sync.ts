@@ -8,11 +8,11 @@
  * never end alike. Read repair and a hint's delivery
  * merge the same way (merge-records.ts). */
 import type { Context } from '../../protocol/actor.js'
-import { gcGraceMs, pastGrace, type KeyRecords } from '../../protocol/anti-entropy.js'
+import { gcGraceMs } from '../../protocol/anti-entropy.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { CoordinatorMsg, KeySynced } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
-import { mergeInto, recordsOf } from './merge-records.js'
+import { mergeInto, recordsOf, unpurged } from './merge-records.js'
 import { localReplica, replicasOf, type Replica } from './replicas.js'
 
 type SyncMsg = Extract<CoordinatorMsg, { kind: 'key.sync' }>
@@ -58,24 +58,4 @@ export async function syncKey(
     synced.bytes += merged.value.bytes
   }
   return ok(synced)
-}
-
-/** The records but for the tombstones past the grace that `target` may have purged: a delete by
- * id of a version it lacks, and the stamp of a key that holds nothing else where it holds nothing.
- * A tombstone of what it still holds is sent: its deletion is given to it all the same. */
-export function unpurged(
-  records: KeyRecords,
-  target: KeyRecords,
-  nowMs: number,
-  graceMs: number,
-): KeyRecords {
-  const held = new Set(target.versions.map((one) => one.token))
-  const deleted = records.deleted.filter(
-    (one) => held.has(one.token) || !pastGrace(one.stamp, nowMs, graceMs),
-  )
-  const bare = records.versions.length === 0 && deleted.length === 0
-  const nothing = target.stamp === null && held.size === 0 && target.deleted.length === 0
-  const purged =
-    records.stamp !== null && bare && nothing && pastGrace(records.stamp, nowMs, graceMs)
-  return { stamp: purged ? null : records.stamp, versions: records.versions, deleted }
 }

@@ -1,11 +1,20 @@
 /** @module The one way a replica is brought up to date: it is given another replica's stamped
  * records of the key (records.get) and merges them by the stamp rule (records.merge), fetching the
  * blobs it lacks from that replica by content address. Anti-entropy's key sync, read repair and a
- * hint's delivery all come here. */
+ * hint's delivery all come here. What the receiver may have purged is not sent to it (`unpurged`):
+ * a tombstone past the grace (SVC_GC_GRACE_DAYS, by its stamp's wall clock) of what it does not
+ * hold, a delete by id of a version it lacks or the stamp of a key where it holds nothing
+ * (actors/anti-entropy/tombstone-gc.ts), else it would come back there and the replicas would
+ * never end alike. */
 import type { Context } from '../../protocol/actor.js'
-import type { KeyMerged, KeyRecords } from '../../protocol/anti-entropy.js'
+import {
+  gcGraceMs,
+  pastGrace,
+  type KeyMerged,
+  type KeyRecords,
+} from '../../protocol/anti-entropy.js'
 import type { PeerTarget } from '../../protocol/cluster.js'
-import type { Result } from '../../protocol/errors.js'
+import { ok, type Result } from '../../protocol/errors.js'
 import { askReplica } from './replica-calls.js'
 import type { Replica } from './replicas.js'
 
@@ -41,4 +50,40 @@ export function mergeInto(
 function senderOf(ctx: Context, from: Replica): PeerTarget {
   if (!from.local) return from.target
   return { id: from.id, grpcAddr: ctx.config['SVC_NODE_GRPC_ADDR'] ?? '' }
+}
+
+/** Brings `to` what `from` holds of the key: both replicas' records read, `from`'s merged into
+ * `to` but for what `to` may have purged. */
+export async function bring(
+  ctx: Context,
+  from: Replica,
+  to: Replica,
+  at: KeyAt,
+): Promise<Result<KeyMerged>> {
+  const [source, target] = await Promise.all([recordsOf(ctx, from, at), recordsOf(ctx, to, at)])
+  if (!source.ok) return source
+  if (!target.ok) return target
+  const sent = unpurged(source.value, target.value, ctx.now(), gcGraceMs(ctx.config))
+  if (JSON.stringify(sent) === JSON.stringify(target.value)) return ok({ changed: false, bytes: 0 })
+  return mergeInto(ctx, to, from, at, sent)
+}
+
+/** The records but for the tombstones past the grace that `target` may have purged: a delete by
+ * id of a version it lacks, and the stamp of a key that holds nothing else where it holds nothing.
+ * A tombstone of what it still holds is sent: its deletion is given to it all the same. */
+export function unpurged(
+  records: KeyRecords,
+  target: KeyRecords,
+  nowMs: number,
+  graceMs: number,
+): KeyRecords {
+  const held = new Set(target.versions.map((one) => one.token))
+  const deleted = records.deleted.filter(
+    (one) => held.has(one.token) || !pastGrace(one.stamp, nowMs, graceMs),
+  )
+  const bare = records.versions.length === 0 && deleted.length === 0
+  const nothing = target.stamp === null && held.size === 0 && target.deleted.length === 0
+  const purged =
+    records.stamp !== null && bare && nothing && pastGrace(records.stamp, nowMs, graceMs)
+  return { stamp: purged ? null : records.stamp, versions: records.versions, deleted }
 }
