@@ -1,18 +1,14 @@
 /** @module key.sync: anti-entropy found two replicas of a key whose digests differ. Each is given
  * the other's stamped records of the key to merge (records.get, then records.merge both ways:
- * actors/replica-store/replication/), whatever S3 operations made them, so both end with the same
- * records; a replica fetches the blobs it lacks from the other. What a replica may have purged is
- * not sent to it: a tombstone past the grace (SVC_GC_GRACE_DAYS, by its stamp's wall clock) of
- * what it does not hold, a delete by id of a version it lacks or the stamp of a key where it holds
- * nothing (actors/anti-entropy/tombstone-gc.ts), else it would come back there and the pair would
- * never end alike. Read repair and a hint's delivery
- * merge the same way (merge-records.ts). */
+ * merge-records.ts), whatever S3 operations made them, so both end with the same records; a
+ * replica fetches the blobs it lacks from the other, and first aborts its uploads of the key the
+ * other holds as ended (a complete it missed). Tombstones the receiver may have purged are not
+ * sent to it (merge-records.ts `unpurged`). Read repair and a hint's delivery merge the same way. */
 import type { Context } from '../../protocol/actor.js'
-import { gcGraceMs } from '../../protocol/anti-entropy.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { CoordinatorMsg, KeySynced } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
-import { mergeInto, recordsOf, unpurged } from './merge-records.js'
+import { bring, recordsOf } from './merge-records.js'
 import { localReplica, replicasOf, type Replica } from './replicas.js'
 
 type SyncMsg = Extract<CoordinatorMsg, { kind: 'key.sync' }>
@@ -44,15 +40,12 @@ export async function syncKey(
   ])
   if (!one.ok) return one
   if (!other.ok) return other
-  const graceMs = gcGraceMs(ctx.config)
-  const nowMs = ctx.now()
   const synced: KeySynced = { replayed: 0, unsupported: 0, bytes: 0 }
-  for (const [from, to, records, target] of [
+  for (const [from, to, source, target] of [
     [first, second, one.value, other.value],
     [second, first, other.value, one.value],
   ] as const) {
-    const sent = unpurged(records, target, nowMs, graceMs)
-    const merged = await mergeInto(ctx, to, from, asked, sent)
+    const merged = await bring(cluster, ctx, from, to, asked, { source, target })
     if (!merged.ok) return merged
     if (merged.value.changed) synced.replayed++
     synced.bytes += merged.value.bytes

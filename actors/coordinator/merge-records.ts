@@ -14,7 +14,9 @@ import {
   type KeyRecords,
 } from '../../protocol/anti-entropy.js'
 import type { PeerTarget } from '../../protocol/cluster.js'
-import { ok, type Result } from '../../protocol/errors.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type { ClusterState } from './cluster-state.js'
+import { abortEnded } from './ended-uploads.js'
 import { askReplica } from './replica-calls.js'
 import type { Replica } from './replicas.js'
 
@@ -53,18 +55,28 @@ function senderOf(ctx: Context, from: Replica): PeerTarget {
 }
 
 /** Brings `to` what `from` holds of the key: both replicas' records read, `from`'s merged into
- * `to` but for what `to` may have purged. */
+ * `to` but for what `to` may have purged (`target`: `to`'s records when the caller read them). */
 export async function bring(
+  cluster: ClusterState,
   ctx: Context,
   from: Replica,
   to: Replica,
   at: KeyAt,
+  records?: { source: KeyRecords; target: KeyRecords },
 ): Promise<Result<KeyMerged>> {
-  const [source, target] = await Promise.all([recordsOf(ctx, from, at), recordsOf(ctx, to, at)])
-  if (!source.ok) return source
-  if (!target.ok) return target
-  const sent = unpurged(source.value, target.value, ctx.now(), gcGraceMs(ctx.config))
-  if (JSON.stringify(sent) === JSON.stringify(target.value)) return ok({ changed: false, bytes: 0 })
+  let read = records
+  if (read === undefined) {
+    const [source, target] = await Promise.all([recordsOf(ctx, from, at), recordsOf(ctx, to, at)])
+    if (!source.ok) return source
+    if (!target.ok) return target
+    read = { source: source.value, target: target.value }
+  }
+  const sent = unpurged(read.source, read.target, ctx.now(), gcGraceMs(ctx.config))
+  if (JSON.stringify(sent) === JSON.stringify(read.target)) return ok({ changed: false, bytes: 0 })
+  // A multipart object merged where the client's complete never came would leave its upload open.
+  if (!(await abortEnded(cluster, ctx, to, [from], at))) {
+    return fail('unavailable', `${to.id} keeps an ended upload of ${at.key} open`)
+  }
   return mergeInto(ctx, to, from, at, sent)
 }
 

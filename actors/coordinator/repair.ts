@@ -33,7 +33,7 @@ export function repairStale(
       deadlineMs: ctx.now() + REPAIR_MS,
     }
     cluster.repairsRunning++
-    void bring(ctx, winner.replica, stale.replica, at)
+    void bring(cluster, ctx, winner.replica, stale.replica, at)
       .then((merged) => {
         if (merged.ok && merged.value.changed) cluster.counters.readRepairs++
         if (!merged.ok) ctx.log.warn({ key: msg.key, code: merged.code }, 'a read repair failed')
