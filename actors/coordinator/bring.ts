@@ -15,7 +15,6 @@ import type { CoordinatorMsg, KeyBrought } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
 import { abortEnded } from './ended-uploads.js'
 import { mergeInto, recordsOf, unpurged } from './merge-records.js'
-import { gather } from './quorum.js'
 import { replicasOf, type Replica } from './replicas.js'
 
 type BringMsg = Extract<CoordinatorMsg, { kind: 'key.bring' }>
@@ -38,14 +37,12 @@ export async function bringKey(
   const reachable = replicas.value.reachable
   const target = reachable.find((replica) => replica.id === msg.node)
   if (target === undefined) return fail('unavailable', `${msg.node} is not reachable`)
-  const gathered = await gather(
-    reachable.map((replica) => recordsOf(ctx, replica, asked)),
-    reachable.length,
-  )
-  const answers: Held[] = gathered.oks.map(({ index, value }) => ({
-    replica: reachable[index] as Replica,
-    records: value,
-  }))
+  // Every answer, each bounded by the deadline: one replica's failure leaves the others' records.
+  const read = await Promise.all(reachable.map((replica) => recordsOf(ctx, replica, asked)))
+  const answers: Held[] = []
+  read.forEach((records, index) => {
+    if (records.ok) answers.push({ replica: reachable[index] as Replica, records: records.value })
+  })
   const held = answers.find((one) => one.replica.id === msg.node)
   if (held === undefined) return fail('unavailable', `${msg.node} did not answer`)
   const others = answers.filter((one) => one !== held)
