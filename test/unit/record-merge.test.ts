@@ -121,6 +121,8 @@ interface Case {
   b: Step[]
   /** Steps on both after the divergence (a bucket's versioning, which the catalog keeps alike). */
   after?: Step[]
+  /** The versions both must list in the end (what the stamp rule keeps), when the case says. */
+  listed?: number
 }
 
 const BIG = new Uint8Array(100 * 1024).map((_, index) => (index * 7) % 251)
@@ -261,6 +263,23 @@ const CASES: Case[] = [
     shared: [versioning('s', 'Enabled'), put('s', 'enabled', 200), versioning('s', 'Suspended')],
     a: [del('s', 400)],
     b: [put('s', 'null b', 300)],
+  },
+  {
+    name: 'a deletion before versioning was configured, which the other replica missed',
+    bucket: 's',
+    shared: [put('s', 'before', 100)],
+    a: [del('s', 200)],
+    b: [],
+    after: [versioning('s', 'Enabled'), put('s', 'enabled', 300)],
+    listed: 1,
+  },
+  {
+    name: 'a null version deleted by id, which the other replica still holds',
+    bucket: 's',
+    shared: [put('s', 'before', 100), versioning('s', 'Enabled'), put('s', 'enabled', 200)],
+    a: [del('s', 300, 'null')],
+    b: [],
+    listed: 1,
   },
   {
     name: 'a null version written before versioning on one side only',
@@ -417,6 +436,10 @@ for (const one of CASES) {
     assert.is(await seen(a, one.bucket), await seen(b, one.bucket), 'equal listings and bytes')
     assert.is(canonicalHeld(held(a, one.bucket)), canonicalHeld(ab), 'the stores hold the rule')
     for (const store of [a, b]) assert.equal(auditStore(store.ctx.kv), [], 'consistent metadata')
+    if (one.listed !== undefined) {
+      const listed = JSON.parse(await seen(a, one.bucket)) as { versions: unknown[] }
+      assert.is(listed.versions.length, one.listed, 'the versions the rule keeps')
+    }
     // Idempotent: merged again, in either direction, nothing changes.
     const again = await merge(b, one.bucket, await recordsOf(a, one.bucket), 'n1')
     const back = await merge(a, one.bucket, await recordsOf(b, one.bucket), 'n2')

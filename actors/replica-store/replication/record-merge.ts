@@ -4,16 +4,19 @@
  * exchange records end alike.
  * - The key's stamp is the newer of the two; a version deleted by id keeps the newer delete.
  * - Versions are the union by token, less those a delete by id removed (its stamp not older than
- *   the version's). A token both hold is one write: the record whose tags changed last wins.
+ *   the version's; a `null` version's is the key's null tombstone, stamps.ts). A token both hold
+ *   is one write: the record whose tags changed last wins.
  * - A key has at most one `null` version (written before versioning was configured, or while it
  *   was suspended): the newest by stamp.
- * - In a bucket without versioning a deletion leaves only the key's stamp: the object one replica
- *   holds and the other does not goes when the other's stamp is newer than the object's last
- *   change (it deleted it, or wrote the newer object that wins anyway).
+ * - In a bucket without versioning, the object one replica holds and the other does not goes when
+ *   the other's stamp is newer than the object's last change (it deleted it, or wrote the newer
+ *   object that wins anyway): a store that kept no null tombstone (written before they were)
+ *   converges too.
  * - Two different records with one stamp (never written by one change: the same stamp sent with
  *   two states) are ordered by the bytes of their canonical encoding, the larger wins.
  * The current version is the newest (tokens sort newest first) unless it is a delete marker; in a
  * bucket without versioning, the key's one object. */
+import { NULL_TOMBSTONE_TOKEN } from '../keys.js'
 import type { ObjectRecord } from '../records.js'
 import type { HeldRecords } from './key-records.js'
 
@@ -79,7 +82,7 @@ export function mergeRecords(
     [theirs, mine],
   ] as const) {
     for (const [token, record] of side.versions) {
-      const removedAt = deleted.get(token)
+      const removedAt = deleted.get(isNullVersion(record) ? NULL_TOMBSTONE_TOKEN : token)
       if (removedAt !== undefined && removedAt >= (record.stamp ?? '')) continue
       const otherHolds = other.versions.has(token)
       if (!versioned && !otherHolds && other.stamp !== null) {
