@@ -3,7 +3,7 @@
  * merge-records.ts), whatever S3 operations made them, so both end with the same records; a
  * replica fetches the blobs it lacks from the other, and first aborts its uploads of the key the
  * other holds as ended (a complete it missed). Tombstones the receiver may have purged are not
- * sent to it (merge-records.ts `unpurged`). Read repair and a hint's delivery merge the same way. */
+ * sent to it (merge-records.ts `unpurged`). Read repair and a hint's delivery merge alike. */
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { CoordinatorMsg, KeySynced } from '../../protocol/messages.js'

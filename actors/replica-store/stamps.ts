@@ -1,11 +1,12 @@
 /** @module Stamped changes of object keys (cluster mode; protocol/messages.ts, "Stamps"). Each key
  * keeps under Q\0 the stamp of the newest change this store applied or refused as stale, deletions
  * included, each version deleted by id a tombstone under W\0, and the newest removal of its `null`
- * version (a delete without versioning, a delete by id of `null`) the key's null tombstone. A change newer than Q applies as
- * an unstamped one would, with the stamp's version token and wall clock; one that is not is stale:
- * in a bucket with versioning Enabled it becomes an older version in its place by age (unless it
- * was deleted by id), and elsewhere nothing is written. Equal stamps are one change sent again,
- * answered as applied and written once. Every function prepares a Mutation with no await. */
+ * version (a delete without versioning, a delete by id of `null`) the key's null tombstone. A
+ * change newer than Q applies as an unstamped one would, with the stamp's version token and wall
+ * clock; one that is not is stale: in a bucket with versioning Enabled it becomes an older version
+ * in its place by age (unless it was deleted by id), and elsewhere nothing is written. Equal
+ * stamps are one change sent again, answered as applied and written once. Every function
+ * prepares a Mutation with no await. */
 import type { Context } from '../../protocol/actor.js'
 import {
   deletedVersionKey,
