@@ -60,6 +60,12 @@ export interface KeyManifest {
   digest: string | null
 }
 
+/** The token under which a key keeps its null tombstone (actors/replica-store/stamps.ts): the
+ * newest stamp of a change that removed its `null` version for good. The clock's top, never a
+ * version's token (a write's is its time; one written before versioning, archived, has its time
+ * and ffffffff). */
+export const NULL_TOMBSTONE_TOKEN = '9999999999999999ffffffff'
+
 /** The unit of replication: everything a replica keeps of one key that replicas must agree on,
  * whatever S3 operation wrote it. Each version is its stored record (its stamp, tags and their
  * stamp, a multipart object's parts), by its token (a current object's is the one archiving would

@@ -9,6 +9,7 @@
 import type { Context } from '../../protocol/actor.js'
 import {
   gcGraceMs,
+  NULL_TOMBSTONE_TOKEN,
   pastGrace,
   type KeyMerged,
   type KeyRecords,
@@ -82,7 +83,8 @@ export async function bring(
 
 /** The records but for the tombstones past the grace that `target` may have purged: a delete by
  * id of a version it lacks, and the stamp of a key that holds nothing else where it holds nothing.
- * A tombstone of what it still holds is sent: its deletion is given to it all the same. */
+ * A tombstone of what it still holds is sent (the null tombstone where it holds a null version):
+ * its deletion is given to it all the same. */
 export function unpurged(
   records: KeyRecords,
   target: KeyRecords,
@@ -90,6 +92,10 @@ export function unpurged(
   graceMs: number,
 ): KeyRecords {
   const held = new Set(target.versions.map((one) => one.token))
+  // The null tombstone deletes whatever null version the target holds.
+  if (target.versions.some(({ record }) => (record['versionId'] ?? 'null') === 'null')) {
+    held.add(NULL_TOMBSTONE_TOKEN)
+  }
   const deleted = records.deleted.filter(
     (one) => held.has(one.token) || !pastGrace(one.stamp, nowMs, graceMs),
   )

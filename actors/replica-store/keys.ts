@@ -228,9 +228,7 @@ export function versionToken(micros: number, random: string): string {
   return String(VERSION_CLOCK_TOP - micros).padStart(16, '0') + random
 }
 
-/** The token of a key's null tombstone (stamps.ts): the clock's top, never a version's token (a
- * write's is its time; one written before versioning, archived, has its time and ffffffff). */
-export const NULL_TOMBSTONE_TOKEN = '9999999999999999ffffffff'
+export { NULL_TOMBSTONE_TOKEN } from '../../protocol/anti-entropy.js'
 
 /** The highest logical counter of a stamp that becomes a version token: the counter takes the
  * microseconds of the token's clock (the coordinator's clock caps it there). */
