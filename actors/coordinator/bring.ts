@@ -24,7 +24,28 @@ interface Held {
   records: KeyRecords
 }
 
+/** A delivery that failed on the way (a replica's store restarting, a call lost) is tried again
+ * this many times, this long apart, within its deadline: a hint left for the queue's next pass
+ * waits far longer. */
+const BRING_ATTEMPTS_MAX = 3
+const BRING_RETRY_MS = 1_000
+
 export async function bringKey(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: BringMsg,
+): Promise<Result<KeyBrought>> {
+  let brought = await bringOnce(cluster, ctx, msg)
+  for (let attempt = 1; attempt < BRING_ATTEMPTS_MAX; attempt++) {
+    if (brought.ok || brought.code !== 'unavailable') break
+    if (ctx.now() + 2 * BRING_RETRY_MS >= msg.deadlineMs) break
+    await new Promise<void>((resolve) => ctx.after(BRING_RETRY_MS, resolve))
+    brought = await bringOnce(cluster, ctx, msg)
+  }
+  return brought
+}
+
+async function bringOnce(
   cluster: ClusterState,
   ctx: Context,
   msg: BringMsg,

@@ -272,8 +272,9 @@ test('hints are paged and delivered by key.bring: objects, deletions, no lost ch
     ],
   )
   assert.is((page[1] as Hint).stamp, ((await heldBy(cluster, 'n1', 'k')) as GetResult).info.stamp)
+  // The clock moves while a delivery that failed waits to try again (bring.ts).
   const bring = (hint: Hint) =>
-    cluster.send<KeyBrought>({ kind: 'key.bring', ...hint, node: hint.node })
+    cluster.drive(cluster.send<KeyBrought>({ kind: 'key.bring', ...hint, node: hint.node }), 500)
   // n3 still cut: the delivery fails, and the hints stay.
   assert.is(code(await bring(page[1] as Hint)), 'unavailable')
   cluster.heal('n3')

@@ -32,11 +32,19 @@ export async function fetchBlob(
   const range = { start: 0, end: blob.size - 1 }
   const body = { msg: { kind: 'blob.read', sha256: blob.sha256 }, range }
   const answer = ctx.peers.callForBody(from, 'Replica.Read', body, theirs, until)
+  // A refusal (no such blob there, the peer out of reach) may send nothing on the stream: the
+  // wait for bytes ends with it rather than at the deadline.
+  const refused = answer.then((answered) =>
+    answered.ok
+      ? new Promise<never>(() => undefined)
+      : Promise.reject(new ServiceError(answered.code, answered.detail)),
+  )
+  refused.catch(() => undefined)
   const file = inline ? null : { id: newFileId(ctx), writer: null as BlobWriter | null }
   try {
     if (file !== null) file.writer = await ctx.blobs.create(file.id)
     const memory: Uint8Array[] = []
-    const crc32 = await receive(source, blob, (chunk, done) => {
+    const received = receive(source, blob, (chunk, done) => {
       // Kept in memory, the chunk is not given back to the sender for reuse.
       if (file?.writer == null) {
         memory.push(chunk)
@@ -44,6 +52,7 @@ export async function fetchBlob(
       }
       return file.writer.write(chunk, done)
     })
+    const crc32 = await Promise.race([received, refused])
     const answered = await answer
     if (!answered.ok) throw new ServiceError(answered.code, answered.detail)
     if (file?.writer == null) {
