@@ -64,6 +64,13 @@ const FOUND_SEEDS: { seed: number; found: string }[] = [
       "the same in anti-entropy's copy of a multipart object: it went on when the source's " +
       'upload states could not be read, and the replica, now alike, kept the upload open',
   },
+  {
+    seed: 9069,
+    found:
+      "a hint's delivery read the upload's state from one other replica, which had missed the " +
+      'complete too: the replica kept the upload open for good (now any replica that ended it)',
+  },
+  { seed: 9312, found: 'the same, with another replica and key' },
 ]
 
 test('200 seeds and every seed that once found a bug run without a problem', async () => {
