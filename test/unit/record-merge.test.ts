@@ -123,6 +123,8 @@ interface Case {
   after?: Step[]
   /** The versions both must list in the end (what the stamp rule keeps), when the case says. */
   listed?: number
+  /** The tags the current version must carry in the end: the newest change's. */
+  tagged?: string
 }
 
 const BIG = new Uint8Array(100 * 1024).map((_, index) => (index * 7) % 251)
@@ -173,6 +175,15 @@ const CASES: Case[] = [
     shared: [put('p', 'one', 100)],
     a: [tag('p', 'blue', 300)],
     b: [tag('p', 'red', 200)],
+    tagged: 'blue',
+  },
+  {
+    name: 'tags set on both, the newer on the other side',
+    bucket: 'p',
+    shared: [put('p', 'one', 100)],
+    a: [tag('p', 'blue', 200)],
+    b: [tag('p', 'red', 300)],
+    tagged: 'red',
   },
   {
     name: 'two objects with one stamp',
@@ -436,6 +447,20 @@ for (const one of CASES) {
     assert.is(await seen(a, one.bucket), await seen(b, one.bucket), 'equal listings and bytes')
     assert.is(canonicalHeld(held(a, one.bucket)), canonicalHeld(ab), 'the stores hold the rule')
     for (const store of [a, b]) assert.equal(auditStore(store.ctx.kv), [], 'consistent metadata')
+    if (one.tagged !== undefined) {
+      for (const store of [a, b]) {
+        const got = await store.send<{ tags: { value: string }[] }>({
+          kind: 'object.tagging.get',
+          bucket: one.bucket,
+          key: KEY,
+        })
+        assert.equal(
+          value(got).tags.map((t) => t.value),
+          [one.tagged],
+          'the newest tags',
+        )
+      }
+    }
     if (one.listed !== undefined) {
       const listed = JSON.parse(await seen(a, one.bucket)) as { versions: unknown[] }
       assert.is(listed.versions.length, one.listed, 'the versions the rule keeps')
