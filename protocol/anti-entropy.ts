@@ -13,6 +13,7 @@
  * object and no version, a version deleted by id) are purged SVC_GC_GRACE_DAYS after their change,
  * by each node from the partitions every other replica was found to hold alike (`ae.purge`). */
 import type { Request } from './actor.js'
+import type { PeerTarget } from './cluster.js'
 import { parseHlc } from './hlc.js'
 
 /** Where a leaf's keys are listed from: after this key (null: from the first). */
@@ -59,6 +60,29 @@ export interface KeyManifest {
   digest: string | null
 }
 
+/** The token under which a key keeps its null tombstone (actors/replica-store/stamps.ts): the
+ * newest stamp of a change that removed its `null` version for good. The clock's top, never a
+ * version's token (a write's is its time; one written before versioning, archived, has its time
+ * and ffffffff). */
+export const NULL_TOMBSTONE_TOKEN = '9999999999999999ffffffff'
+
+/** The unit of replication: everything a replica keeps of one key that replicas must agree on,
+ * whatever S3 operation wrote it. Each version is its stored record (its stamp, tags and their
+ * stamp, a multipart object's parts), by its token (a current object's is the one archiving would
+ * give it); versions deleted by id by token, with the delete's stamp; and the key's stamp. */
+export interface KeyRecords {
+  stamp: string | null
+  versions: { token: string; record: Record<string, unknown> }[]
+  deleted: { token: string; stamp: string }[]
+}
+
+/** What a `records.merge` did: whether the replica's records changed, and the bytes of the blobs
+ * it fetched (what anti-entropy's throttle counts). */
+export interface KeyMerged {
+  changed: boolean
+  bytes: number
+}
+
 /** Requests of the anti-entropy actor to a store (its own, or a peer's through Replica.Op). */
 export type AntiEntropyMsg =
   /** The root digest of each partition asked for, in order (null: the store holds nothing of
@@ -77,6 +101,17 @@ export type AntiEntropyMsg =
     })
   /** What this replica holds of one key. */
   | (Request & { kind: 'key.manifest'; bucket: string; key: string })
+  /** The key's stamped records (`records.get`), which replicas exchange to converge. */
+  | (Request & { kind: 'records.get'; bucket: string; key: string })
+  /** Merges another replica's records of a key by the stamp rule (`records.merge`), fetching
+   * the blobs it lacks by content address from `from`, the replica that sent them. */
+  | (Request & {
+      kind: 'records.merge'
+      bucket: string
+      key: string
+      records: KeyRecords
+      from: PeerTarget
+    })
   /** This node's anti-entropy only (never a peer's): removes the partition's tombstones whose
    * stamps' wall clocks are before `beforeMs` (each key stamp of a key with no object and no
    * version left, each version deleted by id), walking at most `limit` (at most
@@ -135,6 +170,8 @@ export interface AntiEntropyReply {
   'ae.leaves': { leaf: number; digest: string }[]
   'ae.keys': KeyDigest[]
   'key.manifest': KeyManifest
+  'records.get': KeyRecords
+  'records.merge': KeyMerged
   'ae.purge': Purged
 }
 

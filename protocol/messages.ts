@@ -585,8 +585,8 @@ export interface BootstrapSynced {
   unreached: string[]
 }
 
-/** What `key.sync` did: the changes it replayed to either replica, and the differences it found
- * that no replay settles (actors/coordinator/key-sync.ts says which). */
+/** What `key.sync` did: the merges that changed either replica (`replayed`), and the differences
+ * no merge settles (`unsupported`: none since replicas merge records; kept for repair-status). */
 export interface KeySynced {
   replayed: number
   unsupported: number
@@ -594,8 +594,8 @@ export interface KeySynced {
   bytes: number
 }
 
-/** What `key.bring` did: the replica held the newest state already, was brought to it, or holds
- * an older one that only anti-entropy can bring (a change repair does not replay). */
+/** What `key.bring` did: the replica held the newest state already, or was brought to it
+ * (`unsupported` is no longer answered: every state merges). */
 export type KeyBrought = 'current' | 'repaired' | 'unsupported'
 
 /** What the hint queue counted since it started, for /metrics and repair-status. */

@@ -10,6 +10,12 @@ import type { Replica } from './replicas.js'
 
 /** How long recording a hint may take. */
 const HINT_CALL_MS = 5_000
+/** A replica that failed a change after it was sent may be this node's own store, restarting
+ * (killed, crashed): the hint of it is asked for again this many times, this long apart, as a
+ * hint not recorded is a miss nothing may bring (a replica that missed a multipart complete keeps
+ * its upload open once later writes make the key alike everywhere). */
+const LATE_HINT_ATTEMPTS_MAX = 4
+const LATE_HINT_RETRY_MS = 1_000
 
 export interface Change {
   bucket: string
@@ -17,17 +23,29 @@ export interface Change {
   stamp: string
 }
 
-async function record(ctx: Context, change: Change, nodes: readonly string[]): Promise<void> {
+async function record(
+  ctx: Context,
+  change: Change,
+  nodes: readonly string[],
+  attempts = 1,
+): Promise<void> {
   if (nodes.length === 0) return
   const hints: Hint[] = nodes.flatMap((node) =>
     change.keys.map((key) => ({ node, bucket: change.bucket, key, stamp: change.stamp })),
   )
-  const recorded = await ctx.call('replica-store', {
-    kind: 'hint.put',
-    hints,
-    requestId: 'hint',
-    deadlineMs: ctx.now() + HINT_CALL_MS,
-  })
+  const put = () =>
+    ctx.call('replica-store', {
+      kind: 'hint.put',
+      hints,
+      requestId: 'hint',
+      deadlineMs: ctx.now() + HINT_CALL_MS,
+    })
+  let recorded = await put()
+  for (let attempt = 1; attempt < attempts; attempt++) {
+    if (recorded.ok || recorded.code !== 'unavailable') break
+    await new Promise<void>((resolve) => ctx.after(LATE_HINT_RETRY_MS, resolve))
+    recorded = await put()
+  }
   if (!recorded.ok) {
     ctx.log.error({ nodes, detail: recorded.detail, stamp: change.stamp }, 'hint not recorded')
   }
@@ -46,7 +64,7 @@ export async function hintMisses(
   const asked = new Set(sent.map((one) => one.replica.id))
   for (const one of sent) {
     void one.answer.then((result) =>
-      result.ok ? undefined : record(ctx, change, [one.replica.id]),
+      result.ok ? undefined : record(ctx, change, [one.replica.id], LATE_HINT_ATTEMPTS_MAX),
     )
   }
   await record(

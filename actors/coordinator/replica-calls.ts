@@ -7,7 +7,6 @@ import type { AntiEntropyMsg } from '../../protocol/anti-entropy.js'
 import type { BodyRange } from '../../protocol/cluster.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { GetResult, ObjectMsg, SystemMsg } from '../../protocol/messages.js'
-import { fanOut, sendInline } from './fan-out.js'
 import type { Replica } from './replicas.js'
 
 /** A message for a replica: an object request without its inline body or stream, the store's
@@ -102,31 +101,4 @@ export async function readRange(
   if (body === undefined) return ok({ source: read.source })
   read.source.cancel('unavailable', 'the bytes came with the answer')
   return ok({ body: body.subarray(range.start, range.end + 1) })
-}
-
-/** Copies the bytes `range` of the version `msg` reads on `from` (the head checked by
- * `expected`; an empty range reads nothing) into `write`, and answers the write's answer. A read
- * that fails aborts the write. */
-export async function copyRange<T>(
-  ctx: Context,
-  from: Replica,
-  msg: Extract<ObjectMsg, { kind: 'object.get' }>,
-  range: BodyRange,
-  expected: (head: GetResult) => boolean,
-  write: ReplicaWrite<T>,
-): Promise<Result<T>> {
-  const read =
-    range.end < range.start
-      ? ok({ body: new Uint8Array(0) })
-      : await readRange(ctx, from, msg, range, expected)
-  if (!read.ok) {
-    write.sink.abort('unavailable', read.detail)
-    return read
-  }
-  if ('body' in read.value) await sendInline(read.value.body, [write.sink])
-  else {
-    const sent = await fanOut(read.value.source, [write.sink], 1)
-    if (!sent.ok) return sent
-  }
-  return write.answer
 }

@@ -76,7 +76,7 @@ export function keyDigests(msg: Msg<'ae.keys'>, ctx: Context): Result<KeyDigest[
 }
 
 /** Every record of a range that starts with `prefix`, at most MANIFEST_ENTRIES_MAX. */
-function recordsUnder(ctx: Context, prefix: string): Result<[string, Uint8Array][]> {
+export function recordsUnder(ctx: Context, prefix: string): Result<[string, Uint8Array][]> {
   const end = successor(prefix)
   assert(end !== null)
   const rows = ctx.kv.scan({ gte: prefix, lt: end, limit: MANIFEST_ENTRIES_MAX + 1 })

@@ -11,7 +11,7 @@ import { DELETE_OBJECTS_KEYS_MAX } from '../../protocol/limits.js'
 import type { DeleteManyResult, DeleteResult } from '../../protocol/messages.js'
 import { Mutation } from './mutation.js'
 import { commitMutation, type StoreState } from './store-state.js'
-import { deleteStamped, recordDeleteById, stampedChange } from './stamps.js'
+import { deleteByIdStamped, deleteStamped, stampedChange } from './stamps.js'
 import { deleteById, deleteCurrent } from './versions.js'
 
 export interface DeleteTarget {
@@ -34,9 +34,8 @@ function prepareDelete(
       return ok(deleteStamped(state, ctx, mutation, at, stampedChange(stamp)))
     return ok(deleteCurrent(state, ctx, mutation, at))
   }
-  const removed = deleteById(ctx, mutation, at, target.versionId)
-  if (removed.ok && stamp !== undefined) recordDeleteById(mutation, at, target.versionId, stamp)
-  return removed
+  if (stamp !== undefined) return deleteByIdStamped(ctx, mutation, at, target.versionId, stamp)
+  return deleteById(ctx, mutation, at, target.versionId)
 }
 
 export async function deleteObject(

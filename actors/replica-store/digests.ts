@@ -4,6 +4,7 @@
  * every replica writes alike, whatever path the write took (a client's request, a replay by
  * repair):
  *   an object or version   v\0<token>\0<stamp or ''>\0<etag>\0<delete marker 0/1>\0<tags count>
+ *                          [\0<stamp of its tags' change>, when they changed after the write]
  *   a key stamp            q\0<stamp>
  *   a version deleted      w\0<token>\0<stamp of the delete>
  * A current object is named by the token archiving would give it (versions.ts tokenOf), so that
@@ -68,7 +69,9 @@ export interface KeyItem {
 function objectItem(record: ObjectRecord, token: string): string {
   const marker = record.deleteMarker === true ? 1 : 0
   const tags = record.tags?.length ?? 0
-  return `v\0${token}\0${record.stamp ?? ''}\0${record.etag}\0${marker}\0${tags}`
+  // A later change of its tags is named too; a record without one hashes as it always did.
+  const retagged = record.tagsStamp === undefined ? '' : `\0${record.tagsStamp}`
+  return `v\0${token}\0${record.stamp ?? ''}\0${record.etag}\0${marker}\0${tags}${retagged}`
 }
 
 /** The item a record of O\0, V\0, Q\0 or W\0 is, or null for a record of any other kind. */

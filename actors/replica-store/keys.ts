@@ -228,6 +228,8 @@ export function versionToken(micros: number, random: string): string {
   return String(VERSION_CLOCK_TOP - micros).padStart(16, '0') + random
 }
 
+export { NULL_TOMBSTONE_TOKEN } from '../../protocol/anti-entropy.js'
+
 /** The highest logical counter of a stamp that becomes a version token: the counter takes the
  * microseconds of the token's clock (the coordinator's clock caps it there). */
 export const STAMP_LOGICAL_MAX = 999

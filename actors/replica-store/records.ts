@@ -65,6 +65,9 @@ export interface ObjectRecord {
   deleteMarker?: true
   /** The version's tags (tagging.ts); absent when it has none. */
   tags?: Tag[]
+  /** Cluster mode: the stamp of the change that last set its tags after it was written (absent:
+   * they are the write's own): replicas keep the newest tags whatever order they came in. */
+  tagsStamp?: string
   /** Cluster mode: the stamp of the change that wrote it (absent: written unstamped). */
   stamp?: string
 }

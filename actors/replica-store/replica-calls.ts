@@ -6,13 +6,15 @@
  * assert (an assertion failure restarts the actor): never a system.* or catalog request, and only
  * the kinds each method allows. Replica.Read also serves `blob.read` of a blob by its sha256, for
  * another node's scrubber healing its copy, always checked (never the scrubber's unchecked read),
- * and Replica.Op anti-entropy's questions (protocol/anti-entropy.ts).
+ * and Replica.Op anti-entropy's questions and the records replicas exchange (records.get,
+ * records.merge: protocol/anti-entropy.ts).
  * The message then runs as a local one, with the call's request id, deadline and stream. */
 import type { StreamHandle } from '../../protocol/actor.js'
 import {
   AE_KEYS_PAGE_MAX,
   type AntiEntropyMsg,
   type KeyCursor,
+  type KeyRecords,
 } from '../../protocol/anti-entropy.js'
 import type { PeerMethod, PeerRequestMsg } from '../../protocol/cluster.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
@@ -21,6 +23,7 @@ import type { ObjectMsg, SystemMsg } from '../../protocol/messages.js'
 import { PARTITIONS } from '../../protocol/placement.js'
 import type { BlobMsg } from '../../protocol/scrubbing.js'
 import { validateTags, type Tag } from '../../protocol/tagging.js'
+import { MANIFEST_ENTRIES_MAX } from './anti-entropy.js'
 import { isSha256 } from './keys.js'
 
 type Kind = ObjectMsg['kind']
@@ -244,6 +247,8 @@ const AE_KINDS: ReadonlySet<string> = new Set<AntiEntropyMsg['kind']>([
   'ae.leaves',
   'ae.keys',
   'key.manifest',
+  'records.get',
+  'records.merge',
 ])
 
 function isByte(value: unknown): value is number {
@@ -280,10 +285,35 @@ function antiEntropyMessage(call: PeerRequestMsg, m: Fields): Result<ReplicaCall
       return ok({ kind: 'ae.keys', partition, leaf, after: from, limit: limit as number, ...ids })
     }
     case 'key.manifest':
+    case 'records.get':
       if (!isBucket(bucket) || !isKey(key)) break
-      return ok({ kind: 'key.manifest', bucket, key, ...ids })
+      return ok({ kind: m['kind'], bucket, key, ...ids })
+    case 'records.merge': {
+      const records = keyRecordsOf(m['records'])
+      const from = m['from']
+      if (!isBucket(bucket) || !isKey(key) || records === undefined) break
+      if (!isFields(from) || !strings(from, ['grpcAddr']) || !isKey(from['id'])) break
+      const sender = { id: from['id'], grpcAddr: from['grpcAddr'] as string }
+      return ok({ kind: 'records.merge', bucket, key, records, from: sender, ...ids })
+    }
   }
   return fail('invalid_request', `Replica.Op: a malformed ${String(m['kind'])}`)
+}
+
+/** A peer's records of a key, shaped as KeyRecords (each record is checked by the merge, as one
+ * read from disk), or undefined. */
+function keyRecordsOf(value: unknown): KeyRecords | undefined {
+  if (!isFields(value)) return undefined
+  const { stamp, versions, deleted } = value
+  if (stamp !== null && typeof stamp !== 'string') return undefined
+  if (!Array.isArray(versions) || versions.length > MANIFEST_ENTRIES_MAX) return undefined
+  if (!Array.isArray(deleted) || deleted.length > MANIFEST_ENTRIES_MAX) return undefined
+  const versionsValid = versions.every(
+    (v) => isFields(v) && typeof v['token'] === 'string' && isFields(v['record']),
+  )
+  const deletedValid = deleted.every((d) => isFields(d) && strings(d, ['token', 'stamp']))
+  if (!versionsValid || !deletedValid) return undefined
+  return { stamp, versions, deleted } as KeyRecords
 }
 
 /** What a Replica.* call runs here: an object request, the store's figures, a blob's read, or

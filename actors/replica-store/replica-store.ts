@@ -66,6 +66,8 @@ import {
 import { abortUpload, createUpload, listParts, listUploads, uploadStates } from './uploads.js'
 import { objectHeads, objectStamps, versionsDeleted } from './point-checks.js'
 import { replicaMessage } from './replica-calls.js'
+import { keyRecords } from './replication/key-records.js'
+import { mergeKey } from './replication/merge.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
 import { closeHints, countHints, hintsDone, pageHints, putHints } from './hints.js'
 import { claimKeyFor, releaseKey } from './key-claims.js'
@@ -300,6 +302,10 @@ function dispatch(
       return keyDigests(msg, ctx)
     case 'key.manifest':
       return keyManifest(msg, ctx)
+    case 'records.get':
+      return keyRecords(msg, ctx)
+    case 'records.merge':
+      return mergeKey(state, msg, ctx)
     case 'ae.purge':
       return purgeTombstones(state, msg, ctx)
     default:

@@ -1,21 +1,32 @@
 /** @module Stamped changes of object keys (cluster mode; protocol/messages.ts, "Stamps"). Each key
  * keeps under Q\0 the stamp of the newest change this store applied or refused as stale, deletions
- * included, and each version deleted by id a tombstone under W\0. A change newer than Q applies as
- * an unstamped one would, with the stamp's version token and wall clock; one that is not is stale:
- * in a bucket with versioning Enabled it becomes an older version in its place by age (unless it
- * was deleted by id), and elsewhere nothing is written. Equal stamps are one change sent again,
- * answered as applied and written once. Every function prepares a Mutation with no await. */
+ * included, each version deleted by id a tombstone under W\0, and the newest removal of its `null`
+ * version (a delete without versioning, a delete by id of `null`) the key's null tombstone. A
+ * change newer than Q applies as an unstamped one would, with the stamp's version token and wall
+ * clock; one that is not is stale: in a bucket with versioning Enabled it becomes an older version
+ * in its place by age (unless it was deleted by id), and elsewhere nothing is written. Equal
+ * stamps are one change sent again, answered as applied and written once. Every function
+ * prepares a Mutation with no await. */
 import type { Context } from '../../protocol/actor.js'
 import {
   deleteWithoutId,
   keepsOlderChanges,
   newVersionId,
 } from '../../protocol/s3-rules/versioning.js'
-import { deletedVersionKey, isVersionToken, keyStampKey, stampToken, stampWallMs } from './keys.js'
+import type { Result } from '../../protocol/errors.js'
+import {
+  deletedVersionKey,
+  isVersionToken,
+  keyStampKey,
+  NULL_TOMBSTONE_TOKEN,
+  stampToken,
+  stampWallMs,
+} from './keys.js'
 import type { Mutation } from './mutation.js'
 import { decodeText, encodeRecord, type ObjectRecord } from './records.js'
 import type { StoreState } from './store-state.js'
 import {
+  deleteById,
   deleteCurrent,
   holdsVersion,
   insertOlder,
@@ -64,18 +75,37 @@ export function isVersionDeleted(mutation: Mutation, at: At, versionId: string):
   return mutation.get(deletedVersionKey(at.bucket, at.key, versionId)) !== undefined
 }
 
-/** A stamped delete by id: the version's tombstone (a `null` version has none: a stamped write
- * never makes one where it is stale) and the key's stamp. */
-export function recordDeleteById(
+/** A stamped delete by id (deleteById of versions.ts, then its tombstone and the key's stamp).
+ * The `null` version's tombstone is the key's null tombstone (`raiseNullTombstone`). */
+export function deleteByIdStamped(
+  ctx: Context,
   mutation: Mutation,
   at: At,
   versionId: string,
   stamp: string,
-): void {
-  if (isVersionToken(versionId)) {
+): Result<DeleteOutcome> {
+  const removed = deleteById(ctx, mutation, at, versionId)
+  if (!removed.ok) return removed
+  if (versionId === 'null') raiseNullTombstone(mutation, at, stamp)
+  else if (isVersionToken(versionId)) {
     mutation.put(deletedVersionKey(at.bucket, at.key, versionId), encoder.encode(stamp))
   }
   raiseKeyStamp(mutation, at, stamp)
+  return removed
+}
+
+/** The key's null tombstone (W\0 under NULL_TOMBSTONE_TOKEN) becomes the newest stamp of a change
+ * that removed its `null` version for good (a delete without versioning, a delete by id of
+ * `null`), whether or not this store held that version or the change was stale here: every null
+ * version written at or before it is deleted. Without it, a replica that missed such a delete
+ * would give the version back in a merge (replication/record-merge.ts), even once versioning is
+ * configured; taken as the newest, it is the same whatever order the changes came in. */
+export function raiseNullTombstone(mutation: Mutation, at: At, stamp: string): void {
+  const storedKey = deletedVersionKey(at.bucket, at.key, NULL_TOMBSTONE_TOKEN)
+  const held = mutation.get(storedKey)
+  if (held === undefined || stamp > decodeText(held, 'null tombstone')) {
+    mutation.put(storedKey, encoder.encode(stamp))
+  }
 }
 
 /** Where a stamped write goes: current (newer than the key's stamp), an older version (stale in
@@ -136,6 +166,8 @@ export function deleteStamped(
     ? { versionId: outcome.versionId, deleteMarker: true }
     : { deleteMarker: false }
   if (placement.stale) answer.stale = true
+  // Without versioning the object goes for good, stale here or not.
+  if (placement.versionId === undefined) raiseNullTombstone(mutation, at, change.stamp)
   if (placement.where === 'current') {
     deleteCurrent(state, ctx, mutation, at, change)
   } else if (placement.where === 'older') {

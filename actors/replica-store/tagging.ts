@@ -5,7 +5,8 @@
  * T\0<bucket> (keys.ts), like its CORS rules, deleted in the bucket's delete batch. Each change
  * is prepared synchronously right before its commit, like every mutation. The ingress validated
  * the tags (protocol/tagging.ts); here they are asserted. A stamped change of an object's tags
- * raises its key's stamp (stamps.ts). */
+ * raises its key's stamp (stamps.ts) and is kept with the tags (`tagsStamp`): one older than it
+ * leaves them, so replicas end with the newest tags whatever order the changes came in. */
 import assert from 'node:assert/strict'
 import type { Context } from '../../protocol/actor.js'
 import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
@@ -66,8 +67,14 @@ export async function putObjectTagging(
   const mutation = new Mutation(ctx.kv)
   const located = locate(ctx, mutation, msg)
   if (!located.ok) return located
-  const { tags: _previous, ...untagged } = located.value.record
-  mutation.put(located.value.storedKey, encodeRecord({ ...untagged, ...withTags(msg.tags) }))
+  const { tags: _previous, tagsStamp, ...untagged } = located.value.record
+  // A stamped change older than the tags' own (one sent again, or late) leaves them.
+  const newer = msg.stamp === undefined || tagsStamp === undefined || msg.stamp > tagsStamp
+  if (newer) {
+    const retagged = msg.stamp === undefined ? {} : { tagsStamp: msg.stamp }
+    const record = { ...untagged, ...withTags(msg.tags), ...retagged }
+    mutation.put(located.value.storedKey, encodeRecord(record))
+  }
   if (msg.stamp !== undefined) raiseKeyStamp(mutation, msg, msg.stamp)
   await commitMutation(state, ctx, mutation)
   return ok(answer(msg.tags, located.value))

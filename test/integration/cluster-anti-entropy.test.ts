@@ -6,15 +6,24 @@
  * Method: three real nodes that each read with R = 1 (SVC_READ_QUORUM=1, per node), so a GET
  * through a node answers from its own replica and never repairs it; hints that expire within a
  * second (SVC_HINT_TTL_HOURS=0.0002) so that they bring nothing; rounds every 2 s. The chaos
- * route cuts n3 off both ways while the changes go through n1, then heals it. */
+ * route cuts n3 off both ways while the changes go through n1, then heals it.
+ * The same for the states replicas merge by their records alone: n3 cut off while a bucket's
+ * versioning is Enabled, versions and delete markers written, then Suspended and null versions
+ * written, a multipart object completed, an object deleted before versioning was configured:
+ * after the heal every node lists the same versions with the same bytes. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { createHash, randomBytes } from 'node:crypto'
 import {
+  CompleteMultipartUploadCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   ListObjectVersionsCommand,
+  PutBucketVersioningCommand,
   PutObjectCommand,
+  UploadPartCommand,
   type S3Client,
 } from '@aws-sdk/client-s3'
 import { createPlainAndVersioned, startCluster, type TestCluster } from '../support/cluster.js'
@@ -64,9 +73,9 @@ async function partition(peers: string[] | null): Promise<void> {
   assert.is(answer.status, 200, answer.body.toString())
 }
 
-async function md5Through(s3: S3Client, Key: string): Promise<string | null> {
+async function md5Through(s3: S3Client, Key: string, Bucket = 'plain'): Promise<string | null> {
   try {
-    const got = await s3.send(new GetObjectCommand({ Bucket: 'plain', Key }))
+    const got = await s3.send(new GetObjectCommand({ Bucket, Key }))
     const body = (await got.Body?.transformToByteArray()) ?? new Uint8Array(0)
     return createHash('md5').update(body).digest('hex')
   } catch (error) {
@@ -179,6 +188,109 @@ test('a replica whose hints expired holds what its peers hold within a few round
   const metrics = await (await fetch(`${cluster.server('n1').url}/metrics`)).text()
   assert.type(sample(metrics, 'svc_cluster_ae_items_repaired_total'), 'number')
 })
+
+/** Every version and marker of `Bucket` as `id` lists them, with each version's bytes read
+ * through `id` (R = 1: its own replica). */
+async function versionsAndBytes(id: string, Bucket: string): Promise<string> {
+  const s3 = cluster.server(id).client()
+  const listed = await s3.send(new ListObjectVersionsCommand({ Bucket }))
+  const lines: string[] = []
+  for (const v of listed.Versions ?? []) {
+    const got = await s3.send(
+      new GetObjectCommand({ Bucket, Key: v.Key, VersionId: v.VersionId as string }),
+    )
+    const body = (await got.Body?.transformToByteArray()) ?? new Uint8Array(0)
+    const md5 = createHash('md5').update(body).digest('hex')
+    const when = v.LastModified?.toISOString() ?? ''
+    lines.push(`${v.Key} ${v.VersionId} ${v.ETag} ${v.Size} ${when} ${v.IsLatest} ${md5}`)
+  }
+  for (const m of listed.DeleteMarkers ?? []) {
+    lines.push(
+      `${m.Key} ${m.VersionId} ${m.LastModified?.toISOString() ?? ''} ${m.IsLatest} marker`,
+    )
+  }
+  return lines.sort().join('\n')
+}
+
+test('n3 misses versions, markers, null versions, a multipart object: all converge', async () => {
+  const s3 = cluster.server('n1').client()
+  const Bucket = 'suspended'
+  await s3.send(new CreateBucketCommand({ Bucket }))
+  // Written before versioning was configured, on every node; n3 then misses a deletion and an
+  // overwrite of them.
+  await s3.send(new PutObjectCommand({ Bucket, Key: 'pre', Body: 'before versioning' }))
+  await s3.send(new PutObjectCommand({ Bucket, Key: 'gone', Body: 'deleted unversioned' }))
+  await partition(['n1', 'n2'])
+  await s3.send(new DeleteObjectCommand({ Bucket, Key: 'gone' }))
+  await s3.send(new PutObjectCommand({ Bucket, Key: 'pre', Body: 'overwritten unversioned' }))
+  await partition(null)
+  // A bucket's versioning changes on every node (the catalog), so n3 is back for each change.
+  await setVersioning(Bucket, 'Enabled')
+  await partition(['n1', 'n2'])
+  for (let index = 0; index < 3; index++) {
+    await s3.send(new PutObjectCommand({ Bucket, Key: 'pre', Body: `enabled ${index}` }))
+    await s3.send(new PutObjectCommand({ Bucket, Key: `v${index}`, Body: `version ${index}` }))
+  }
+  await s3.send(new DeleteObjectCommand({ Bucket, Key: 'v0' }))
+  await s3.send(new DeleteObjectCommand({ Bucket, Key: 'v1' }))
+  await s3.send(new PutObjectCommand({ Bucket, Key: 'v1', Body: 'after the marker' }))
+  await multipartObject(s3, Bucket, 'multi')
+  await partition(null)
+  await setVersioning(Bucket, 'Suspended')
+  await partition(['n1', 'n2'])
+  await s3.send(new PutObjectCommand({ Bucket, Key: 'pre', Body: 'suspended null' }))
+  await s3.send(new PutObjectCommand({ Bucket, Key: 'v2', Body: 'suspended null of v2' }))
+  await s3.send(new DeleteObjectCommand({ Bucket, Key: 'v1' }))
+  await multipartObject(s3, Bucket, 'multi')
+  const n3 = cluster.server('n3').client()
+  const missed = await md5Through(n3, 'v2', Bucket)
+  assert.is.not(missed, md5Of('suspended null of v2'), 'n3 missed the null version')
+  await partition(null)
+  const dropped = async (): Promise<boolean> => (await repairStatus('n1')).hints.pending === 0
+  assert.ok(await pollUntil(dropped, 20_000), 'the hints were not dropped')
+  // Only anti-entropy brings n3 the last changes: every version, its bytes and its id alike.
+  const alike = async (): Promise<boolean> =>
+    (await versionsAndBytes('n3', Bucket)) === (await versionsAndBytes('n1', Bucket))
+  const converged = await pollUntil(alike, CONVERGED_WITHIN_MS, 1_000)
+  assert.is(await versionsAndBytes('n3', Bucket), await versionsAndBytes('n1', Bucket))
+  assert.ok(converged)
+  assert.is(await md5Through(n3, 'gone', Bucket), null, 'a deleted object came back')
+  assert.is(await md5Through(n3, 'pre', Bucket), md5Of('suspended null'))
+  const status = await repairStatus('n1')
+  assert.is((status.anti_entropy as { unsupported?: number }).unsupported, 0)
+})
+
+function md5Of(text: string): string {
+  return createHash('md5').update(text).digest('hex')
+}
+
+/** PutBucketVersioning through n1, again while the catalog cannot reach every node yet. */
+async function setVersioning(Bucket: string, Status: 'Enabled' | 'Suspended'): Promise<void> {
+  const s3 = cluster.server('n1').client()
+  const set = async (): Promise<boolean> => {
+    try {
+      await s3.send(new PutBucketVersioningCommand({ Bucket, VersioningConfiguration: { Status } }))
+      return true
+    } catch {
+      return false
+    }
+  }
+  assert.ok(await pollUntil(set, 30_000, 500), `versioning not ${Status}`)
+}
+
+/** A multipart object of two parts (the first of S3's least size) completed at `Key`. */
+async function multipartObject(s3: S3Client, Bucket: string, Key: string): Promise<void> {
+  const created = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key }))
+  const UploadId = created.UploadId as string
+  const parts = []
+  for (const [index, Body] of [randomBytes(5 * 1024 * 1024), randomBytes(1_000)].entries()) {
+    const PartNumber = index + 1
+    const part = await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber, Body }))
+    parts.push({ PartNumber, ETag: part.ETag as string })
+  }
+  const MultipartUpload = { Parts: parts }
+  await s3.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload }))
+}
 
 async function nodeHealth(id: string): Promise<{ phase: string }> {
   const answer = await signedRequest(cluster.server(id).url, {

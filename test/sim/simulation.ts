@@ -7,9 +7,12 @@
  * - in a run without crashes or lost calls, after the calm and before any read, the replicas of
  *   each single-part object and deletion of the plain bucket agree (hinted handoff brought them);
  * - after the calm and two sweeps of reads through every node (read repair), every replica of
- *   each key of the plain bucket holds the same record, and in the versioned bucket replicas that
- *   hold the same stamp for a key hold the same version; every copy reads back whole and right
- *   (the scrubber, a pass every SCRUB_PERIOD_MS, has healed the corrupt ones);
+ *   each key of the plain bucket holds the same record (multipart objects included), and in the
+ *   versioned bucket replicas that hold the same stamp for a key hold the same version; every
+ *   copy reads back whole and right (the scrubber, a pass every SCRUB_PERIOD_MS, has healed the
+ *   corrupt ones);
+ * - after it, every replica of each key holds the same records (the items of its digest) and
+ *   lists the same versions (its store's ListObjectVersions of the key);
  * - each store's references and counters match its records (store-audit.ts), and no replica
  *   holds open an upload that a write quorum of the others completed (its parts would count in
  *   its bucket's storage beside the object);
@@ -494,9 +497,6 @@ function describe(answer: GetResult | AbsentResult | MarkerResult): {
   }
 }
 
-/** A multipart object's ETag: "<md5>-<parts>". */
-const MULTIPART_ETAG = /^"[0-9a-f]{32}-\d+"/
-
 function disagreements(
   bucket: string,
   key: string,
@@ -515,11 +515,9 @@ function disagreements(
       problems.push(`${bucket}/${key}: replicas at stamp ${stamp} hold ${[...records].join(' / ')}`)
     }
   }
-  // Read repair brings deletions and single-part objects to every replica it reads; a multipart
-  // object, and a tombstone's stamp, converge only by anti-entropy, which is not built yet.
+  // Read repair gives every replica it reads the winner's records, multipart objects included.
   const visible = new Set(held.map((one) => one.record))
-  const multipart = held.some((one) => MULTIPART_ETAG.test(one.record))
-  if (bucket === PLAIN_BUCKET && visible.size > 1 && !multipart) {
+  if (bucket === PLAIN_BUCKET && visible.size > 1) {
     const states = held.map((one) => `${one.node}@${one.stamp}: ${one.record}`).join(', ')
     problems.push(`${bucket}/${key}: replicas differ ${when}: ${states}`)
   }
@@ -551,6 +549,8 @@ async function compareDigests(world: ClientWorld, gcGraceMs: number): Promise<st
     for (const key of SIM_KEYS) {
       const held: string[] = []
       const kept = new Set<string>()
+      const listed: string[] = []
+      const listings = new Set<string>()
       for (const id of table[partitionOf(bucket, key)] as string[]) {
         const node = byId.get(id) as SimNode
         const msg: StoreMsg = {
@@ -570,13 +570,40 @@ async function compareDigests(world: ClientWorld, gcGraceMs: number): Promise<st
           // (gossip has not told it yet) has not compared with it, so has not purged them yet.
           kept.add(JSON.stringify(unpurged(answer.value, node.now(), gcGraceMs)))
         }
+        const listing = await versionsListed(node, bucket, key)
+        listed.push(`${id}: ${listing}`)
+        listings.add(listing)
       }
       if (kept.size > 1) {
         problems.push(`${bucket}/${key}: replicas hold different records: ${held.join('; ')}`)
       }
+      if (listings.size > 1) {
+        problems.push(`${bucket}/${key}: replicas list different versions: ${listed.join('; ')}`)
+      }
     }
   }
   return problems
+}
+
+/** The key's versions as the replica's store lists them (ListObjectVersions of its own records):
+ * ids, ETags, sizes, Last-Modified, which is latest, markers. */
+async function versionsListed(node: SimNode, bucket: string, key: string): Promise<string> {
+  const msg: StoreMsg = {
+    kind: 'object.list-versions',
+    bucket,
+    prefix: key,
+    delimiter: '',
+    keyMarker: '',
+    versionIdMarker: '',
+    maxKeys: 1_000,
+    requestId: 'check',
+    deadlineMs: node.now() + 30_000,
+  }
+  const answer = (await node.deliver('replica-store', msg, { alive: true })) as Result<{
+    versions: { key: string }[]
+  }>
+  if (!answer.ok) return `a listing that failed: ${answer.code}`
+  return JSON.stringify(answer.value.versions.filter((one) => one.key === key))
 }
 
 function summary(manifest: KeyManifest): string {

@@ -13,7 +13,11 @@ import { createHash } from 'node:crypto'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { treePlace } from '../../actors/replica-store/digests.js'
-import { DIGESTS_KEPT_KEY, stampToken } from '../../actors/replica-store/keys.js'
+import {
+  DIGESTS_KEPT_KEY,
+  NULL_TOMBSTONE_TOKEN,
+  stampToken,
+} from '../../actors/replica-store/keys.js'
 import { AE_KEYS_PAGE_MAX, type KeyDigest, type KeyManifest } from '../../protocol/anti-entropy.js'
 import type { PeerMethod } from '../../protocol/cluster.js'
 import { hlcString } from '../../protocol/hlc.js'
@@ -330,7 +334,9 @@ test('key.manifest lists the stamp, versions and deletes by id a replica holds',
     digest: digestOf('p', 'a') as string,
   })
   const gone = await manifest(store, 'p', 'b')
-  assert.equal([gone.stamp, gone.versions, gone.deleted], [stamp(1200), [], []])
+  // Deleted without versioning: its stamp, and the null tombstone of the object it removed.
+  const nullTombstone = [{ token: NULL_TOMBSTONE_TOKEN, stamp: stamp(1200) }]
+  assert.equal([gone.stamp, gone.versions, gone.deleted], [stamp(1200), [], nullTombstone])
   const marked = await manifest(store, 'v', 'c')
   assert.equal(
     marked.versions.map((v) => [v.token, v.versionId, v.stamp, v.marker, v.current, v.size]),
@@ -346,8 +352,9 @@ test('key.manifest lists the stamp, versions and deletes by id a replica holds',
     [[stampToken(stamp(1100)), true]],
   )
   // The digests follow the items protocol/anti-entropy.ts names, hashed as digests.ts says: p/b
-  // holds its stamp alone (its tombstone); v/d a version, its stamp and a version deleted by id.
-  assert.is(gone.digest, itemsDigest([`q\0${stamp(1200)}`]))
+  // holds its stamp and its null tombstone; v/d a version, its stamp and a version deleted by id.
+  const goneItems = [`q\0${stamp(1200)}`, `w\0${NULL_TOMBSTONE_TOKEN}\0${stamp(1200)}`]
+  assert.is(gone.digest, itemsDigest(goneItems))
   const [token, etag] = [stampToken(stamp(1100)), byId.versions[0]?.etag as string]
   const items = [
     `v\0${token}\0${stamp(1100)}\0${etag}\0${0}\0${0}`,

@@ -73,6 +73,13 @@ const FOUND_SEEDS: { seed: number; found: string }[] = [
   },
   { seed: 9154, found: 'the same' },
   { seed: 9345, found: 'the same, with clock skew' },
+  {
+    seed: 9069,
+    found:
+      "a hint's delivery read the upload's state from one other replica, which had missed the " +
+      'complete too: the replica kept the upload open for good (now any replica that ended it)',
+  },
+  { seed: 9312, found: 'the same, with another replica and key' },
 ]
 
 test('200 seeds and every seed that once found a bug run without a problem', async () => {
