@@ -60,10 +60,10 @@ export interface KeyManifest {
   digest: string | null
 }
 
-/** The token under which a key keeps its null tombstone (actors/replica-store/stamps.ts): the
- * newest stamp of a change that removed its `null` version for good. The clock's top, never a
- * version's token (a write's is its time; one written before versioning, archived, has its time
- * and ffffffff). */
+/** The token under which a key keeps its null tombstone
+ * (actors/replica-store/replication/stamps.ts): the newest stamp of a change that removed its
+ * `null` version for good. The clock's top, never a version's token (a write's is its time; one
+ * written before versioning, archived, has its time and ffffffff). */
 export const NULL_TOMBSTONE_TOKEN = '9999999999999999ffffffff'
 
 /** The unit of replication: everything a replica keeps of one key that replicas must agree on,
@@ -145,8 +145,8 @@ export function pastGrace(stamp: string, nowMs: number, graceMs: number): boolea
 }
 
 /** What two replicas of a key must agree on: a manifest but for the tombstones past the grace,
- * which one may have purged and the other not yet (actors/replica-store/purge.ts): each version
- * deleted by id, and the key's stamp once no version and no such delete is left. */
+ * which one may have purged and the other not yet (actors/replica-store/replication/purge.ts): each
+ * version deleted by id, and the key's stamp once no version and no such delete is left. */
 export function unpurged(
   manifest: KeyManifest,
   nowMs: number,

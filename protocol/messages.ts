@@ -568,7 +568,8 @@ export type CoordinatorMsg =
    * each is given what the other holds and it lacks. */
   | (Request & { kind: 'key.sync'; bucket: string; key: string; nodes: string[] })
 
-/** A bootstrap of this node (actors/replica-store/rejoin.ts): `idle` when none ran since start. */
+/** A bootstrap of this node (actors/replica-store/replication/rejoin.ts): `idle` when none ran
+ * since start. */
 export interface BootstrapJob {
   id: string
   state: 'idle' | 'running' | 'done' | 'failed'

@@ -1,11 +1,10 @@
-/** @module Tags of objects and buckets, as Amazon S3 bounds them: the `Tagging` XML a client puts
- * and gets, the `x-amz-tagging` header (URL-encoded `k1=v1&k2=v2`) of PutObject, CopyObject and
- * CreateMultipartUpload, and S3's rules: at most 10 tags on an object and 50 on a bucket, keys of 1
- * to 128 and values of at most 256 Unicode characters, each key once, no key starting with `aws:`.
- * A rule broken is S3's `InvalidTag` with S3's message; a body outside the schema `MalformedXML`.
- * Pure functions. */
+/** @module Tags of objects and buckets, as Amazon S3 bounds them (the `Tagging` XML a client puts
+ * and gets is http/s3/xml/tagging-xml.ts): the `x-amz-tagging` header (URL-encoded `k1=v1&k2=v2`)
+ * of PutObject, CopyObject and CreateMultipartUpload, and S3's rules: at most 10 tags on an object
+ * and 50 on a bucket, keys of 1 to 128 and values of at most 256 Unicode characters, each key
+ * once, no key starting with `aws:`. A rule broken is S3's `InvalidTag` with S3's message; a body
+ * outside the schema `MalformedXML`. Pure functions. */
 import { fail, ok, type Result } from './errors.js'
-import { newDocument, parseXmlBody, serialize, text, xmlChildren, xmlChildText } from './s3-xml.js'
 
 export interface Tag {
   key: string
@@ -64,43 +63,4 @@ export function parseTaggingHeader(header: string, owner: TagOwner = 'object'): 
   for (const [key, value] of new URLSearchParams(header)) tags.push({ key, value })
   const valid = validateTags(tags, owner)
   return valid.ok ? ok(tags) : valid
-}
-
-/** A PutObjectTagging or PutBucketTagging body:
- * `<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag>...</TagSet></Tagging>`. */
-export function parseTagging(xml: string | Uint8Array, owner: TagOwner): Result<Tag[]> {
-  const root = parseXmlBody(xml, 'Tagging')
-  if (!root.ok) return root
-  const sets = xmlChildren(root.value, 'TagSet')
-  const [set] = sets
-  if (set === undefined || sets.length > 1) return fail('malformed_xml', 'one TagSet is required')
-  if (typeof set === 'string') {
-    return set.trim() === '' ? ok([]) : fail('malformed_xml', 'TagSet holds text')
-  }
-  const tags: Tag[] = []
-  for (const element of xmlChildren(set, 'Tag')) {
-    if (typeof element === 'string') return fail('malformed_xml', 'Tag without Key and Value')
-    const key = xmlChildText(element, 'Key')
-    if (!key.ok) return key
-    const value = xmlChildText(element, 'Value')
-    if (!value.ok) return value
-    if (key.value === undefined || value.value === undefined) {
-      return fail('malformed_xml', 'a Tag needs a Key and a Value')
-    }
-    tags.push({ key: key.value, value: value.value })
-  }
-  const valid = validateTags(tags, owner)
-  return valid.ok ? ok(tags) : valid
-}
-
-/** GetObjectTagging's and GetBucketTagging's answer. */
-export function taggingXml(tags: readonly Tag[]): string {
-  const root = newDocument('Tagging', true)
-  const set = root.ele('TagSet')
-  for (const { key, value } of tags) {
-    const tag = set.ele('Tag')
-    text(tag, 'Key', key)
-    text(tag, 'Value', value)
-  }
-  return serialize(root)
 }

@@ -8,10 +8,9 @@
  * time), then removed unless a newer one replaced it meanwhile. A replica that cannot be reached,
  * or this node's store failing a call (restarting), ends the pass, and the next comes
  * UNREACHED_RETRY_MS later; a pass that ends with hints left it did not leave on purpose (recorded
- * behind its cursor meanwhile) is followed by one within NEW_HINTS_PASS_MS. A state repair does
- * not replay stays hinted until it expires (anti-entropy's to bring). This node is one of the replicas too: a change its own store missed (it failed the
- * write, or was restarting and took the hint a moment later) is hinted to this node and brought
- * from the others like any.
+ * behind its cursor meanwhile) is followed by one within NEW_HINTS_PASS_MS. This node is one of the
+ * replicas too: a change its own store missed (it failed the write, or was restarting and took the
+ * hint a moment later) is hinted to this node and brought from the others like any.
  *
  * A replica away (not Alive in gossip, or unknown to it) gets expiry passes instead, which only
  * drop its expired hints, every tenth of the TTL (between LOOK_MS and EXPIRY_PASS_MS_MAX): its

@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict'
 import type { KvOp, KvStore } from '../../protocol/actor.js'
 import { ServiceError } from '../../protocol/errors.js'
-import { digestOps, isDigested, keepsDigests } from './digests.js'
+import { digestOps, isDigested, keepsDigests } from './replication/digests.js'
 import {
   blobKey,
   bucketKey,

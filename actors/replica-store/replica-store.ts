@@ -1,12 +1,16 @@
 /** @module Replica-store: the sole owner of the data directory. Metadata lives in ctx.kv (RocksDB),
  * bodies in blobs content-addressed by SHA-256 with reference counts: small blobs (at most
- * INLINE_BLOB_BYTES_MAX) inside the kv, larger ones as files through ctx.blobs. Handles every
- * ObjectMsg (buckets and their stats, forced bucket deletes, objects, tags, listing, multipart
- * uploads and their expiry after SVC_MULTIPART_EXPIRY_HOURS), SystemMsg (system records for
- * iam, the scrubber's own record, store-wide stats) and BlobMsg (the scrubber's pages, reads,
- * verdicts and replacements of blobs, blobs.ts and blob-replace.ts) and, in cluster mode,
- * AntiEntropyMsg (the digests it keeps in every batch, digests.ts, a key's manifest, and the
- * purge of old tombstones, purge.ts).
+ * INLINE_BLOB_BYTES_MAX) inside the kv, larger ones as files through ctx.blobs. This module
+ * dispatches each message to the folder of its role:
+ * - engine/: the S3 object engine (ObjectMsg: buckets, objects, versions, tags, listings, CORS,
+ *   multipart uploads and their expiry), deciding with protocol/s3-rules/;
+ * - blobs/: blob files and their checks (the scrubber's BlobMsg, damage reports, crash recovery);
+ * - replication/: what replicas of a cluster need (stamped changes, digests and anti-entropy's
+ *   questions, a key's records and their merge, the catalog, key claims, point checks, rejoin);
+ * - system/: records kept for other actors (SystemMsg: iam's records, the scrubber's cursor, the
+ *   hints the hint queue delivers).
+ * Shared by all: records.ts (record types and codecs), keys.ts (the key layout), mutation.ts (one
+ * atomic batch) and store-state.ts.
  *
  * Invariants: a put is acknowledged only once its bytes are synced and its metadata batch is
  * durable; nothing half-written is ever visible (one batch per mutation); reference counts and
@@ -14,10 +18,10 @@
  * before its commit, from reads that see every earlier commit (see mutation.ts), so concurrent
  * requests on one key or one blob serialise with last-writer-wins. `init` runs crash recovery
  * without scanning objects (see recovery.ts); `stop` waits for commits and background work. */
-import { checkRejoin, servingPhase, startBootstrap } from './rejoin.js'
+import { checkRejoin, servingPhase, startBootstrap } from './replication/rejoin.js'
 import assert from 'node:assert/strict'
 import type { Actor, ByteSink, Context } from '../../protocol/actor.js'
-import { reportDamage } from './damaged.js'
+import { reportDamage } from './blobs/damaged.js'
 import { fail, ok, ServiceError, unreachable, type Result } from '../../protocol/errors.js'
 import type { PeerRequestMsg } from '../../protocol/cluster.js'
 import type { StoreMsg } from '../../protocol/messages.js'
@@ -28,18 +32,24 @@ import {
   publishCatalog,
   releaseClaim,
   snapshotPage,
-} from './catalog.js'
-import { CatalogState } from './catalog-state.js'
-import { startCatalogSync } from './catalog-sync.js'
-import { bucketStats, createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js'
-import { replaceBlob } from './blob-replace.js'
-import { listBlobs, markBlob, readBlob } from './blobs.js'
-import { keyDigests, keyManifest, leafDigests, rootDigests } from './anti-entropy.js'
-import { copyObject } from './copy.js'
-import { startDigests } from './digests.js'
-import { deleteCors, getCors, putCors } from './cors.js'
-import { deleteObject, deleteObjects } from './delete.js'
-import { getObject } from './get.js'
+} from './replication/catalog.js'
+import { CatalogState } from './replication/catalog-state.js'
+import { startCatalogSync } from './replication/catalog-sync.js'
+import {
+  bucketStats,
+  createBucket,
+  deleteBucket,
+  headBucket,
+  listBuckets,
+} from './engine/buckets.js'
+import { replaceBlob } from './blobs/blob-replace.js'
+import { listBlobs, markBlob, readBlob } from './blobs/blobs.js'
+import { keyDigests, keyManifest, leafDigests, rootDigests } from './replication/anti-entropy.js'
+import { copyObject } from './engine/copy.js'
+import { startDigests } from './replication/digests.js'
+import { deleteCors, getCors, putCors } from './engine/cors.js'
+import { deleteObject, deleteObjects } from './engine/delete.js'
+import { getObject } from './engine/get.js'
 import {
   bucketKey,
   bucketTaggingKey,
@@ -49,29 +59,35 @@ import {
   isUploadId,
   systemKey,
 } from './keys.js'
-import { listObjects } from './list.js'
-import { purgeTombstones } from './purge.js'
-import { putObject } from './put.js'
-import { completeUpload } from './complete.js'
-import { uploadPart, uploadPartCopy } from './parts.js'
-import { scheduleExpiry } from './expiry.js'
-import { getVersioning, putVersioning } from './buckets.js'
-import { listVersions } from './versions-list.js'
+import { listObjects } from './engine/list.js'
+import { purgeTombstones } from './replication/purge.js'
+import { putObject } from './engine/put.js'
+import { completeUpload } from './engine/complete.js'
+import { uploadPart, uploadPartCopy } from './engine/parts.js'
+import { scheduleExpiry } from './engine/expiry.js'
+import { getVersioning, putVersioning } from './engine/buckets.js'
+import { listVersions } from './engine/versions-list.js'
 import {
   getBucketTagging,
   getObjectTagging,
   putBucketTagging,
   putObjectTagging,
-} from './tagging.js'
-import { abortUpload, createUpload, listParts, listUploads, uploadStates } from './uploads.js'
-import { objectHeads, objectStamps, versionsDeleted } from './point-checks.js'
-import { replicaMessage } from './replica-calls.js'
+} from './engine/tagging.js'
+import {
+  abortUpload,
+  createUpload,
+  listParts,
+  listUploads,
+  uploadStates,
+} from './engine/uploads.js'
+import { objectHeads, objectStamps, versionsDeleted } from './replication/point-checks.js'
+import { replicaMessage } from './replication/replica-calls.js'
 import { keyRecords } from './replication/key-records.js'
 import { mergeKey } from './replication/merge.js'
 import { EMPTY_COUNTERS, encodeRecord } from './records.js'
-import { closeHints, countHints, hintsDone, pageHints, putHints } from './hints.js'
-import { claimKeyFor, releaseKey } from './key-claims.js'
-import { recover } from './recovery.js'
+import { closeHints, countHints, hintsDone, pageHints, putHints } from './system/hints.js'
+import { claimKeyFor, releaseKey } from './replication/key-claims.js'
+import { recover } from './blobs/recovery.js'
 import { createState, track, type StoreState } from './store-state.js'
 import {
   deleteSystemRecord,
@@ -81,7 +97,7 @@ import {
   putLocalRecord,
   putSystemRecord,
   storeStats,
-} from './system.js'
+} from './system/system.js'
 
 export type { StoreState } from './store-state.js'
 

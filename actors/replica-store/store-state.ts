@@ -2,11 +2,11 @@
  * prepared Mutation and collecting the garbage files it released. The state holds only what is in
  * flight (the metadata itself lives in ctx.kv), so a restart is exactly a new `init`. */
 import type { BootstrapJob } from '../../protocol/messages.js'
-import type { RejoinPhase } from './rejoin.js'
+import type { RejoinPhase } from './replication/rejoin.js'
 import assert from 'node:assert/strict'
 import type { ByteSink, Context } from '../../protocol/actor.js'
 import { ServiceError } from '../../protocol/errors.js'
-import type { CatalogState } from './catalog-state.js'
+import type { CatalogState } from './replication/catalog-state.js'
 import { garbageKey } from './keys.js'
 import type { Mutation } from './mutation.js'
 

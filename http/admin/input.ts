@@ -11,7 +11,7 @@ import {
   type Role,
 } from '../../protocol/identity.js'
 import { KEY_BYTES_MAX, LIST_KEYS_MAX } from '../../protocol/limits.js'
-import { decodeContinuationToken } from '../../protocol/s3-xml.js'
+import { decodeContinuationToken } from '../s3/xml/s3-xml.js'
 
 /** Request bodies are small JSON documents; anything larger is refused unread. */
 export const ADMIN_BODY_BYTES_MAX = 64 * 1024

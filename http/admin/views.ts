@@ -4,7 +4,7 @@
 import type { BucketStats, LoginGrant, UserView } from '../../protocol/messages.js'
 import type { ListPage } from '../../protocol/objects.js'
 import { objectSummaries } from '../../protocol/object-columns.js'
-import { encodeContinuationToken, s3Timestamp } from '../../protocol/s3-xml.js'
+import { encodeContinuationToken, s3Timestamp } from '../s3/xml/s3-xml.js'
 
 export interface LoginJson {
   token: string

@@ -4,7 +4,7 @@
  * marker with 404 (405 by id) and x-amz-delete-marker. */
 import { LIST_PARTS_MAX } from '../../protocol/limits.js'
 import type { GetResult, MarkerResult } from '../../protocol/messages.js'
-import { objectAttributesXml, parseObjectAttributes } from '../../protocol/s3-attributes-xml.js'
+import { objectAttributesXml, parseObjectAttributes } from './xml/s3-attributes-xml.js'
 import { askCoordinator, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { parseCount } from './multipart.js'
 import { versionHeaders } from './object-headers.js'

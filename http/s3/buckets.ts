@@ -6,7 +6,7 @@ import {
   listVersionsXml,
   parseVersioningConfiguration,
   versioningConfigurationXml,
-} from '../../protocol/s3-versioning-xml.js'
+} from './xml/s3-versioning-xml.js'
 import type { BucketInfo, ListPage } from '../../protocol/objects.js'
 import {
   decodeContinuationToken,
@@ -18,7 +18,7 @@ import {
   parseXmlBody,
   xmlChildText,
   type S3Owner,
-} from '../../protocol/s3-xml.js'
+} from './xml/s3-xml.js'
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
 import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'

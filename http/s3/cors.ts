@@ -5,18 +5,18 @@
  *
  * An actual request with Origin costs one call for its bucket's rules, made before authentication
  * so that error answers (a bad signature, AccessDenied, NoSuchKey) carry the headers too and
- * browser code can read them, as with S3; a request without Origin makes no call at all. Parsing,
- * validation and matching are protocol/cors.ts's; the rules live in replica-store. */
+ * browser code can read them, as with S3; a request without Origin makes no call at all.
+ * Validation and matching are protocol/cors.ts's, the XML codec xml/cors-xml.ts's; the rules live
+ * in replica-store. */
 import assert from 'node:assert/strict'
 import {
-  corsConfigurationXml,
   corsHeaders,
   isCorsMethod,
   matchCorsRule,
-  parseCorsConfiguration,
   requestedHeaders,
   type CorsConfiguration,
 } from '../../protocol/cors.js'
+import { corsConfigurationXml, parseCorsConfiguration } from './xml/cors-xml.js'
 import type { Result } from '../../protocol/errors.js'
 import { CORS_BODY_BYTES_MAX } from '../../protocol/limits.js'
 import type { Authenticated } from './authenticate.js'

@@ -4,11 +4,7 @@
  * SuperUser sees every bucket. */
 import assert from 'node:assert/strict'
 import { fail, ok, type Result } from '../../protocol/errors.js'
-import {
-  decodeContinuationToken,
-  encodeContinuationToken,
-  listBucketsXml,
-} from '../../protocol/s3-xml.js'
+import { decodeContinuationToken, encodeContinuationToken, listBucketsXml } from './xml/s3-xml.js'
 import { ownerOf, regionOf } from './buckets.js'
 import { askCoordinator, sendError, sendXml, type S3Exchange } from './exchange.js'
 

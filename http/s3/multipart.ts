@@ -16,7 +16,7 @@ import {
   listUploadsXml,
   parseCompleteUpload,
   parsePartNumber,
-} from '../../protocol/s3-multipart-xml.js'
+} from './xml/s3-multipart-xml.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import type { Authenticated } from './authenticate.js'
 import { declaredSize, readCheckedBody } from './body.js'

@@ -1,22 +1,23 @@
-/** @module Browser form uploads: S3's POST Object (`POST /{bucket}` with multipart/form-data), so
- * a web page can upload without a backend. The form carries its own credentials instead of an
- * Authorization header: a base64 policy document (protocol/post-policy.ts) and `x-amz-signature`,
- * the HMAC-SHA256 of the policy under the SigV4 signing key of `x-amz-credential`. Once the
- * signature, the policy's conditions and the user's role allow it, the file part streams into the
- * store as a PUT body does (never held whole), its size checked against `content-length-range`
- * while it passes; a file outside the range is aborted, so nothing is stored. The answer follows
- * `success_action_redirect` (303 to it, with bucket, key and ETag) or `success_action_status`
- * (200, 201 with a PostResponse document, or 204 by default). */
+/** @module Browser form uploads: S3's POST Object (`POST /{bucket}` with multipart/form-data), so a
+ * web page can upload without a backend. The form carries its own credentials instead of an
+ * Authorization header: a base64 policy document (http/s3/xml/post-policy.ts) and
+ * `x-amz-signature`, the HMAC-SHA256 of the policy under the SigV4 signing key of
+ * `x-amz-credential`. Once the signature, the policy's conditions and the user's role allow it, the
+ * file part streams into the store as a PUT body does (never held whole), its size checked against
+ * `content-length-range` while it passes; a file outside the range is aborted, so nothing is
+ * stored. The answer follows `success_action_redirect` (303 to it, with bucket, key and ETag) or
+ * `success_action_status` (200, 201 with a PostResponse document, or 204 by default). */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import type { Readable } from 'node:stream'
 import { objectActor, type ByteSink } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { PutResult } from '../../protocol/messages.js'
-import { checkPostPolicy, parsePostPolicy, sizeRange } from '../../protocol/post-policy.js'
-import { storedObjectXml } from '../../protocol/s3-xml.js'
+import { checkPostPolicy, parsePostPolicy, sizeRange } from './xml/post-policy.js'
+import { storedObjectXml } from './xml/s3-xml.js'
 import type { HttpMeta } from '../../protocol/objects.js'
-import { parseTagging, type Tag } from '../../protocol/tagging.js'
+import type { Tag } from '../../protocol/tagging.js'
+import { parseTagging } from './xml/tagging-xml.js'
 import { streamDeadlineMs } from '../../protocol/timing.js'
 import { lookupKey, mayAccess, type AuthCaches } from './authenticate.js'
 import { Chunker } from './body.js'

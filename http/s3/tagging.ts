@@ -5,13 +5,8 @@
  * bucket.tagging.* messages. */
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { XML_BODY_BYTES_MAX } from '../../protocol/limits.js'
-import {
-  parseTagging,
-  parseTaggingHeader,
-  taggingXml,
-  type Tag,
-  type TagOwner,
-} from '../../protocol/tagging.js'
+import { parseTaggingHeader, type Tag, type TagOwner } from '../../protocol/tagging.js'
+import { parseTagging, taggingXml } from './xml/tagging-xml.js'
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
 import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'

@@ -35,7 +35,7 @@ import {
   treeItem,
   treePlace,
   xorInto,
-} from '../../actors/replica-store/digests.js'
+} from '../../actors/replica-store/replication/digests.js'
 import {
   BUCKET_PREFIX,
   COUNTERS_KEY,

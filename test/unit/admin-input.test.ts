@@ -5,7 +5,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import type { ErrorCode, Result } from '../../protocol/errors.js'
-import { encodeContinuationToken } from '../../protocol/s3-xml.js'
+import { encodeContinuationToken } from '../../http/s3/xml/s3-xml.js'
 import {
   ADMIN_BODY_BYTES_MAX,
   isUserId,

@@ -7,16 +7,15 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
-  corsConfigurationXml,
   corsHeaders,
   matchCorsRule,
-  parseCorsConfiguration,
   requestedHeaders,
   validateCorsConfiguration,
   wildcardMatch,
   type CorsConfiguration,
   type CorsRule,
 } from '../../protocol/cors.js'
+import { corsConfigurationXml, parseCorsConfiguration } from '../../http/s3/xml/cors-xml.js'
 import type { ErrorCode } from '../../protocol/errors.js'
 import { CORS_RULES_MAX } from '../../protocol/limits.js'
 

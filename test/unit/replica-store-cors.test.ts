@@ -1,8 +1,9 @@
-/** @module Unit tests of the store's bucket CORS requests (actors/replica-store/cors.ts). Goal: a
- * bucket's rules are stored durably, read back exactly, deleted on request (idempotently) and with
- * their bucket, refused for a bucket that does not exist, reach the store unchanged through the
- * coordinator, and a damaged record reads as `corrupt` rather than crashing the store. Method: the
- * replica-store actor on test/support/fake-context.ts, a restart on the durable image of its kv. */
+/** @module Unit tests of the store's bucket CORS requests (actors/replica-store/engine/cors.ts).
+ * Goal: a bucket's rules are stored durably, read back exactly, deleted on request (idempotently)
+ * and with their bucket, refused for a bucket that does not exist, reach the store unchanged
+ * through the coordinator, and a damaged record reads as `corrupt` rather than crashing the store.
+ * Method: the replica-store actor on test/support/fake-context.ts, a restart on the durable image
+ * of its kv. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { coordinator } from '../../actors/coordinator/coordinator.js'

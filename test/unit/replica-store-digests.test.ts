@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { treePlace } from '../../actors/replica-store/digests.js'
+import { treePlace } from '../../actors/replica-store/replication/digests.js'
 import {
   DIGESTS_KEPT_KEY,
   NULL_TOMBSTONE_TOKEN,

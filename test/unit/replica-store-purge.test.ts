@@ -1,13 +1,13 @@
 // Goal: the purge of old tombstones a cluster-mode replica-store runs for its own anti-entropy
-// (`ae.purge`, actors/replica-store/purge.ts). It removes the key stamps of keys left with no
-// object, version or delete by id, and the deletes by id, whose changes are older than the cut it
-// is given, and nothing else: newer tombstones, the stamps of keys that still hold an object, a
-// version or a delete marker, the keys' hints and claims all stay, and the digests, references and
-// counters match the records after it (the simulation's store audit). It walks a partition a
-// bounded number of keys a call, from a cursor. A peer cannot ask it through Replica.Op.
-// Method: replica-store actors in this thread on fake contexts (test/support/store-harness.ts),
-// sent stamped messages as a coordinator would; what each key holds is read back with
-// key.manifest, the rest from the kv's own ranges.
+// (`ae.purge`, actors/replica-store/replication/purge.ts). It removes the key stamps of keys left
+// with no object, version or delete by id, and the deletes by id, whose changes are older than the
+// cut it is given, and nothing else: newer tombstones, the stamps of keys that still hold an
+// object, a version or a delete marker, the keys' hints and claims all stay, and the digests,
+// references and counters match the records after it (the simulation's store audit). It walks a
+// partition a bounded number of keys a call, from a cursor. A peer cannot ask it through
+// Replica.Op. Method: replica-store actors in this thread on fake contexts
+// (test/support/store-harness.ts), sent stamped messages as a coordinator would; what each key
+// holds is read back with key.manifest, the rest from the kv's own ranges.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { NULL_TOMBSTONE_TOKEN, stampToken } from '../../actors/replica-store/keys.js'

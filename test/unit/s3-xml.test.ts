@@ -1,4 +1,4 @@
-/** @module Unit tests of protocol/s3-xml.ts. Goal: the S3 XML we build has Amazon S3's element
+/** @module Unit tests of http/s3/xml/s3-xml.ts. Goal: the S3 XML we build has Amazon S3's element
  * names and survives any key byte for byte, and the parser refuses every body S3 would refuse (or
  * that could hurt us) with malformed_xml. Method: build documents and read them back with our own
  * generic parser, compare exact strings where S3's spelling matters, and feed hand-written tricky,
@@ -24,7 +24,7 @@ import {
   xmlText,
   type XmlElement,
   type XmlNode,
-} from '../../protocol/s3-xml.js'
+} from '../../http/s3/xml/s3-xml.js'
 import {
   DELETE_OBJECTS_KEYS_MAX,
   KEY_BYTES_MAX,

@@ -12,7 +12,7 @@ import { fail, ok, ServiceError, type Result } from '../../../protocol/errors.js
 import { INLINE_BLOB_BYTES_MAX } from '../../../protocol/limits.js'
 import { streamDeadlineMs } from '../../../protocol/timing.js'
 import type { NewBlob } from '../mutation.js'
-import { newFileId, NO_ROOM, senderFailure } from '../put.js'
+import { newFileId, NO_ROOM, senderFailure } from '../engine/put.js'
 
 /** A verified copy, ready to become a blob in the merge's batch. */
 export type FetchedBlob = NewBlob

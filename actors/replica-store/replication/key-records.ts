@@ -14,9 +14,9 @@ import {
   keyVersionsPrefix,
   objectKey,
 } from '../keys.js'
-import { recordsUnder } from '../anti-entropy.js'
+import { recordsUnder } from './anti-entropy.js'
 import { decodeObject, decodeText, type ObjectRecord } from '../records.js'
-import { tokenOf } from '../versions.js'
+import { tokenOf } from '../engine/versions.js'
 
 /** A key's records by token: what a merge compares and writes. */
 export interface HeldRecords {

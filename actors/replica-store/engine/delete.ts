@@ -1,0 +1,79 @@
+/** @module object.delete and object.delete-many. Deletes are idempotent, as in S3: a missing key
+ * is a success, and delete-many reports every object it was given as deleted, or an error for a
+ * malformed version id. In a bucket with versioning a delete without a version id adds a delete
+ * marker, and one with a version id removes that version (versions.ts). All objects of one
+ * delete-many go in one batch; blobs that lose their last reference become garbage in it. A
+ * stamped delete (cluster mode) follows stamps.ts: one of a delete-many's keys each, one stamp. */
+import assert from 'node:assert/strict'
+import type { Context } from '../../../protocol/actor.js'
+import { fail, ok, type Result } from '../../../protocol/errors.js'
+import { DELETE_OBJECTS_KEYS_MAX } from '../../../protocol/limits.js'
+import type { DeleteManyResult, DeleteResult } from '../../../protocol/messages.js'
+import { Mutation } from '../mutation.js'
+import { commitMutation, type StoreState } from '../store-state.js'
+import { deleteByIdStamped, deleteStamped, stampedChange } from '../replication/stamps.js'
+import { deleteById, deleteCurrent } from './versions.js'
+
+export interface DeleteTarget {
+  key: string
+  versionId?: string
+}
+
+/** Prepares one delete in `mutation`; a stamped one as stamps.ts says. */
+function prepareDelete(
+  state: StoreState,
+  ctx: Context,
+  mutation: Mutation,
+  bucket: string,
+  target: DeleteTarget,
+  stamp: string | undefined,
+): Result<DeleteResult> {
+  const at = { bucket, key: target.key }
+  if (target.versionId === undefined) {
+    if (stamp !== undefined)
+      return ok(deleteStamped(state, ctx, mutation, at, stampedChange(stamp)))
+    return ok(deleteCurrent(state, ctx, mutation, at))
+  }
+  if (stamp !== undefined) return deleteByIdStamped(ctx, mutation, at, target.versionId, stamp)
+  return deleteById(ctx, mutation, at, target.versionId)
+}
+
+export async function deleteObject(
+  state: StoreState,
+  bucket: string,
+  target: DeleteTarget,
+  ctx: Context,
+  stamp?: string,
+): Promise<Result<DeleteResult>> {
+  const mutation = new Mutation(ctx.kv)
+  if (mutation.bucket(bucket) === undefined) {
+    return fail('no_such_bucket', `bucket ${bucket} does not exist`)
+  }
+  const outcome = prepareDelete(state, ctx, mutation, bucket, target, stamp)
+  if (!outcome.ok) return outcome
+  if (mutation.hasWrites()) await commitMutation(state, ctx, mutation)
+  return outcome
+}
+
+export async function deleteObjects(
+  state: StoreState,
+  bucket: string,
+  targets: readonly DeleteTarget[],
+  ctx: Context,
+  stamp?: string,
+): Promise<Result<DeleteManyResult>> {
+  assert(targets.length <= DELETE_OBJECTS_KEYS_MAX, 'delete-many over its key limit')
+  const mutation = new Mutation(ctx.kv)
+  if (mutation.bucket(bucket) === undefined) {
+    return fail('no_such_bucket', `bucket ${bucket} does not exist`)
+  }
+  const result: DeleteManyResult = { deleted: [], errors: [] }
+  for (const target of targets) {
+    const outcome = prepareDelete(state, ctx, mutation, bucket, target, stamp)
+    const requested = target.versionId === undefined ? {} : { requestedVersionId: target.versionId }
+    if (outcome.ok) result.deleted.push({ key: target.key, ...requested, ...outcome.value })
+    else result.errors.push({ key: target.key, code: 'InvalidArgument', message: outcome.detail })
+  }
+  if (mutation.hasWrites()) await commitMutation(state, ctx, mutation)
+  return ok(result)
+}
