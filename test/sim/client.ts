@@ -1,5 +1,6 @@
 /** @module The client model: S3-level operations (put, overwrite, delete, versioned put,
- * multipart, list, get) sent to the coordinator of a random node, as the HTTP ingress sends them,
+ * multipart, list, get: a first look, then for a larger object the read with a stream, as the
+ * ingress makes it) sent to the coordinator of a random node, as the HTTP ingress sends them,
  * each recorded in the history with its answer. Every value written is unique in the run and its
  * bytes begin with its number, so a read says which write it saw; the MD5 of every value is kept
  * to check that the bytes came back whole. */
@@ -181,39 +182,16 @@ export class SimClient {
     this.end(op, await this.ask(node, { kind: 'object.delete', bucket, key }))
   }
 
+  /** GET as the ingress sends it (http/s3/objects.ts): a first look that takes a small object's
+   * bytes in its answer, then, for a larger one, the read with a stream; a read that met a corrupt
+   * copy before any byte came is made once more, as the ingress does. */
   private async get(node: SimNode, bucket: string, key: string): Promise<void> {
     const op = this.begin(node, 'get', bucket, key)
-    const stream = memoryStream()
-    const life = node.life
-    const answer = await this.ask<GetResult | MarkerResult>(node, {
-      kind: 'object.get',
-      bucket,
-      key,
-      stream: stream.handle,
-    })
-    if (!answer.ok) {
-      if (answer.code === 'no_such_key') {
-        op.value = null
-        return this.end(op, { ok: true, value: null })
-      }
-      return this.end(op, answer)
-    }
-    if ('marker' in answer.value) {
-      op.value = null
-      return this.end(op, answer)
-    }
-    let bytes = answer.value.body
-    if (bytes === undefined) {
-      stream.request(0, answer.value.info.size - 1)
-      const got = await this.within(stream.received(), life)
-      if (got === 'node died') return this.end(op, { ok: false, code: 'unavailable', detail: got })
-      if (got === 'stalled') {
-        this.world.problems.push(`get #${op.id} through ${node.id}: the body never came`)
-        return this.end(op, { ok: false, code: 'timeout', detail: got })
-      }
-      if (!got.ended) return this.end(op, { ok: false, code: got.code, detail: got.detail })
-      bytes = got.bytes
-    }
+    let read = await this.readOnce(node, op, bucket, key, true)
+    if (read === 'again') read = await this.readOnce(node, op, bucket, key, false)
+    if (read === 'again') throw new Error('a read without retry asked for another')
+    if (read.ended) return
+    const bytes = read.bytes
     const seen = this.world.values.identify(bytes)
     if ('problem' in seen) {
       this.world.problems.push(
@@ -222,7 +200,64 @@ export class SimClient {
       return this.end(op, { ok: false, code: 'internal', detail: seen.problem })
     }
     op.value = seen.value
-    this.end(op, answer)
+    this.end(op, read.answer)
+  }
+
+  /** One read of a GET: its bytes and the answer they came with, or `ended` once the op is ended
+   * (an error, no object or a marker); 'again' when `retry` and the copy read turned out corrupt
+   * before any byte came. */
+  private async readOnce(
+    node: SimNode,
+    op: Op,
+    bucket: string,
+    key: string,
+    retry: boolean,
+  ): Promise<
+    'again' | { ended: true } | { ended: false; bytes: Uint8Array; answer: Result<unknown> }
+  > {
+    const done = { ended: true } as const
+    const life = node.life
+    const at = { kind: 'object.get' as const, bucket, key }
+    const first = await this.ask<GetResult | MarkerResult>(node, { ...at, inline: true })
+    const stream = memoryStream()
+    const answer =
+      !first.ok || 'marker' in first.value || first.value.body !== undefined
+        ? first
+        : await this.ask<GetResult | MarkerResult>(node, { ...at, stream: stream.handle })
+    if (!answer.ok) {
+      if (retry && answer !== first && answer.code === 'corrupt') return 'again'
+      if (answer.code === 'no_such_key') {
+        op.value = null
+        this.end(op, { ok: true, value: null })
+        return done
+      }
+      this.end(op, answer)
+      return done
+    }
+    if ('marker' in answer.value) {
+      op.value = null
+      this.end(op, answer)
+      return done
+    }
+    const inline = answer.value.body
+    if (inline !== undefined) return { ended: false, bytes: inline, answer }
+    stream.request(0, answer.value.info.size - 1)
+    const got = await this.within(stream.received(), life)
+    if (got === 'node died') {
+      this.end(op, { ok: false, code: 'unavailable', detail: got })
+      return done
+    }
+    if (got === 'stalled') {
+      this.world.problems.push(`get #${op.id} through ${node.id}: the body never came`)
+      this.end(op, { ok: false, code: 'timeout', detail: got })
+      return done
+    }
+    if (!got.ended) {
+      if (retry && got.code === 'corrupt' && got.bytes.length === 0) return 'again'
+      this.end(op, { ok: false, code: got.code, detail: got.detail })
+      return done
+    }
+    return { ended: false, bytes: got.bytes, answer }
   }
 
   /** CreateMultipartUpload, one or two parts (each through a random node), Complete through
