@@ -11,6 +11,7 @@ import type { Request, StreamHandle } from './actor.js'
 import type { AntiEntropyMsg } from './anti-entropy.js'
 import type { PeerRequestMsg } from './cluster.js'
 import type { WriteConditions } from './s3-rules/conditions.js'
+import type { ErrorCode } from './errors.js'
 import type { CorsConfiguration } from './cors.js'
 import type { UploadChecksum } from './multipart-checksum.js'
 import type {
@@ -182,7 +183,8 @@ export interface VersionListing {
 
 export interface DeleteManyResult {
   deleted: DeletedEntry[]
-  errors: { key: string; code: string; message: string }[]
+  /** Keys not deleted, each with its ErrorCode: the S3 surface maps it to S3's Code and Message. */
+  errors: { key: string; code: ErrorCode; detail: string }[]
 }
 
 export type ObjectMsg =

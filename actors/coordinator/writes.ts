@@ -342,16 +342,13 @@ async function deleteGroup(
   objects: typeof msg.objects,
   { reachable, all }: ReplicaSet,
 ): Promise<DeleteManyResult> {
-  const failed = (code: string, message: string): DeleteManyResult => ({
+  const failed = (detail: string): DeleteManyResult => ({
     deleted: [],
-    errors: objects.map((object) => ({ key: object.key, code, message })),
+    errors: objects.map((object) => ({ key: object.key, code: 'unavailable', detail })),
   })
   const need = cluster.settings.writeQuorum
   if (reachable.length < need) {
-    return failed(
-      'ServiceUnavailable',
-      `write quorum ${reachable.length}/${need}: too few replicas`,
-    )
+    return failed(`write quorum ${reachable.length}/${need}: too few replicas`)
   }
   const keys = objects.map((object) => object.key)
   const stamp = await stampAbove(
@@ -361,12 +358,12 @@ async function deleteGroup(
     { bucket: msg.bucket, keys },
     msg.deadlineMs,
   )
-  if (!stamp.ok) return failed('ServiceUnavailable', stamp.detail)
+  if (!stamp.ok) return failed(stamp.detail)
   const sent = reachable.map((replica) => ({
     replica,
     answer: askReplica<DeleteManyResult>(ctx, replica, { ...msg, objects, stamp: stamp.value }),
   }))
   const change = { bucket: msg.bucket, keys, stamp: stamp.value }
   const result = await writeQuorumOf(cluster, ctx, sent, change, all)
-  return result.ok ? result.value : failed('ServiceUnavailable', result.detail)
+  return result.ok ? result.value : failed(result.detail)
 }

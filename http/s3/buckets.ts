@@ -1,6 +1,6 @@
 /** @module S3 bucket operations and listings: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
  * GetBucketLocation, ListObjectsV2, ListObjects (v1) and DeleteObjects. */
-import { fail, ok, type Result } from '../../protocol/errors.js'
+import { fail, ok, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { LIST_KEYS_MAX, XML_BODY_BYTES_MAX } from '../../protocol/limits.js'
 import {
   listVersionsXml,
@@ -22,6 +22,7 @@ import {
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
 import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import { s3ErrorFor } from './errors.js'
 import { isValidBucketName } from './names.js'
 
 const US_EAST_1 = 'us-east-1'
@@ -226,11 +227,16 @@ export async function deleteObjects(
     deleteMarkerVersionId:
       entry.deleteMarker && entry.requestedVersionId === undefined ? entry.versionId : undefined,
   }))
-  sendXml(
-    ex,
-    200,
-    deleteResultXml({ deleted, errors: reply.value.errors, quiet: request.value.quiet }),
-  )
+  const errors = reply.value.errors.map((entry) => ({ key: entry.key, ...keyError(entry) }))
+  sendXml(ex, 200, deleteResultXml({ deleted, errors, quiet: request.value.quiet }))
+}
+
+/** One key's `<Error>` of a DeleteObjects answer, as sendError words a whole request's: S3's Code,
+ * and the precise detail for a 4xx, S3's fixed text for a 5xx. */
+function keyError(entry: { code: ErrorCode; detail: string }): { code: string; message: string } {
+  const mapped = s3ErrorFor(entry.code)
+  const precise = mapped.status < 500 && entry.detail !== ''
+  return { code: mapped.s3Code, message: precise ? entry.detail : mapped.message }
 }
 
 export async function putBucketVersioning(

@@ -700,6 +700,20 @@ test('delete is idempotent; delete-many reports every key', async () => {
   assert.equal([left.objectsCount, left.storageUsedBytes, left.uniqueBlobs], [1, 10, 1])
 })
 
+test('delete-many reports a key it refuses with an ErrorCode, never a wire code', async () => {
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const many = value(
+    await store.send<DeleteManyResult>({
+      kind: 'object.delete-many',
+      bucket: 'b',
+      objects: [{ key: 'k', versionId: 'not a version id' }],
+    }),
+  )
+  assert.is(many.errors.length, 1)
+  assert.equal([many.errors[0]?.key, many.errors[0]?.code], ['k', 'invalid_argument'])
+})
+
 test('system records: absent, put, get', async () => {
   const store = await startStore()
   assert.is(value(await store.send({ kind: 'system.get', name: 'iam/bootstrap' })), null)

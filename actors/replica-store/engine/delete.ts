@@ -72,7 +72,7 @@ export async function deleteObjects(
     const outcome = prepareDelete(state, ctx, mutation, bucket, target, stamp)
     const requested = target.versionId === undefined ? {} : { requestedVersionId: target.versionId }
     if (outcome.ok) result.deleted.push({ key: target.key, ...requested, ...outcome.value })
-    else result.errors.push({ key: target.key, code: 'InvalidArgument', message: outcome.detail })
+    else result.errors.push({ key: target.key, code: outcome.code, detail: outcome.detail })
   }
   if (mutation.hasWrites()) await commitMutation(state, ctx, mutation)
   return ok(result)
