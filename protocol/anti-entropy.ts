@@ -14,6 +14,7 @@
  * by each node from the partitions every other replica was found to hold alike (`ae.purge`). */
 import type { Request } from './actor.js'
 import { parseHlc } from './hlc.js'
+import type { BootstrapSynced } from './messages.js'
 
 /** Where a leaf's keys are listed from: after this key (null: from the first). */
 export interface KeyCursor {
@@ -168,6 +169,10 @@ export interface AntiEntropyPeer {
 
 /** Requests to the anti-entropy actor: its status, and a bootstrap's round (every shared
  * partition with every serving peer, whatever this node's own phase; BootstrapSynced). */
-export type AntiEntropyActorMsg = Request & {
-  kind: 'anti-entropy.status' | 'anti-entropy.bootstrap'
+export type AntiEntropyActorMsg =
+  (Request & { kind: 'anti-entropy.status' }) | (Request & { kind: 'anti-entropy.bootstrap' })
+
+export type AntiEntropyActorReply = {
+  'anti-entropy.status': AntiEntropyStatus
+  'anti-entropy.bootstrap': BootstrapSynced
 }

@@ -2,44 +2,33 @@
  * follows dependencies (a store before the actors that read it); stop order is the reverse. */
 import type { Actor, ActorName } from '../protocol/actor.js'
 
+/** An actor of any name, as the runtime hosts it (its messages come from other threads). */
+export type AnyActor = Actor<unknown, ActorName>
+
 /** Loads an actor's module inside its own worker thread. */
-export async function loadActor(name: ActorName): Promise<Actor<unknown, never>> {
+export async function loadActor(name: ActorName): Promise<AnyActor> {
   switch (name) {
     case 'replica-store':
       return (await import('../actors/replica-store/replica-store.js'))
-        .replicaStore as unknown as Actor<unknown, never>
+        .replicaStore as unknown as AnyActor
     case 'coordinator':
-      return (await import('../actors/coordinator/coordinator.js')).coordinator as unknown as Actor<
-        unknown,
-        never
-      >
+      return (await import('../actors/coordinator/coordinator.js'))
+        .coordinator as unknown as AnyActor
     case 'iam':
-      return (await import('../actors/iam/iam.js')).iam as unknown as Actor<unknown, never>
+      return (await import('../actors/iam/iam.js')).iam as unknown as AnyActor
     case 'gossiper':
-      return (await import('../actors/gossiper/gossiper.js')).gossiper as unknown as Actor<
-        unknown,
-        never
-      >
+      return (await import('../actors/gossiper/gossiper.js')).gossiper as unknown as AnyActor
     case 'hint-queue':
-      return (await import('../actors/hint-queue/hint-queue.js')).hintQueue as unknown as Actor<
-        unknown,
-        never
-      >
+      return (await import('../actors/hint-queue/hint-queue.js')).hintQueue as unknown as AnyActor
     case 'anti-entropy':
       return (await import('../actors/anti-entropy/anti-entropy.js'))
-        .antiEntropy as unknown as Actor<unknown, never>
+        .antiEntropy as unknown as AnyActor
     case 'scrubber':
-      return (await import('../actors/scrubber/scrubber.js')).scrubber as unknown as Actor<
-        unknown,
-        never
-      >
+      return (await import('../actors/scrubber/scrubber.js')).scrubber as unknown as AnyActor
     case 'http-ingress':
-      return (await import('./ingress-host.js')).httpIngress as unknown as Actor<unknown, never>
+      return (await import('./ingress-host.js')).httpIngress as unknown as AnyActor
     case 'grpc-ingress':
-      return (await import('./grpc-ingress-host.js')).grpcIngress as unknown as Actor<
-        unknown,
-        never
-      >
+      return (await import('./grpc-ingress-host.js')).grpcIngress as unknown as AnyActor
   }
 }
 

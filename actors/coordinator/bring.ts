@@ -125,7 +125,7 @@ async function keepTombstone(
   held: ReplicaAnswer,
   newest: string,
 ): Promise<Promise<boolean> | null> {
-  const versioning = await ctx.call<{ status: string | null }>('replica-store', {
+  const versioning = await ctx.call('replica-store', {
     kind: 'bucket.versioning.get',
     bucket: msg.bucket,
     requestId: msg.requestId,

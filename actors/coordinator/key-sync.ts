@@ -67,7 +67,7 @@ export async function syncKey(
   const [one, other, versioning] = await Promise.all([
     askReplica<KeyManifest>(ctx, first, { ...asked, deadlineMs: msg.deadlineMs }),
     askReplica<KeyManifest>(ctx, second, { ...asked, deadlineMs: msg.deadlineMs }),
-    ctx.call<{ status: string | null }>('replica-store', {
+    ctx.call('replica-store', {
       kind: 'bucket.versioning.get',
       bucket: msg.bucket,
       requestId: msg.requestId,
