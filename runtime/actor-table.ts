@@ -1,6 +1,7 @@
 /** @module The actors of a node, the links between them and the order they start in. Start order
  * follows dependencies (a store before the actors that read it); stop order is the reverse. */
 import type { Actor, ActorName } from '../protocol/actor.js'
+import type { KindOf } from '../protocol/protocols.js'
 
 /** An actor of any name, as the runtime hosts it (its messages come from other threads). */
 export type AnyActor = Actor<unknown, ActorName>
@@ -117,11 +118,19 @@ export const GATEWAY_LINKS: readonly (readonly [ActorName, ActorName])[] = [
   ['http-ingress', 'gossiper'],
 ]
 
-/** The actors and links of a node in `mode`. */
-export function actorTable(mode: 'single' | 'cluster' | 'gateway'): {
+export interface ActorTable {
   actors: readonly ActorName[]
   links: readonly (readonly [ActorName, ActorName])[]
-} {
+}
+
+/** The actors and links of a node in `mode`, checked (checkLinks) before anything starts. */
+export function actorTable(mode: 'single' | 'cluster' | 'gateway'): ActorTable {
+  const table = tableOf(mode)
+  checkLinks(table)
+  return table
+}
+
+function tableOf(mode: 'single' | 'cluster' | 'gateway'): ActorTable {
   switch (mode) {
     case 'single':
       return { actors: SINGLE_NODE_ACTORS, links: SINGLE_NODE_LINKS }
@@ -129,5 +138,35 @@ export function actorTable(mode: 'single' | 'cluster' | 'gateway'): {
       return { actors: CLUSTER_NODE_ACTORS, links: CLUSTER_NODE_LINKS }
     case 'gateway':
       return { actors: GATEWAY_ACTORS, links: GATEWAY_LINKS }
+  }
+}
+
+/** Whether each actor takes any request, as its protocol says (protocols.ts): the compiler holds
+ * each entry to the actor's map, so a protocol that gains or loses its last kind changes it. */
+const TAKES_REQUESTS: { [Name in ActorName]: [KindOf<Name>] extends [never] ? false : true } = {
+  'replica-store': true,
+  coordinator: true,
+  iam: true,
+  gossiper: true,
+  'hint-queue': true,
+  scrubber: true,
+  'anti-entropy': true,
+  'http-ingress': true,
+  'grpc-ingress': false,
+}
+
+/** Refuses a table whose links do not hold: each joins two different actors of the table, once,
+ * and goes to an actor whose protocol takes requests. Thrown at load, not at a first message. */
+export function checkLinks(table: ActorTable): void {
+  const seen = new Set<string>()
+  for (const [from, to] of table.links) {
+    const link = `${from} -> ${to}`
+    for (const end of [from, to]) {
+      if (!table.actors.includes(end)) throw new Error(`link ${link}: ${end} is not in the table`)
+    }
+    if (from === to) throw new Error(`link ${link}: an actor does not call itself`)
+    if (!TAKES_REQUESTS[to]) throw new Error(`link ${link}: ${to} takes no request`)
+    if (seen.has(link)) throw new Error(`link ${link}: listed twice`)
+    seen.add(link)
   }
 }
