@@ -51,7 +51,7 @@ test('a request is answered by the handler of its kind; a kind without one is re
   const refused = await handle(hintQueue, state, stray as never, ctx)
   assert.equal(refused.ok, false)
   if (!refused.ok) assert.equal(refused.code, 'invalid_request')
-  hintQueue.stop?.(state, ctx)
+  await hintQueue.stop?.(state, ctx)
 })
 
 test.run()
