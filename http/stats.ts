@@ -3,7 +3,7 @@
  * ratio is total references over unique blobs, 0 while no blob is stored. In a cluster the figures
  * are the cluster's (actors/coordinator/stats.ts). /metrics serves the node's own store's figures
  * as gauges (runtime/store-metrics.ts), and a cluster node the cluster's (cluster-metrics.ts). */
-import { objectActor, type ActorName, type Mesh } from '../protocol/actor.js'
+import { objectActor, type Mesh } from '../protocol/actor.js'
 import type { Result } from '../protocol/errors.js'
 import type { StoreStats } from '../protocol/messages.js'
 import { CALL_TIMEOUT_MS } from '../protocol/timing.js'
@@ -34,9 +34,9 @@ export async function statsRecord(mesh: Mesh, uptimeSeconds: number): Promise<Re
 export async function storeFigures(
   mesh: Mesh,
   timeoutMs: number,
-  actor: ActorName = objectActor(mesh.config),
+  actor: 'replica-store' | 'coordinator' = objectActor(mesh.config),
 ): Promise<Result<StoreFigures>> {
-  const stats = await mesh.call<StoreStats>(actor, {
+  const stats = await mesh.call(actor, {
     kind: 'system.stats',
     requestId: 'stats',
     deadlineMs: mesh.now() + timeoutMs,

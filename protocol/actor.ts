@@ -2,27 +2,13 @@
  * An actor owns private state and handles one message at a time between awaits; the runtime hosts
  * it on a worker thread (or, in a simulation, in one thread with fakes behind the same
  * interfaces). */
-import type { AntiEntropyActorMsg, AntiEntropyMsg } from './anti-entropy.js'
-import type { PeerRequestMsg, Peers } from './cluster.js'
-import type { ErrorCode, Result } from './errors.js'
-import type { GossiperMsg } from './membership.js'
-import type { CoordinatorMsg, HintQueueMsg, IamMsg, IngressMsg, LentFile } from './messages.js'
-import type { SystemMsg } from './messages.js'
-import type { BlobMsg, ScrubberMsg } from './scrubbing.js'
+import type { Peers } from './cluster.js'
+import { fail, type ErrorCode, type Result } from './errors.js'
+import type { LentFile } from './messages.js'
+import type { Handled, KindOf, MessageOf, MessageTo, Protocols, ReplyOf } from './protocols.js'
 
 /** Every request one actor may send another. */
-export type AnyMsg =
-  | AntiEntropyMsg
-  | AntiEntropyActorMsg
-  | CoordinatorMsg
-  | SystemMsg
-  | BlobMsg
-  | IamMsg
-  | IngressMsg
-  | PeerRequestMsg
-  | GossiperMsg
-  | HintQueueMsg
-  | ScrubberMsg
+export type AnyMsg = { [Name in ActorName]: MessageTo<Name> }[ActorName]
 
 export type ActorName =
   | 'http-ingress'
@@ -44,7 +30,9 @@ export type ActorName =
  * owns the quorum path; on a single node the store itself, where a coordinator would only pass
  * each request on (a hop less: two thread crossings per request, a cost of their own on every
  * small GET). */
-export function objectActor(config: Readonly<Record<string, string>>): ActorName {
+export function objectActor(
+  config: Readonly<Record<string, string>>,
+): 'replica-store' | 'coordinator' {
   const mode = config['SVC_MODE'] ?? 'single'
   return mode === 'single' ? 'replica-store' : 'coordinator'
 }
@@ -59,14 +47,57 @@ export interface Request {
  * message and is transferred, so exactly one actor holds each end. */
 export type StreamHandle = { readonly __stream: unique symbol } | object
 
-export interface Actor<State, Msg extends { kind: string }> {
-  name: ActorName
+export interface Actor<State, Name extends ActorName> {
+  name: Name
   /** Opens the actor's resources. A restart is exactly a new `init`. */
   init(ctx: Context): Promise<State> | State
-  /** Answers one request. The returned value is the reply. */
-  handle(state: State, msg: Msg, ctx: Context): Promise<Result<unknown>> | Result<unknown>
+  /** Answers each request by its kind: the returned value is the reply. */
+  handlers: Handlers<State, Name>
+  /** Runs around every handler, whatever its kind (what the actor does for each request): `next`
+   * runs the kind's handler. */
+  around?<K extends KindOf<Name>>(
+    state: State,
+    msg: MessageOf<Name, K>,
+    ctx: Context,
+    next: () => Handled<ReplyOf<Name, K>>,
+  ): Handled<ReplyOf<Name, K>>
   /** Called on a graceful stop; releases what init opened. */
   stop?(state: State, ctx: Context): Promise<void> | void
+}
+
+/** An actor's handlers: one for each kind of its protocol, none missing and none extra. */
+export type Handlers<State, Name extends ActorName> = {
+  [K in KindOf<Name>]: (
+    state: State,
+    msg: MessageOf<Name, K>,
+    ctx: Context,
+  ) => Handled<ReplyOf<Name, K>>
+}
+
+/** Answers one request: the handler of its kind, inside the actor's `around`. A kind the actor has
+ * no handler for fails `invalid_request` (a link's kinds are checked when the node starts). */
+export function handle<State, Name extends ActorName, K extends KindOf<Name>>(
+  actor: Actor<State, Name>,
+  state: State,
+  msg: MessageOf<Name, K> & { kind: K },
+  ctx: Context,
+): Handled<ReplyOf<Name, K>> {
+  const next = (): Handled<ReplyOf<Name, K>> => byKind(actor.name, actor.handlers, state, msg, ctx)
+  return actor.around === undefined ? next() : actor.around(state, msg, ctx, next)
+}
+
+/** Answers one request by the handler of its kind alone (no `around`). */
+export function byKind<State, Name extends ActorName, K extends KindOf<Name>>(
+  name: Name,
+  handlers: Handlers<State, Name>,
+  state: State,
+  msg: MessageOf<Name, K> & { kind: K },
+  ctx: Context,
+): Handled<ReplyOf<Name, K>> {
+  const table: Partial<Handlers<State, Name>> = handlers
+  const handler = Object.hasOwn(table, msg.kind) ? table[msg.kind] : undefined
+  if (handler === undefined) return fail('invalid_request', `${name} takes no ${msg.kind}`)
+  return handler(state, msg, ctx)
 }
 
 /** Sorted byte-keyed metadata store (RocksDB in production). Reads are synchronous and see every
@@ -184,11 +215,19 @@ export interface Context {
   now(): number
   randomBytes(length: number): Uint8Array
   /** Sends a request to another actor of this node and waits for its reply until `deadlineMs`.
-   * A full mailbox answers `busy`, a dead actor `unavailable`, a late reply `timeout`. */
-  call<T>(to: ActorName, msg: AnyMsg): Promise<Result<T>>
+   * A full mailbox answers `busy`, a dead actor `unavailable`, a late reply `timeout`.
+   * The reply's type follows from `to` and `msg.kind` (protocols.ts); a kind `to` does not take
+   * fails to compile. */
+  call<To extends ActorName, K extends KindOf<To>>(
+    to: To,
+    msg: MessageOf<To, K> & { kind: K },
+  ): Promise<Result<ReplyOf<To, K>>>
   /** Sends the request to every running instance of a role that may run several (the ingress),
    * and waits for all their replies; none when no instance is running. */
-  callEach<T>(to: ActorName, msg: AnyMsg): Promise<Result<T>[]>
+  callEach<To extends ActorName, K extends KindOf<To>>(
+    to: To,
+    msg: MessageOf<To, K> & { kind: K },
+  ): Promise<Result<ReplyOf<To, K>>[]>
   /** Runs `task` after `ms`, unless cancelled. */
   after(ms: number, task: () => void): () => void
   readonly kv: KvStore

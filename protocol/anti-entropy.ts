@@ -15,6 +15,7 @@
 import type { Request } from './actor.js'
 import type { PeerTarget } from './cluster.js'
 import { parseHlc } from './hlc.js'
+import type { BootstrapSynced } from './messages.js'
 
 /** Where a leaf's keys are listed from: after this key (null: from the first). */
 export interface KeyCursor {
@@ -205,6 +206,10 @@ export interface AntiEntropyPeer {
 
 /** Requests to the anti-entropy actor: its status, and a bootstrap's round (every shared
  * partition with every serving peer, whatever this node's own phase; BootstrapSynced). */
-export type AntiEntropyActorMsg = Request & {
-  kind: 'anti-entropy.status' | 'anti-entropy.bootstrap'
+export type AntiEntropyActorMsg =
+  (Request & { kind: 'anti-entropy.status' }) | (Request & { kind: 'anti-entropy.bootstrap' })
+
+export type AntiEntropyActorReply = {
+  'anti-entropy.status': AntiEntropyStatus
+  'anti-entropy.bootstrap': BootstrapSynced
 }

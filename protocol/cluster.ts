@@ -138,3 +138,7 @@ export type PeerRequestMsg = Request & {
    * the bytes asked for to. */
   stream?: StreamHandle
 }
+
+/** What a local actor answers a peer's call: JSON-shaped data the transport encodes as it is, read
+ * on the calling side by the method's own reader (membership.ts, the catalog's, the replica's). */
+export type PeerAnswer = unknown

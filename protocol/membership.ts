@@ -5,7 +5,8 @@
  * other members (piggybacked dissemination). Bodies come from other processes, so the gossiper
  * reads them through `parseEnvelope` and the other readers here, never by a cast. */
 import type { Request } from './actor.js'
-import type { Member, MemberKind, MemberStatus, NodePhase, PeerRequestMsg } from './cluster.js'
+import type { Member, MemberKind, MemberStatus, NodePhase } from './cluster.js'
+import type { PeerAnswer, PeerRequestMsg } from './cluster.js'
 
 /** Changes one message carries at most, besides the sender's own record. */
 export const UPDATES_PER_MESSAGE_MAX = 16
@@ -55,6 +56,13 @@ export type GossiperMsg =
   | (Request & { kind: 'membership.view' })
   /** The node tells gossip its free space or phase; the change is disseminated. */
   | (Request & { kind: 'membership.update-self'; freeBytes?: number; phase?: NodePhase })
+
+/** `membership.update-self` answers the node's own record as changed. */
+export type GossiperReply = {
+  'peer.request': PeerAnswer
+  'membership.view': MembershipView
+  'membership.update-self': Member
+}
 
 // ---------------------------------------------------------------------------------------------
 // Reading bodies from peers

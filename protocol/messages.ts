@@ -9,7 +9,7 @@
  * and keeps the stamp of the newest change of each key, deletions included, as a tombstone. */
 import type { Request, StreamHandle } from './actor.js'
 import type { AntiEntropyMsg } from './anti-entropy.js'
-import type { PeerRequestMsg } from './cluster.js'
+import type { NodePhase, PeerRequestMsg } from './cluster.js'
 import type { WriteConditions } from './s3-rules/conditions.js'
 import type { ErrorCode } from './errors.js'
 import type { CorsConfiguration } from './cors.js'
@@ -482,7 +482,6 @@ export type ObjectReply = {
   'hint.nodes': Record<string, number>
   'hint.page': Hint[]
   'hint.done': number
-  'hint.closed': null
   'object.copy': PutResult
   'object.list': ListPage
   'object.tagging.put': TaggingResult
@@ -519,6 +518,18 @@ export type SystemMsg =
    * publishes them. */
   | (Request & { kind: 'system.local-get'; name: string })
   | (Request & { kind: 'system.local-put'; name: string; value: Uint8Array })
+
+export type SystemReply = {
+  'system.get': Uint8Array | null
+  'system.put': null
+  'system.delete': null
+  'system.list': SystemRecord[]
+  'system.stats': StoreStats
+  'hint.closed': null
+  'system.phase': NodePhase
+  'system.local-get': Uint8Array | null
+  'system.local-put': null
+}
 
 export interface SystemRecord {
   name: string
@@ -570,6 +581,13 @@ export type CoordinatorMsg =
    * each is given what the other holds and it lacks. */
   | (Request & { kind: 'key.sync'; bucket: string; key: string; nodes: string[] })
 
+export type CoordinatorReply = ObjectReply & {
+  'system.stats': StoreStats
+  'coordinator.counters': CoordinatorCounters
+  'key.bring': KeyBrought
+  'key.sync': KeySynced
+}
+
 /** A bootstrap of this node (actors/replica-store/replication/rejoin.ts): `idle` when none ran
  * since start. */
 export interface BootstrapJob {
@@ -611,6 +629,8 @@ export interface HintQueueCounters {
 
 /** Requests to the hint queue. */
 export type HintQueueMsg = Request & { kind: 'hint-queue.counters' }
+
+export type HintQueueReply = { 'hint-queue.counters': HintQueueCounters }
 
 /** Requests to iam: the key lookup behind SigV4, and the admin API's identity operations. Ingress
  * checks a bearer token with iam.authorize before it sends any other admin request. */
@@ -701,3 +721,5 @@ export type IngressMsg = Request & {
   accessKey: string
   generation: number
 }
+
+export type IngressReply = { 'ingress.forget-key': null }

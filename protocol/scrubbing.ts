@@ -78,5 +78,10 @@ export type ScrubberMsg =
   /** The store met a blob whose bytes fail their CRC32 (a GET): check it now, and heal it. */
   (Request & { kind: 'scrubber.check'; sha256: string }) | (Request & { kind: 'scrubber.status' })
 
+export type ScrubberReply = {
+  'scrubber.check': null
+  'scrubber.status': ScrubberStatus
+}
+
 /** The name of the scrubber's record in the store (`system.local-*`): where its pass is. */
 export const SCRUBBER_RECORD = 'scrubber.cursor'

@@ -1,45 +1,35 @@
 /** @module The actors of a node, the links between them and the order they start in. Start order
  * follows dependencies (a store before the actors that read it); stop order is the reverse. */
 import type { Actor, ActorName } from '../protocol/actor.js'
+import type { KindOf } from '../protocol/protocols.js'
+
+/** An actor of any name, as the runtime hosts it (its messages come from other threads). */
+export type AnyActor = Actor<unknown, ActorName>
 
 /** Loads an actor's module inside its own worker thread. */
-export async function loadActor(name: ActorName): Promise<Actor<unknown, never>> {
+export async function loadActor(name: ActorName): Promise<AnyActor> {
   switch (name) {
     case 'replica-store':
       return (await import('../actors/replica-store/replica-store.js'))
-        .replicaStore as unknown as Actor<unknown, never>
+        .replicaStore as unknown as AnyActor
     case 'coordinator':
-      return (await import('../actors/coordinator/coordinator.js')).coordinator as unknown as Actor<
-        unknown,
-        never
-      >
+      return (await import('../actors/coordinator/coordinator.js'))
+        .coordinator as unknown as AnyActor
     case 'iam':
-      return (await import('../actors/iam/iam.js')).iam as unknown as Actor<unknown, never>
+      return (await import('../actors/iam/iam.js')).iam as unknown as AnyActor
     case 'gossiper':
-      return (await import('../actors/gossiper/gossiper.js')).gossiper as unknown as Actor<
-        unknown,
-        never
-      >
+      return (await import('../actors/gossiper/gossiper.js')).gossiper as unknown as AnyActor
     case 'hint-queue':
-      return (await import('../actors/hint-queue/hint-queue.js')).hintQueue as unknown as Actor<
-        unknown,
-        never
-      >
+      return (await import('../actors/hint-queue/hint-queue.js')).hintQueue as unknown as AnyActor
     case 'anti-entropy':
       return (await import('../actors/anti-entropy/anti-entropy.js'))
-        .antiEntropy as unknown as Actor<unknown, never>
+        .antiEntropy as unknown as AnyActor
     case 'scrubber':
-      return (await import('../actors/scrubber/scrubber.js')).scrubber as unknown as Actor<
-        unknown,
-        never
-      >
+      return (await import('../actors/scrubber/scrubber.js')).scrubber as unknown as AnyActor
     case 'http-ingress':
-      return (await import('./ingress-host.js')).httpIngress as unknown as Actor<unknown, never>
+      return (await import('./ingress-host.js')).httpIngress as unknown as AnyActor
     case 'grpc-ingress':
-      return (await import('./grpc-ingress-host.js')).grpcIngress as unknown as Actor<
-        unknown,
-        never
-      >
+      return (await import('./grpc-ingress-host.js')).grpcIngress as unknown as AnyActor
   }
 }
 
@@ -128,11 +118,19 @@ export const GATEWAY_LINKS: readonly (readonly [ActorName, ActorName])[] = [
   ['http-ingress', 'gossiper'],
 ]
 
-/** The actors and links of a node in `mode`. */
-export function actorTable(mode: 'single' | 'cluster' | 'gateway'): {
+export interface ActorTable {
   actors: readonly ActorName[]
   links: readonly (readonly [ActorName, ActorName])[]
-} {
+}
+
+/** The actors and links of a node in `mode`, checked (checkLinks) before anything starts. */
+export function actorTable(mode: 'single' | 'cluster' | 'gateway'): ActorTable {
+  const table = tableOf(mode)
+  checkLinks(table)
+  return table
+}
+
+function tableOf(mode: 'single' | 'cluster' | 'gateway'): ActorTable {
   switch (mode) {
     case 'single':
       return { actors: SINGLE_NODE_ACTORS, links: SINGLE_NODE_LINKS }
@@ -140,5 +138,35 @@ export function actorTable(mode: 'single' | 'cluster' | 'gateway'): {
       return { actors: CLUSTER_NODE_ACTORS, links: CLUSTER_NODE_LINKS }
     case 'gateway':
       return { actors: GATEWAY_ACTORS, links: GATEWAY_LINKS }
+  }
+}
+
+/** Whether each actor takes any request, as its protocol says (protocols.ts): the compiler holds
+ * each entry to the actor's map, so a protocol that gains or loses its last kind changes it. */
+const TAKES_REQUESTS: { [Name in ActorName]: [KindOf<Name>] extends [never] ? false : true } = {
+  'replica-store': true,
+  coordinator: true,
+  iam: true,
+  gossiper: true,
+  'hint-queue': true,
+  scrubber: true,
+  'anti-entropy': true,
+  'http-ingress': true,
+  'grpc-ingress': false,
+}
+
+/** Refuses a table whose links do not hold: each joins two different actors of the table, once,
+ * and goes to an actor whose protocol takes requests. Thrown at load, not at a first message. */
+export function checkLinks(table: ActorTable): void {
+  const seen = new Set<string>()
+  for (const [from, to] of table.links) {
+    const link = `${from} -> ${to}`
+    for (const end of [from, to]) {
+      if (!table.actors.includes(end)) throw new Error(`link ${link}: ${end} is not in the table`)
+    }
+    if (from === to) throw new Error(`link ${link}: an actor does not call itself`)
+    if (!TAKES_REQUESTS[to]) throw new Error(`link ${link}: ${to} takes no request`)
+    if (seen.has(link)) throw new Error(`link ${link}: listed twice`)
+    seen.add(link)
   }
 }

@@ -80,7 +80,7 @@ export async function clusterMetricsText(mesh: Mesh): Promise<string> {
     help: 'Hints this node keeps for replicas that missed writes',
     registers,
   }).set(await hintsPending(mesh))
-  const counted = await mesh.call<CoordinatorCounters>('coordinator', {
+  const counted = await mesh.call('coordinator', {
     kind: 'coordinator.counters',
     requestId: 'metrics',
     deadlineMs: mesh.now() + VIEW_TIMEOUT_MS,
@@ -88,7 +88,7 @@ export async function clusterMetricsText(mesh: Mesh): Promise<string> {
   for (const [name, help, field] of COORDINATOR_COUNTERS) {
     new Counter({ name, help, registers }).inc(counted.ok ? counted.value[field] : 0)
   }
-  const hints = await mesh.call<HintQueueCounters>('hint-queue', {
+  const hints = await mesh.call('hint-queue', {
     kind: 'hint-queue.counters',
     requestId: 'metrics',
     deadlineMs: mesh.now() + VIEW_TIMEOUT_MS,
@@ -96,7 +96,7 @@ export async function clusterMetricsText(mesh: Mesh): Promise<string> {
   for (const [name, help, field] of HINT_COUNTERS) {
     new Counter({ name, help, registers }).inc(hints.ok ? hints.value[field] : 0)
   }
-  const repaired = await mesh.call<AntiEntropyStatus>('anti-entropy', {
+  const repaired = await mesh.call('anti-entropy', {
     kind: 'anti-entropy.status',
     requestId: 'metrics',
     deadlineMs: mesh.now() + VIEW_TIMEOUT_MS,

@@ -31,7 +31,7 @@ const SPACE_REPORT_MS = 10_000
 const MIB = 1024 * 1024
 
 /** Which actor of this node serves each service of cluster.proto. */
-export function servingActor(method: PeerMethod): ActorName {
+export function servingActor(method: PeerMethod): 'gossiper' | 'replica-store' | 'iam' {
   const service = method.slice(0, method.indexOf('.'))
   switch (service) {
     case 'Membership':
@@ -45,7 +45,7 @@ export function servingActor(method: PeerMethod): ActorName {
   throw new Error(`no actor serves ${method}`)
 }
 
-export const grpcIngress: Actor<GrpcIngressState, never> = {
+export const grpcIngress: Actor<GrpcIngressState, 'grpc-ingress'> = {
   name: 'grpc-ingress',
   async init(ctx) {
     const host = ctx as HostContext
@@ -83,9 +83,7 @@ export const grpcIngress: Actor<GrpcIngressState, never> = {
     if (ctx.config['SVC_MODE'] === 'cluster') reportFreeSpace(state, ctx)
     return state
   },
-  handle(_state, msg) {
-    return unreachable(msg)
-  },
+  handlers: {},
   async stop(state) {
     state.stopSpaceReports()
     await state.server.shutdown(GRPC_SHUTDOWN_GRACE_MS)

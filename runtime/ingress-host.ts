@@ -56,7 +56,7 @@ interface IngressActorState extends IngressState {
   onDrained: (() => void) | null
 }
 
-export const httpIngress: Actor<IngressActorState, IngressMsg> = {
+export const httpIngress: Actor<IngressActorState, 'http-ingress'> = {
   name: 'http-ingress',
   async init(ctx) {
     const host = ctx as HostContext
@@ -141,14 +141,11 @@ export const httpIngress: Actor<IngressActorState, IngressMsg> = {
     )
     return state
   },
-  handle(state, msg) {
-    switch (msg.kind) {
-      case 'ingress.forget-key':
-        state.keys.forget(msg.accessKey, msg.generation)
-        return ok(null)
-      default:
-        return unreachable(msg.kind)
-    }
+  handlers: {
+    'ingress.forget-key': (state, msg) => {
+      state.keys.forget(msg.accessKey, msg.generation)
+      return ok(null)
+    },
   },
   async stop(state, ctx) {
     if (ctx.config['SVC_MODE'] === 'cluster') await announceStopping(ctx)

@@ -27,7 +27,7 @@ const COUNTERS: readonly [string, string, keyof ScrubberStatus][] = [
 export async function scrubberMetricsText(mesh: Mesh): Promise<string> {
   const registry = new Registry()
   const registers = [registry]
-  const status = await mesh.call<ScrubberStatus>('scrubber', {
+  const status = await mesh.call('scrubber', {
     kind: 'scrubber.status',
     requestId: 'metrics',
     deadlineMs: mesh.now() + STATUS_TIMEOUT_MS,

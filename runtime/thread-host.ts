@@ -13,14 +13,15 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import * as Comlink from 'comlink'
 import type { Registry } from 'prom-client'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
-import type {
-  ActorName,
-  AnyMsg,
-  BlobFiles,
-  Context,
-  KvStore,
-  PasswordHasher,
+import {
+  handle,
+  type ActorName,
+  type BlobFiles,
+  type Context,
+  type KvStore,
+  type PasswordHasher,
 } from '../protocol/actor.js'
+import type { KindOf, MessageOf, ReplyOf } from '../protocol/protocols.js'
 import type { Peers, PeerTarget } from '../protocol/cluster.js'
 import { fail, ServiceError, type Result } from '../protocol/errors.js'
 import { EnvironmentError } from '../protocol/environment-error.js'
@@ -106,14 +107,18 @@ async function main(): Promise<void> {
     self: data.actor,
     now: () => Date.now(),
     randomBytes: (length) => new Uint8Array(randomBytes(length)),
-    call: <T>(to: ActorName, msg: AnyMsg) => {
+    call(to, msg) {
       const links = callers.get(to) ?? []
       const link = links[links.length === 1 ? 0 : nextInstance++ % links.length]
-      if (link === undefined) return undelivered<T>(msg, 'unavailable', `${to} is down`)
-      return link.call<T>(msg)
+      if (link === undefined) return undelivered(msg, 'unavailable', `${to} is down`)
+      return link.call(msg)
     },
-    callEach: <T>(to: ActorName, msg: AnyMsg) =>
-      Promise.all((callers.get(to) ?? []).map((link) => link.call<T>(msg))),
+    callEach<To extends ActorName, K extends KindOf<To>>(
+      to: To,
+      msg: MessageOf<To, K> & { kind: K },
+    ) {
+      return Promise.all((callers.get(to) ?? []).map((link) => link.call<ReplyOf<To, K>>(msg)))
+    },
     after: (ms, task) => {
       const timer = setTimeout(task, ms)
       return () => clearTimeout(timer)
@@ -143,7 +148,7 @@ async function main(): Promise<void> {
       onCrash: crash,
       onFailure: (error, kind) => log.error({ err: error, kind }, 'handler failed'),
     },
-    (msg) => actor.handle(state, msg as never, ctx),
+    (msg) => handle(actor, state, msg as never, ctx),
   )
   const dispatch: Dispatch = (msg) => mailbox.deliver(msg)
   dispatcher = dispatch

@@ -67,7 +67,7 @@ export interface AntiEntropyState {
   gc: TombstoneGc
 }
 
-export const antiEntropy: Actor<AntiEntropyState, AntiEntropyActorMsg> = {
+export const antiEntropy: Actor<AntiEntropyState, 'anti-entropy'> = {
   name: 'anti-entropy',
   async init(ctx) {
     const self = ctx.config['SVC_NODE_ID']
@@ -99,14 +99,9 @@ export const antiEntropy: Actor<AntiEntropyState, AntiEntropyActorMsg> = {
     scheduleRound(state, ctx)
     return state
   },
-  handle(state, msg, ctx): Result<unknown> | Promise<Result<unknown>> {
-    switch (msg.kind) {
-      case 'anti-entropy.status':
-        return ok({ ...state.status, peers: [...state.peers.values()] })
-      case 'anti-entropy.bootstrap':
-        return bootstrapRound(state, ctx)
-    }
-    return unreachable(msg.kind)
+  handlers: {
+    'anti-entropy.status': (state) => ok({ ...state.status, peers: [...state.peers.values()] }),
+    'anti-entropy.bootstrap': (state, _msg, ctx) => bootstrapRound(state, ctx),
   },
   stop(state) {
     state.stopped = true
@@ -137,7 +132,7 @@ function scheduleRound(state: AntiEntropyState, ctx: Context): void {
 }
 
 async function round(state: AntiEntropyState, ctx: Context): Promise<void> {
-  const view = await ctx.call<MembershipView>('gossiper', {
+  const view = await ctx.call('gossiper', {
     kind: 'membership.view',
     requestId: 'anti-entropy',
     deadlineMs: ctx.now() + CALL_MS,
@@ -183,7 +178,7 @@ async function bootstrapRound(
   state: AntiEntropyState,
   ctx: Context,
 ): Promise<Result<BootstrapSynced>> {
-  const view = await ctx.call<MembershipView>('gossiper', {
+  const view = await ctx.call('gossiper', {
     kind: 'membership.view',
     requestId: 'anti-entropy',
     deadlineMs: ctx.now() + CALL_MS,
@@ -207,7 +202,8 @@ async function bootstrapRound(
 const local: Replica = { id: '', local: true, target: { id: '', grpcAddr: '' } }
 
 function askReplica<T>(ctx: Context, replica: Replica, msg: AntiEntropyMsg): Promise<Result<T>> {
-  if (replica.local) return ctx.call<T>('replica-store', msg)
+  // As the coordinator's: the reply named is the one the message's kind gets, local or remote.
+  if (replica.local) return ctx.call('replica-store', msg) as Promise<Result<T>>
   return ctx.peers.call<T>(replica.target, 'Replica.Op', { msg }, msg.deadlineMs)
 }
 
@@ -314,7 +310,7 @@ async function syncPartition(
     for (const key of keys) {
       if (state.stopped) return outcome
       const started = ctx.now()
-      const synced = await ctx.call<KeySynced>('coordinator', {
+      const synced = await ctx.call('coordinator', {
         kind: 'key.sync',
         bucket: key.bucket,
         key: key.key,
@@ -421,7 +417,7 @@ function digestOf(roots: readonly (string | null)[]): string {
 }
 
 async function loadCursor(ctx: Context): Promise<RoundCursor | null> {
-  const stored = await ctx.call<Uint8Array | null>('replica-store', {
+  const stored = await ctx.call('replica-store', {
     kind: 'system.local-get',
     name: ROUND_RECORD,
     requestId: 'anti-entropy',

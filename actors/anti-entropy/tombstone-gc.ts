@@ -119,7 +119,7 @@ async function purgePartition(
 ): Promise<boolean> {
   let after: KeyCursor | null = null
   for (let calls = 0; calls < PURGE_CALLS_MAX && !state.stopped; calls++) {
-    const answer: Result<Purged> = await ctx.call<Purged>('replica-store', {
+    const answer: Result<Purged> = await ctx.call('replica-store', {
       kind: 'ae.purge',
       partition,
       beforeMs,

@@ -50,7 +50,7 @@ export async function deleteBucket(
       ctx.log.warn({ node, code: result.code, detail: result.detail }, 'bucket left on a node')
     }
   })
-  const deleted = await ctx.call<null>('replica-store', forced)
+  const deleted = await ctx.call('replica-store', forced)
   cluster.bucketPools.delete(msg.bucket)
   return deleted
 }

@@ -5,9 +5,11 @@
  * reads gather R answers and take the newest (reads.ts), listings and figures merge what the
  * pool's nodes answer (listing.ts, stats.ts); bucket settings stay with the local store, whose
  * catalog every node shares. Each message keeps the caller's deadline, which no hop may extend. */
+import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
-import { ok, type Result } from '../../protocol/errors.js'
-import type { CoordinatorMsg, TaggingResult } from '../../protocol/messages.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type { CoordinatorMsg, PartInfo, PutResult, TaggingResult } from '../../protocol/messages.js'
+import type { Handled, KindOf, MessageOf, ReplyOf } from '../../protocol/protocols.js'
 import { markerHasNoTags } from '../../protocol/s3-rules/versioning.js'
 import { bringKey } from './bring.js'
 import { syncKey } from './key-sync.js'
@@ -26,99 +28,111 @@ interface CoordinatorState {
   cluster: ClusterState | null
 }
 
-export const coordinator: Actor<CoordinatorState, CoordinatorMsg> = {
+export const coordinator: Actor<CoordinatorState, 'coordinator'> = {
   name: 'coordinator',
   init: (ctx) => ({ cluster: clusterState(ctx) }),
-  handle(state, msg, ctx: Context): Promise<Result<unknown>> {
-    if (state.cluster === null) return ctx.call('replica-store', msg)
-    return counted(state.cluster, coordinate(state.cluster, msg, ctx))
+  around(state, msg, ctx, next) {
+    if (state.cluster === null) return passOn(ctx, msg)
+    return counted(state.cluster, next())
+  },
+  handlers: {
+    // A put's and a part's bodies reach every replica as they come.
+    'object.put': (state, msg, ctx) =>
+      writeBody(inCluster(state), ctx, msg) as Promise<Result<PutResult>>,
+    'upload.part': (state, msg, ctx) =>
+      writeBody(inCluster(state), ctx, msg) as Promise<Result<PartInfo>>,
+    'object.get': (state, msg, ctx) => getObject(inCluster(state), ctx, msg),
+    'object.delete': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
+    'object.tagging.put': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
+    'upload.create': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
+    'upload.complete': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
+    'upload.abort': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
+    'object.delete-many': (state, msg, ctx) => deleteMany(inCluster(state), ctx, msg),
+    'object.copy': (state, msg, ctx) => copyObject(inCluster(state), ctx, msg),
+    'upload.part-copy': (state, msg, ctx) => copyPart(inCluster(state), ctx, msg),
+    'object.tagging.get': (state, msg, ctx) => taggingOf(inCluster(state), ctx, msg),
+    'object.list': (state, msg, ctx) => listObjects(inCluster(state), ctx, msg),
+    'object.list-versions': (state, msg, ctx) => listVersions(inCluster(state), ctx, msg),
+    'upload.list': (state, msg, ctx) => listUploads(inCluster(state), ctx, msg),
+    'upload.list-parts': (state, msg, ctx) => listParts(inCluster(state), ctx, msg),
+    'bucket.delete': (state, msg, ctx) => deleteBucket(inCluster(state), ctx, msg),
+    'bucket.stats': (state, msg, ctx) => bucketStats(inCluster(state), ctx, msg),
+    'system.stats': (state, msg, ctx) => storeStats(inCluster(state), ctx, msg),
+    'coordinator.counters': (state) => ok({ ...inCluster(state).counters }),
+    'key.bring': (state, msg, ctx) => bringKey(inCluster(state), ctx, msg),
+    'key.sync': (state, msg, ctx) => syncKey(inCluster(state), ctx, msg),
+    // The catalog: every node holds it, and the store publishes its changes.
+    'bucket.create': storeAnswers,
+    'bucket.head': storeAnswers,
+    'bucket.list': storeAnswers,
+    'bucket.cors.put': storeAnswers,
+    'bucket.cors.get': storeAnswers,
+    'bucket.cors.delete': storeAnswers,
+    'bucket.versioning.put': storeAnswers,
+    'bucket.versioning.get': storeAnswers,
+    'bucket.tagging.put': storeAnswers,
+    'bucket.tagging.get': storeAnswers,
+    // Point checks of a merged listing, asked of a store directly.
+    'object.stamps': storeAnswers,
+    'object.heads': storeAnswers,
+    'object.versions-deleted': storeAnswers,
+    'upload.states': storeAnswers,
+    'key.claim': storeAnswers,
+    'key.release': storeAnswers,
+    'hint.put': storeAnswers,
+    'hint.count': storeAnswers,
+    'node.bootstrap': storeAnswers,
+    'node.bootstrap-status': storeAnswers,
+    'hint.nodes': storeAnswers,
+    'hint.page': storeAnswers,
+    'hint.done': storeAnswers,
   },
 }
 
+/** The cluster of a handler's state: `around` answers every request itself without one. */
+function inCluster(state: CoordinatorState): ClusterState {
+  assert(state.cluster !== null, 'a quorum handler ran without cluster settings')
+  return state.cluster
+}
+
+/** Kinds the coordinator serves only in a cluster: the store takes none of them. */
+const CLUSTER_ONLY_KINDS = new Set<KindOf<'coordinator'>>([
+  'coordinator.counters',
+  'key.bring',
+  'key.sync',
+])
+
+type StoreKind = KindOf<'coordinator'> & KindOf<'replica-store'>
+
+/** Without cluster settings a request goes to the local store unchanged. */
+function passOn<K extends KindOf<'coordinator'>>(
+  ctx: Context,
+  msg: MessageOf<'coordinator', K>,
+): Promise<Result<ReplyOf<'coordinator', K>>> {
+  if (CLUSTER_ONLY_KINDS.has(msg.kind as KindOf<'coordinator'>)) {
+    return Promise.resolve(fail('invalid_request', `${msg.kind} needs cluster mode`))
+  }
+  // Every other kind the coordinator takes, the store takes and answers alike.
+  const local = msg as MessageOf<'replica-store', StoreKind>
+  return ctx.call('replica-store', local) as Promise<Result<ReplyOf<'coordinator', K>>>
+}
+
+/** A request the local store answers as it is. */
+function storeAnswers<K extends StoreKind>(
+  _state: CoordinatorState,
+  msg: MessageOf<'replica-store', K> & { kind: K },
+  ctx: Context,
+): Promise<Result<ReplyOf<'replica-store', K>>> {
+  return ctx.call('replica-store', msg)
+}
+
 /** Counts a request answered as a missed quorum, for /metrics. */
-async function counted(
-  cluster: ClusterState,
-  answer: Promise<Result<unknown>>,
-): Promise<Result<unknown>> {
+async function counted<T>(cluster: ClusterState, answer: Handled<T>): Promise<Result<T>> {
   const result = await answer
   const missed = quorumMissed(result)
   if (missed === 'write') cluster.counters.quorumWriteFailures++
   if (missed === 'read') cluster.counters.quorumReadFailures++
   return result
-}
-
-async function coordinate(
-  cluster: ClusterState,
-  msg: CoordinatorMsg,
-  ctx: Context,
-): Promise<Result<unknown>> {
-  switch (msg.kind) {
-    case 'object.put':
-    case 'upload.part':
-      return writeBody(cluster, ctx, msg)
-    case 'object.get':
-      return getObject(cluster, ctx, msg)
-    case 'object.delete':
-    case 'object.tagging.put':
-    case 'upload.create':
-    case 'upload.complete':
-    case 'upload.abort':
-      return changeKey(cluster, ctx, msg)
-    case 'object.delete-many':
-      return deleteMany(cluster, ctx, msg)
-    case 'object.copy':
-      return copyObject(cluster, ctx, msg)
-    case 'upload.part-copy':
-      return copyPart(cluster, ctx, msg)
-    case 'object.tagging.get':
-      return taggingOf(cluster, ctx, msg)
-    case 'object.list':
-      return listObjects(cluster, ctx, msg)
-    case 'object.list-versions':
-      return listVersions(cluster, ctx, msg)
-    case 'upload.list':
-      return listUploads(cluster, ctx, msg)
-    case 'upload.list-parts':
-      return listParts(cluster, ctx, msg)
-    case 'bucket.delete':
-      return deleteBucket(cluster, ctx, msg)
-    case 'bucket.stats':
-      return bucketStats(cluster, ctx, msg)
-    case 'system.stats':
-      return storeStats(cluster, ctx, msg)
-    case 'coordinator.counters':
-      return ok({ ...cluster.counters })
-    case 'key.bring':
-      return bringKey(cluster, ctx, msg)
-    case 'key.sync':
-      return syncKey(cluster, ctx, msg)
-    // The catalog: every node holds it, and the store publishes its changes.
-    case 'bucket.create':
-    case 'bucket.head':
-    case 'bucket.list':
-    case 'bucket.cors.put':
-    case 'bucket.cors.get':
-    case 'bucket.cors.delete':
-    case 'bucket.versioning.put':
-    case 'bucket.versioning.get':
-    case 'bucket.tagging.put':
-    case 'bucket.tagging.get':
-    // Point checks of a merged listing, asked of a store directly.
-    case 'object.stamps':
-    case 'object.heads':
-    case 'object.versions-deleted':
-    case 'upload.states':
-    case 'key.claim':
-    case 'key.release':
-    case 'hint.put':
-    case 'hint.count':
-    case 'node.bootstrap':
-    case 'node.bootstrap-status':
-    case 'hint.nodes':
-    case 'hint.page':
-    case 'hint.done':
-      return ctx.call('replica-store', msg)
-  }
 }
 
 /** GetObjectTagging: the tags of the version a quorum read finds newest. */

@@ -109,7 +109,8 @@ export async function getObject(
   }
   if (winner.replica.local) {
     // This node's store holds the newest change: it answers and streams as on a single node.
-    return ctx.call<GetResult | MarkerResult>('replica-store', msg)
+    // Not `stamped`: the store answers what it holds, never AbsentResult.
+    return ctx.call('replica-store', msg) as Promise<Result<GetResult | MarkerResult>>
   }
   const { body: _body, ...head } = answer.value
   const pinned = pinnedRead(msg, winner)

@@ -15,7 +15,9 @@ export type ReplicaMsg = ObjectMsg | Extract<SystemMsg, { kind: 'system.stats' }
 
 /** Sends `msg` (no body, no stream) and waits for the replica's answer. */
 export function askReplica<T>(ctx: Context, replica: Replica, msg: ReplicaMsg): Promise<Result<T>> {
-  if (replica.local) return ctx.call<T>('replica-store', msg)
+  // The reply a caller names is the one its message's kind gets (the store's protocol), locally
+  // as from a peer, whose answer comes as JSON.
+  if (replica.local) return ctx.call('replica-store', msg) as Promise<Result<T>>
   return ctx.peers.call<T>(replica.target, 'Replica.Op', { msg }, msg.deadlineMs)
 }
 
@@ -46,7 +48,7 @@ export function writeToReplica<T>(
     return { replica, ...write }
   }
   const [mine, theirs] = ctx.openStream()
-  const answer = ctx.call<T>('replica-store', { ...head, stream: theirs })
+  const answer = ctx.call('replica-store', { ...head, stream: theirs }) as Promise<Result<T>>
   return { replica, sink: ctx.sink(mine, msg.deadlineMs), answer }
 }
 
@@ -62,7 +64,7 @@ export function readFromReplica<T>(
   const { stream: _stream, inline: _inline, ...head } = msg
   let answer: Promise<Result<T>>
   if (replica.local) {
-    answer = ctx.call<T>('replica-store', { ...head, stream: theirs })
+    answer = ctx.call('replica-store', { ...head, stream: theirs }) as Promise<Result<T>>
   } else {
     answer = ctx.peers.callForBody<T>(
       replica.target,

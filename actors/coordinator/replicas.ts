@@ -43,7 +43,7 @@ export async function membersNow(
 ): Promise<Result<Member[]>> {
   const cached = cluster.view
   if (cached !== null && ctx.now() - cached.atMs < VIEW_TTL_MS) return ok(cached.members)
-  const view = await ctx.call<MembershipView>('gossiper', {
+  const view = await ctx.call('gossiper', {
     kind: 'membership.view',
     requestId: 'coordinator',
     deadlineMs: Math.min(deadlineMs, ctx.now() + 1_000),
@@ -62,7 +62,7 @@ export async function poolOf(
 ): Promise<Result<string>> {
   const cached = cluster.bucketPools.get(bucket)
   if (cached !== undefined && ctx.now() - cached.atMs < BUCKET_POOL_TTL_MS) return ok(cached.pool)
-  const head = await ctx.call<BucketInfo>('replica-store', {
+  const head = await ctx.call('replica-store', {
     kind: 'bucket.head',
     bucket,
     requestId: 'coordinator',

@@ -8,7 +8,7 @@
  * held about it. */
 import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
-import type { NodePhase, PeerRequestMsg, PeerTarget } from '../../protocol/cluster.js'
+import type { NodePhase, PeerAnswer, PeerRequestMsg, PeerTarget } from '../../protocol/cluster.js'
 import { fail, ok, unreachable, type Result } from '../../protocol/errors.js'
 import {
   MEMBERS_MAX,
@@ -42,7 +42,7 @@ const PHASE_ASK_MS = 2_000
 const PHASE_ASK_RETRY_MS = 50
 const PHASE_ASK_ATTEMPTS_MAX = PHASE_ASK_MS / PHASE_ASK_RETRY_MS
 
-export const gossiper: Actor<GossiperState, GossiperMsg> = {
+export const gossiper: Actor<GossiperState, 'gossiper'> = {
   name: 'gossiper',
   async init(ctx) {
     const { gossip, unheard } = readGossipConfig(ctx.config, ctx.now())
@@ -64,24 +64,18 @@ export const gossiper: Actor<GossiperState, GossiperMsg> = {
     void joinRound(state, ctx)
     return state
   },
-  handle(state, msg, ctx) {
-    switch (msg.kind) {
-      case 'peer.request':
-        return answerPeer(state, msg, ctx)
-      case 'membership.view':
-        return ok(view(state, ctx))
-      case 'membership.update-self': {
-        assert(msg.freeBytes === undefined || Number.isSafeInteger(msg.freeBytes))
-        const change = {
-          ...(msg.freeBytes === undefined ? {} : { freeBytes: Math.max(0, msg.freeBytes) }),
-          ...(msg.phase === undefined ? {} : { phase: msg.phase }),
-        }
-        state.table.updateSelf(change, ctx.now())
-        return ok(state.table.self)
+  handlers: {
+    'peer.request': answerPeer,
+    'membership.view': (state, _msg, ctx) => ok(view(state, ctx)),
+    'membership.update-self': (state, msg, ctx) => {
+      assert(msg.freeBytes === undefined || Number.isSafeInteger(msg.freeBytes))
+      const change = {
+        ...(msg.freeBytes === undefined ? {} : { freeBytes: Math.max(0, msg.freeBytes) }),
+        ...(msg.phase === undefined ? {} : { phase: msg.phase }),
       }
-      default:
-        return unreachable(msg)
-    }
+      state.table.updateSelf(change, ctx.now())
+      return ok(state.table.self)
+    },
   },
   async stop(state, ctx) {
     state.stopping = true
@@ -106,7 +100,7 @@ export const gossiper: Actor<GossiperState, GossiperMsg> = {
 async function askPhase(table: SwimTable, ctx: Context): Promise<void> {
   const deadlineMs = ctx.now() + PHASE_ASK_MS
   for (let attempt = 0; attempt < PHASE_ASK_ATTEMPTS_MAX; attempt++) {
-    const phase = await ctx.call<NodePhase>('replica-store', {
+    const phase = await ctx.call('replica-store', {
       kind: 'system.phase',
       requestId: 'gossiper-init',
       deadlineMs,
@@ -164,7 +158,7 @@ async function answerPeer(
   state: GossiperState,
   msg: PeerRequestMsg,
   ctx: Context,
-): Promise<Result<unknown>> {
+): Promise<Result<PeerAnswer>> {
   const received = parseEnvelope(msg.body)
   if (received === null) return fail('invalid_argument', `malformed ${msg.method} body`)
   if (received.sender.id !== msg.from) {

@@ -21,12 +21,12 @@
  * missed, as repair does past Cassandra's max_hint_window. The queue keeps no state of its own
  * beyond counters and what it saw of gossip: the hints are the store's. */
 import assert from 'node:assert/strict'
-import type { Actor, Context } from '../../protocol/actor.js'
-import { ok, unreachable, type Result } from '../../protocol/errors.js'
+import type { Actor, Context, Request } from '../../protocol/actor.js'
+import { ok, type Result } from '../../protocol/errors.js'
 import { parseHlc } from '../../protocol/hlc.js'
 import type { MemberStatus } from '../../protocol/cluster.js'
 import type { MembershipView } from '../../protocol/membership.js'
-import type { Hint, HintQueueCounters, HintQueueMsg, KeyBrought } from '../../protocol/messages.js'
+import type { Hint, HintQueueCounters } from '../../protocol/messages.js'
 
 /** How often gossip's view is looked at. */
 export const LOOK_MS = 1_000
@@ -74,7 +74,7 @@ export interface HintQueueState {
   cancelLook: () => void
 }
 
-export const hintQueue: Actor<HintQueueState, HintQueueMsg> = {
+export const hintQueue: Actor<HintQueueState, 'hint-queue'> = {
   name: 'hint-queue',
   init(ctx) {
     const self = ctx.config['SVC_NODE_ID']
@@ -93,12 +93,8 @@ export const hintQueue: Actor<HintQueueState, HintQueueMsg> = {
     scheduleLook(state, ctx)
     return state
   },
-  handle(state, msg): Result<unknown> {
-    switch (msg.kind) {
-      case 'hint-queue.counters':
-        return ok({ ...state.counters })
-    }
-    return unreachable(msg.kind)
+  handlers: {
+    'hint-queue.counters': (state) => ok({ ...state.counters }),
   },
   stop(state) {
     state.stopped = true
@@ -116,13 +112,13 @@ function scheduleLook(state: HintQueueState, ctx: Context): void {
 /** Starts a delivery pass for every Alive replica whose turn has come and an expiry pass for every
  * replica away with hints whose turn has come, and tells the store which are away past the TTL. */
 async function look(state: HintQueueState, ctx: Context): Promise<void> {
-  const view = await ctx.call<MembershipView>('gossiper', {
+  const view = await ctx.call('gossiper', {
     kind: 'membership.view',
     requestId: 'hint-queue',
     deadlineMs: ctx.now() + CALL_MS,
   })
   if (!view.ok) return
-  const kept = await ctx.call<Record<string, number>>('replica-store', {
+  const kept = await ctx.call('replica-store', {
     kind: 'hint.nodes',
     requestId: 'hint-queue',
     deadlineMs: ctx.now() + CALL_MS,
@@ -202,7 +198,7 @@ async function tellClosed(state: HintQueueState, ctx: Context, now: number): Pro
     }
   }
   state.closed = closed
-  const told = await ctx.call<null>('replica-store', {
+  const told = await ctx.call('replica-store', {
     kind: 'hint.closed',
     nodes: closed,
     requestId: 'hint-queue',
@@ -235,11 +231,12 @@ async function pass(
   /** Hints the pass read and left in place: those repair does not replay, which wait to expire. */
   let left = 0
   for (let page = 0; page < PAGES_PER_PASS_MAX && !state.stopped; page++) {
-    const hints = await storeCall<Hint[]>(ctx, {
+    const hints = await ctx.call('replica-store', {
       kind: 'hint.page',
       node,
       after,
       limit: PAGE_HINTS,
+      ...addressed(ctx),
     })
     if (!hints.ok) return 'unreached'
     if (hints.value.length === 0) break
@@ -265,7 +262,7 @@ async function pass(
     if (hints.value.length < PAGE_HINTS) break
   }
   if (!delivering || state.stopped) return 'done'
-  const kept = await storeCall<Record<string, number>>(ctx, { kind: 'hint.nodes' })
+  const kept = await ctx.call('replica-store', { kind: 'hint.nodes', ...addressed(ctx) })
   if (!kept.ok) return 'unreached'
   return (kept.value[node] ?? 0) > left ? 'again' : 'done'
 }
@@ -289,7 +286,7 @@ async function deliver(
   const worker = async (): Promise<void> => {
     while (reached && !state.stopped && next < hints.length) {
       const hint = hints[next++] as Hint
-      const brought = await ctx.call<KeyBrought>('coordinator', {
+      const brought = await ctx.call('coordinator', {
         kind: 'key.bring',
         bucket: hint.bucket,
         key: hint.key,
@@ -310,24 +307,15 @@ async function deliver(
 /** Removes `hints` from the store; null when the store did not answer. */
 async function done(ctx: Context, hints: readonly Hint[]): Promise<number | null> {
   if (hints.length === 0) return 0
-  const removed = await storeCall<number>(ctx, { kind: 'hint.done', hints: [...hints] })
+  const removed = await ctx.call('replica-store', {
+    kind: 'hint.done',
+    hints: [...hints],
+    ...addressed(ctx),
+  })
   return removed.ok ? removed.value : null
 }
 
-type StoreRequest =
-  | {
-      kind: 'hint.page'
-      node: string
-      after: { bucket: string; key: string } | null
-      limit: number
-    }
-  | { kind: 'hint.done'; hints: Hint[] }
-  | { kind: 'hint.nodes' }
-
-function storeCall<T>(ctx: Context, msg: StoreRequest): Promise<Result<T>> {
-  return ctx.call<T>('replica-store', {
-    ...msg,
-    requestId: 'hint-queue',
-    deadlineMs: ctx.now() + CALL_MS,
-  })
+/** What every request of the hint queue to its store carries. */
+function addressed(ctx: Context): Request {
+  return { requestId: 'hint-queue', deadlineMs: ctx.now() + CALL_MS }
 }

@@ -21,7 +21,7 @@ export async function announceKeyChange(
   state.generation += 1
   const generation = state.generation
   for (let attempt = 1; attempt <= ATTEMPTS_MAX; attempt += 1) {
-    const answers = await ctx.callEach<null>('http-ingress', {
+    const answers = await ctx.callEach('http-ingress', {
       kind: 'ingress.forget-key',
       accessKey,
       generation,

@@ -29,7 +29,7 @@ export async function bootstrapPair(ctx: Context, deadlineMs: number): Promise<P
   }
   const masterKey = ctx.config['SVC_MASTER_KEY']
   assert(masterKey !== undefined, 'the runtime always passes the master key')
-  const stored = await ctx.call<Uint8Array | null>('replica-store', {
+  const stored = await ctx.call('replica-store', {
     kind: 'system.get',
     name: BOOTSTRAP_RECORD,
     requestId: 'iam-init',

@@ -9,8 +9,8 @@
  * acknowledged) before the change's request returns, so the very next S3 request sees it. */
 import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
-import { fail, ok, unreachable, type Result } from '../../protocol/errors.js'
-import type { IamMsg, KeyLookup } from '../../protocol/messages.js'
+import { fail, ok, type Result } from '../../protocol/errors.js'
+import type { KeyLookup } from '../../protocol/messages.js'
 import { bootstrapPair, createRootUser } from './bootstrap.js'
 import { deleteCredentials, issueCredentials } from './credentials.js'
 import { exclusively, type IamState } from './iam-state.js'
@@ -25,7 +25,7 @@ import { loadUsers } from './user-records.js'
 const INIT_TIMEOUT_MS = 10_000
 const JWT_TTL_SECS_DEFAULT = 3600
 
-export const iam: Actor<IamState, IamMsg> = {
+export const iam: Actor<IamState, 'iam'> = {
   name: 'iam',
   async init(ctx) {
     const deadlineMs = ctx.now() + INIT_TIMEOUT_MS
@@ -62,47 +62,24 @@ export const iam: Actor<IamState, IamMsg> = {
     }
     return state
   },
-  handle(state, msg, ctx) {
-    return dispatch(state, msg, ctx)
+  handlers: {
+    'iam.lookup-key': (state, msg) => lookupKey(state, msg.accessKey),
+    'iam.login': login,
+    'iam.authorize': (state, msg, ctx) => authorize(state, msg.token, ctx),
+    'iam.user.list': (state) => listUsers(state),
+    'iam.user.create': createUser,
+    'iam.user.get': (state, msg) => getUser(state, msg.userId),
+    'iam.user.update': updateUser,
+    'iam.user.delete': deleteUser,
+    'iam.credentials.create': issueCredentials,
+    'iam.credentials.delete': deleteCredentials,
+    'iam.records-changed': (state, msg, ctx) =>
+      reloadRecords(state, ctx, msg.names, msg.requestId, msg.deadlineMs),
+    'iam.catalog-synced': (state, _msg, ctx) =>
+      exclusively(state, () => createClusterRoot(state, ctx)),
+    // Cluster mode: Iam.LoginOutcome from another storage node.
+    'peer.request': takeLoginOutcome,
   },
-}
-
-/** Cluster mode, after the first catalog pull: the root user if the cluster has no user yet. */
-function dispatch(
-  state: IamState,
-  msg: IamMsg,
-  ctx: Context,
-): Result<unknown> | Promise<Result<unknown>> {
-  switch (msg.kind) {
-    case 'iam.lookup-key':
-      return lookupKey(state, msg.accessKey)
-    case 'iam.login':
-      return login(state, msg, ctx)
-    case 'iam.authorize':
-      return authorize(state, msg.token, ctx)
-    case 'iam.user.list':
-      return listUsers(state)
-    case 'iam.user.create':
-      return createUser(state, msg, ctx)
-    case 'iam.user.get':
-      return getUser(state, msg.userId)
-    case 'iam.user.update':
-      return updateUser(state, msg, ctx)
-    case 'iam.user.delete':
-      return deleteUser(state, msg, ctx)
-    case 'iam.credentials.create':
-      return issueCredentials(state, msg, ctx)
-    case 'iam.credentials.delete':
-      return deleteCredentials(state, msg, ctx)
-    case 'iam.records-changed':
-      return reloadRecords(state, ctx, msg.names, msg.requestId, msg.deadlineMs)
-    case 'iam.catalog-synced':
-      return exclusively(state, () => createClusterRoot(state, ctx))
-    case 'peer.request':
-      return takeLoginOutcome(state, msg, ctx)
-    default:
-      return unreachable(msg)
-  }
 }
 
 function lookupKey(state: IamState, accessKey: string): Result<KeyLookup> {

@@ -27,7 +27,7 @@ export async function reloadRecords(
 ): Promise<Result<null>> {
   for (const name of names.slice(0, NAMES_MAX)) {
     if (!name.startsWith(USER_RECORD_PREFIX)) continue
-    const stored = await ctx.call<Uint8Array | null>('replica-store', {
+    const stored = await ctx.call('replica-store', {
       kind: 'system.get',
       name,
       requestId,

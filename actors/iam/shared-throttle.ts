@@ -34,7 +34,7 @@ export async function shareLoginOutcome(
 ): Promise<void> {
   if (ctx.config['SVC_MODE'] !== 'cluster') return
   const deadlineMs = Math.min(request.deadlineMs, ctx.now() + NOTICE_MS)
-  const view = await ctx.call<MembershipView>('gossiper', {
+  const view = await ctx.call('gossiper', {
     kind: 'membership.view',
     requestId: request.requestId,
     deadlineMs,

@@ -72,7 +72,7 @@ export async function saveUser(
   requestId: string,
   deadlineMs: number,
 ): Promise<Result<null>> {
-  return ctx.call<null>('replica-store', {
+  return ctx.call('replica-store', {
     kind: 'system.put',
     name: USER_RECORD_PREFIX + user.id,
     value: encodeUser(user),
@@ -87,7 +87,7 @@ export async function removeUser(
   requestId: string,
   deadlineMs: number,
 ): Promise<Result<null>> {
-  return ctx.call<null>('replica-store', {
+  return ctx.call('replica-store', {
     kind: 'system.delete',
     name: USER_RECORD_PREFIX + userId,
     requestId,
@@ -96,7 +96,7 @@ export async function removeUser(
 }
 
 export async function loadUsers(ctx: Context, deadlineMs: number): Promise<UserRecord[]> {
-  const listed = await ctx.call<SystemRecord[]>('replica-store', {
+  const listed = await ctx.call('replica-store', {
     kind: 'system.list',
     prefix: USER_RECORD_PREFIX,
     requestId: 'iam-init',

@@ -20,10 +20,11 @@
  * without scanning objects (see recovery.ts); `stop` waits for commits and background work. */
 import { checkRejoin, servingPhase, startBootstrap } from './replication/rejoin.js'
 import assert from 'node:assert/strict'
-import type { Actor, ByteSink, Context } from '../../protocol/actor.js'
+import { byKind, type Actor, type ByteSink, type Context } from '../../protocol/actor.js'
 import { reportDamage } from './blobs/damaged.js'
-import { fail, ok, ServiceError, unreachable, type Result } from '../../protocol/errors.js'
-import type { PeerRequestMsg } from '../../protocol/cluster.js'
+import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
+import type { PeerAnswer, PeerRequestMsg } from '../../protocol/cluster.js'
+import type { Handled } from '../../protocol/protocols.js'
 import type { StoreMsg } from '../../protocol/messages.js'
 import {
   applyCatalog,
@@ -101,7 +102,7 @@ import {
 
 export type { StoreState } from './store-state.js'
 
-export const replicaStore: Actor<StoreState, StoreMsg> = {
+export const replicaStore: Actor<StoreState, 'replica-store'> = {
   name: 'replica-store',
 
   async init(ctx: Context): Promise<StoreState> {
@@ -126,11 +127,13 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
     return state
   },
 
-  async handle(state, msg, ctx): Promise<Result<unknown>> {
+  async around(state, kindOf, ctx, next) {
+    // What is done for every request reads the message by its kind.
+    const msg = kindOf as StoreMsg
     assert(!state.stopping, 'replica-store handled a request after stop')
     state.handling++
     try {
-      let result = await handleOnce(state, msg, ctx)
+      let result = await handleOnce(state, msg, ctx, next)
       // A request that frees space must work on a full volume: when even its batch found no
       // room, the database got the reserve (rocks-kv's onNoSpace) and resumes once it sees room.
       for (let retry = 1; retry <= FREEING_RETRIES_MAX && FREEING_KINDS.has(msg.kind); retry++) {
@@ -138,12 +141,94 @@ export const replicaStore: Actor<StoreState, StoreMsg> = {
         if (ctx.now() + FREEING_RETRY_MS >= msg.deadlineMs) break
         await ctx.blobs.admits(0)
         await new Promise<void>((resolve) => ctx.after(FREEING_RETRY_MS, resolve))
-        result = await handleOnce(state, msg, ctx)
+        result = await handleOnce(state, msg, ctx, next)
       }
       return result
     } finally {
       state.handling--
     }
+  },
+
+  handlers: {
+    // Buckets, objects and uploads (the S3 engine).
+    'bucket.create': (state, msg, ctx) =>
+      state.catalog !== null
+        ? createBucketInCluster(state, msg, ctx)
+        : createBucket(state, msg, ctx),
+    'bucket.delete': deleteBucket,
+    'bucket.head': (_state, msg, ctx) => headBucket(msg.bucket, ctx),
+    'bucket.list': (_state, msg, ctx) => listBuckets(msg, ctx),
+    'bucket.stats': (_state, _msg, ctx) => bucketStats(ctx),
+    'bucket.cors.put': (state, msg, ctx) => putCors(state, msg.bucket, msg.cors, ctx),
+    'bucket.cors.get': (_state, msg, ctx) => getCors(msg.bucket, ctx),
+    'bucket.cors.delete': (state, msg, ctx) => deleteCors(state, msg.bucket, ctx),
+    'bucket.versioning.put': (state, msg, ctx) => putVersioning(state, msg.bucket, msg.status, ctx),
+    'bucket.versioning.get': (_state, msg, ctx) => getVersioning(msg.bucket, ctx),
+    'bucket.tagging.put': putBucketTagging,
+    'bucket.tagging.get': (_state, msg, ctx) => getBucketTagging(msg.bucket, ctx),
+    'object.put': putObject,
+    'object.get': getObject,
+    'object.delete': (state, msg, ctx) => {
+      const target = msg.versionId === undefined ? { key: msg.key } : msg
+      return deleteObject(state, msg.bucket, target, ctx, msg.stamp)
+    },
+    'object.delete-many': (state, msg, ctx) =>
+      deleteObjects(state, msg.bucket, msg.objects, ctx, msg.stamp),
+    'object.list-versions': (_state, msg, ctx) => listVersions(msg, ctx),
+    'object.copy': copyObject,
+    'object.list': (_state, msg, ctx) => listObjects(msg, ctx),
+    'object.tagging.put': putObjectTagging,
+    'object.tagging.get': (_state, msg, ctx) => getObjectTagging(msg, ctx),
+    'upload.create': createUpload,
+    'upload.part': uploadPart,
+    'upload.part-copy': uploadPartCopy,
+    'upload.complete': completeUpload,
+    'upload.abort': abortUpload,
+    'upload.list-parts': (_state, msg, ctx) => listParts(msg, ctx),
+    'upload.list': (_state, msg, ctx) => listUploads(msg, ctx),
+    // What replicas of a cluster ask each other: point checks, key claims, digests, bootstrap.
+    'object.stamps': (_state, msg, ctx) => objectStamps(msg, ctx),
+    'object.heads': (_state, msg, ctx) => objectHeads(msg, ctx),
+    'object.versions-deleted': (_state, msg, ctx) => versionsDeleted(msg, ctx),
+    'upload.states': (_state, msg, ctx) => uploadStates(msg, ctx),
+    'key.claim': (state, msg, ctx) => claimKeyFor(state, msg, ctx.now()),
+    'key.release': (state, msg) => releaseKey(state, msg),
+    'ae.roots': (_state, msg, ctx) => rootDigests(msg, ctx),
+    'ae.leaves': (_state, msg, ctx) => leafDigests(msg, ctx),
+    'ae.keys': (_state, msg, ctx) => keyDigests(msg, ctx),
+    'key.manifest': (_state, msg, ctx) => keyManifest(msg, ctx),
+    'records.get': (_state, msg, ctx) => keyRecords(msg, ctx),
+    'records.merge': mergeKey,
+    'ae.purge': purgeTombstones,
+    'node.bootstrap': (state, _msg, ctx) => startBootstrap(state, ctx),
+    'node.bootstrap-status': (state) => ok({ ...state.bootstrap }),
+    'peer.request': servePeer,
+    // Records kept for other actors: system records, hints, the node's phase.
+    'system.get': (_state, msg, ctx) => getSystemRecord(msg.name, ctx),
+    'system.put': (state, msg, ctx) => putSystemRecord(state, msg.name, msg.value, ctx),
+    'system.delete': (state, msg, ctx) => deleteSystemRecord(state, msg.name, ctx),
+    'system.list': (_state, msg, ctx) => listSystemRecords(msg.prefix, ctx),
+    'system.stats': (_state, _msg, ctx) => storeStats(ctx),
+    'system.phase': (state) =>
+      ok(state.catalog === null || state.catalog.synced ? servingPhase(state) : 'joining'),
+    'system.local-get': (_state, msg, ctx) => getLocalRecord(msg.name, ctx),
+    'system.local-put': (state, msg, ctx) => putLocalRecord(state, msg.name, msg.value, ctx),
+    'hint.put': (state, msg, ctx) => putHints(state, ctx, msg.hints),
+    'hint.count': (state) => ok(state.hintsPending),
+    'hint.nodes': (state) =>
+      ok(Object.fromEntries([...state.hintsPerNode].filter(([, count]) => count > 0))),
+    'hint.page': (_state, msg, ctx) => pageHints(ctx, msg.node, msg.after, msg.limit),
+    'hint.done': (state, msg, ctx) => hintsDone(state, ctx, msg.hints),
+    'hint.closed': (state, msg) => closeHints(state, msg.nodes),
+    // Blobs: the scrubber's pages, reads, verdicts and replacements.
+    'blob.list': listBlobs,
+    'blob.read': readBlob,
+    'blob.mark': markBlob,
+    'blob.damaged': (state, msg, ctx) => {
+      reportDamage(state, ctx, msg.sha256, msg.why)
+      return ok(null)
+    },
+    'blob.replace': replaceBlob,
   },
 
   async stop(state) {
@@ -167,13 +252,16 @@ const FREEING_KINDS: ReadonlySet<StoreMsg['kind']> = new Set([
 const FREEING_RETRIES_MAX = 100
 const FREEING_RETRY_MS = 200
 
-async function handleOnce(
+async function handleOnce<T>(
   state: StoreState,
   msg: StoreMsg,
   ctx: Context,
-): Promise<Result<unknown>> {
+  next: () => Handled<T>,
+): Promise<Result<T>> {
   try {
-    const result = await dispatch(state, msg, ctx)
+    const chosen = checkChosen(msg)
+    if (!chosen.ok) return chosen
+    const result = await next()
     // In cluster mode a catalog change is in force on the other nodes before it answers.
     const keys = state.catalog !== null && result.ok ? catalogKeysOf(msg) : []
     if (keys.length === 0) return result
@@ -186,147 +274,12 @@ async function handleOnce(
   }
 }
 
-function dispatch(
-  state: StoreState,
-  msg: StoreMsg,
-  ctx: Context,
-): Promise<Result<unknown>> | Result<unknown> {
+/** A replica's request from a peer, answered as the local one (no catalog publication: the
+ * calling node's store publishes what its own request changed). */
+function answerLocally(state: StoreState, msg: StoreMsg, ctx: Context): Handled<PeerAnswer> {
   const chosen = checkChosen(msg)
   if (!chosen.ok) return chosen
-  switch (msg.kind) {
-    case 'peer.request':
-      return servePeer(state, msg, ctx)
-    case 'bucket.create':
-      if (state.catalog !== null) return createBucketInCluster(state, msg, ctx)
-      return createBucket(state, msg, ctx)
-    case 'bucket.delete':
-      return deleteBucket(state, msg, ctx)
-    case 'bucket.head':
-      return headBucket(msg.bucket, ctx)
-    case 'bucket.list':
-      return listBuckets(msg, ctx)
-    case 'bucket.stats':
-      return bucketStats(ctx)
-    case 'bucket.cors.put':
-      return putCors(state, msg.bucket, msg.cors, ctx)
-    case 'bucket.cors.get':
-      return getCors(msg.bucket, ctx)
-    case 'bucket.cors.delete':
-      return deleteCors(state, msg.bucket, ctx)
-    case 'object.put':
-      return putObject(state, msg, ctx)
-    case 'object.get':
-      return getObject(state, msg, ctx)
-    case 'object.delete': {
-      const target = msg.versionId === undefined ? { key: msg.key } : msg
-      return deleteObject(state, msg.bucket, target, ctx, msg.stamp)
-    }
-    case 'object.delete-many':
-      return deleteObjects(state, msg.bucket, msg.objects, ctx, msg.stamp)
-    case 'bucket.versioning.put':
-      return putVersioning(state, msg.bucket, msg.status, ctx)
-    case 'bucket.versioning.get':
-      return getVersioning(msg.bucket, ctx)
-    case 'object.list-versions':
-      return listVersions(msg, ctx)
-    case 'object.copy':
-      return copyObject(state, msg, ctx)
-    case 'object.list':
-      return listObjects(msg, ctx)
-    case 'object.tagging.put':
-      return putObjectTagging(state, msg, ctx)
-    case 'object.tagging.get':
-      return getObjectTagging(msg, ctx)
-    case 'bucket.tagging.put':
-      return putBucketTagging(state, msg, ctx)
-    case 'bucket.tagging.get':
-      return getBucketTagging(msg.bucket, ctx)
-    case 'upload.create':
-      return createUpload(state, msg, ctx)
-    case 'upload.part':
-      return uploadPart(state, msg, ctx)
-    case 'upload.part-copy':
-      return uploadPartCopy(state, msg, ctx)
-    case 'upload.complete':
-      return completeUpload(state, msg, ctx)
-    case 'upload.abort':
-      return abortUpload(state, msg, ctx)
-    case 'upload.list-parts':
-      return listParts(msg, ctx)
-    case 'upload.list':
-      return listUploads(msg, ctx)
-    case 'object.stamps':
-      return objectStamps(msg, ctx)
-    case 'object.heads':
-      return objectHeads(msg, ctx)
-    case 'object.versions-deleted':
-      return versionsDeleted(msg, ctx)
-    case 'upload.states':
-      return uploadStates(msg, ctx)
-    case 'hint.put':
-      return putHints(state, ctx, msg.hints)
-    case 'hint.count':
-      return ok(state.hintsPending)
-    case 'hint.nodes':
-      return ok(Object.fromEntries([...state.hintsPerNode].filter(([, count]) => count > 0)))
-    case 'hint.page':
-      return pageHints(ctx, msg.node, msg.after, msg.limit)
-    case 'hint.done':
-      return hintsDone(state, ctx, msg.hints)
-    case 'hint.closed':
-      return closeHints(state, msg.nodes)
-    case 'key.claim':
-      return claimKeyFor(state, msg, ctx.now())
-    case 'key.release':
-      return releaseKey(state, msg)
-    case 'system.get':
-      return getSystemRecord(msg.name, ctx)
-    case 'system.put':
-      return putSystemRecord(state, msg.name, msg.value, ctx)
-    case 'system.delete':
-      return deleteSystemRecord(state, msg.name, ctx)
-    case 'system.list':
-      return listSystemRecords(msg.prefix, ctx)
-    case 'system.stats':
-      return storeStats(ctx)
-    case 'system.phase':
-      return ok(state.catalog === null || state.catalog.synced ? servingPhase(state) : 'joining')
-    case 'node.bootstrap':
-      return startBootstrap(state, ctx)
-    case 'node.bootstrap-status':
-      return ok({ ...state.bootstrap })
-    case 'system.local-get':
-      return getLocalRecord(msg.name, ctx)
-    case 'system.local-put':
-      return putLocalRecord(state, msg.name, msg.value, ctx)
-    case 'blob.list':
-      return listBlobs(state, msg, ctx)
-    case 'blob.read':
-      return readBlob(state, msg, ctx)
-    case 'blob.mark':
-      return markBlob(state, msg, ctx)
-    case 'blob.damaged':
-      reportDamage(state, ctx, msg.sha256, msg.why)
-      return ok(null)
-    case 'blob.replace':
-      return replaceBlob(state, msg, ctx)
-    case 'ae.roots':
-      return rootDigests(msg, ctx)
-    case 'ae.leaves':
-      return leafDigests(msg, ctx)
-    case 'ae.keys':
-      return keyDigests(msg, ctx)
-    case 'key.manifest':
-      return keyManifest(msg, ctx)
-    case 'records.get':
-      return keyRecords(msg, ctx)
-    case 'records.merge':
-      return mergeKey(state, msg, ctx)
-    case 'ae.purge':
-      return purgeTombstones(state, msg, ctx)
-    default:
-      return unreachable(msg)
-  }
+  return byKind('replica-store', replicaStore.handlers, state, msg, ctx)
 }
 
 /** What a coordinator chose for every replica (a stamp, an upload id) is checked before anything
@@ -368,9 +321,9 @@ function catalogKeysOf(msg: StoreMsg): string[] {
 function answerPeer(
   state: StoreState,
   call: PeerRequestMsg,
-  result: Result<unknown>,
+  result: Result<PeerAnswer>,
   ctx: Context,
-): Result<unknown> {
+): Result<PeerAnswer> {
   if (!result.ok || typeof result.value !== 'object' || result.value === null) return result
   const { body, ...answer } = result.value as { body?: Uint8Array }
   if (body === undefined) return result
@@ -393,7 +346,7 @@ async function servePeer(
   state: StoreState,
   msg: PeerRequestMsg,
   ctx: Context,
-): Promise<Result<unknown>> {
+): Promise<Result<PeerAnswer>> {
   if (state.catalog === null) return fail('invalid_request', 'this node is not in cluster mode')
   const body = (msg.body ?? {}) as never
   switch (msg.method) {
@@ -410,7 +363,7 @@ async function servePeer(
     case 'Replica.Read': {
       const local = replicaMessage(msg)
       if (!local.ok) return local
-      return answerPeer(state, msg, await dispatch(state, local.value, ctx), ctx)
+      return answerPeer(state, msg, await answerLocally(state, local.value, ctx), ctx)
     }
     default:
       return fail('invalid_request', `replica-store does not serve ${msg.method}`)

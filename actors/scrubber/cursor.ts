@@ -38,7 +38,7 @@ function parseRecord(bytes: Uint8Array): ScrubberRecord | null {
 
 /** Reads the record and sets where the scan goes on from. */
 export async function loadRecord(state: ScrubberState, ctx: Context): Promise<Result<null>> {
-  const stored = await ctx.call<Uint8Array | null>('replica-store', {
+  const stored = await ctx.call('replica-store', {
     kind: 'system.local-get',
     name: SCRUBBER_RECORD,
     requestId: 'scrubber-record',
@@ -77,7 +77,7 @@ export async function saveRecord(
     passStartedMs: state.passStartedMs,
     done: state.passDone,
   }
-  const saved = await ctx.call<null>('replica-store', {
+  const saved = await ctx.call('replica-store', {
     kind: 'system.local-put',
     name: SCRUBBER_RECORD,
     value: new Uint8Array(Buffer.from(JSON.stringify(record))),

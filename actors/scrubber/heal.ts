@@ -35,7 +35,7 @@ export async function heal(
 
 /** The other nodes of this node's pool that gossip shows reachable, in a random order. */
 async function poolPeers(state: ScrubberState, ctx: Context): Promise<PeerTarget[]> {
-  const view = await ctx.call<MembershipView>('gossiper', {
+  const view = await ctx.call('gossiper', {
     kind: 'membership.view',
     requestId: 'scrubber-heal',
     deadlineMs: ctx.now() + STORE_CALL_MS,
@@ -66,7 +66,7 @@ async function copyFrom(
 ): Promise<Result<{ replaced: boolean }>> {
   const deadlineMs = streamDeadlineMs(ctx.now(), size)
   const [fromPeer, intoStore] = ctx.openStream()
-  const replaced = ctx.call<{ replaced: boolean }>('replica-store', {
+  const replaced = ctx.call('replica-store', {
     kind: 'blob.replace',
     sha256,
     stream: intoStore,

@@ -20,7 +20,7 @@ export type Reading =
 
 export async function readWhole(ctx: Context, sha256: string): Promise<Reading> {
   const [mine, theirs] = ctx.openStream()
-  const answer = await ctx.call<BlobHead>('replica-store', {
+  const answer = await ctx.call('replica-store', {
     kind: 'blob.read',
     sha256,
     stream: theirs,

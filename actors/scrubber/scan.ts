@@ -127,7 +127,7 @@ async function endPass(state: ScrubberState, ctx: Context): Promise<void> {
 }
 
 async function nextPage(state: ScrubberState, ctx: Context): Promise<Result<BlobPage>> {
-  const page = await ctx.call<BlobPage>('replica-store', {
+  const page = await ctx.call('replica-store', {
     kind: 'blob.list',
     after: state.cursor,
     limit: PAGE_BLOBS,
@@ -200,7 +200,7 @@ async function corruptionFound(
 }
 
 async function mark(ctx: Context, sha256: string, corrupt: boolean): Promise<void> {
-  const marked = await ctx.call<null>('replica-store', {
+  const marked = await ctx.call('replica-store', {
     kind: 'blob.mark',
     sha256,
     corrupt,

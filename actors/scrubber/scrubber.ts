@@ -17,7 +17,7 @@ import { createState, URGENT_MAX, type ScrubberState } from './scrub-state.js'
 /** A stop saves the pass's place within this, well inside the supervisor's stop budget. */
 const STOP_SAVE_MS = 2_000
 
-export const scrubber: Actor<ScrubberState, ScrubberMsg> = {
+export const scrubber: Actor<ScrubberState, 'scrubber'> = {
   name: 'scrubber',
   init(ctx) {
     const state = createState(ctx)
@@ -27,18 +27,14 @@ export const scrubber: Actor<ScrubberState, ScrubberMsg> = {
     })
     return state
   },
-  handle(state, msg) {
-    switch (msg.kind) {
-      case 'scrubber.check':
-        assert(/^[0-9a-f]{64}$/.test(msg.sha256), 'scrubber.check of a malformed sha256')
-        if (state.urgent.size < URGENT_MAX) state.urgent.add(msg.sha256)
-        state.wake?.()
-        return ok(null)
-      case 'scrubber.status':
-        return ok(status(state))
-      default:
-        return unreachable(msg)
-    }
+  handlers: {
+    'scrubber.check': (state, msg) => {
+      assert(/^[0-9a-f]{64}$/.test(msg.sha256), 'scrubber.check of a malformed sha256')
+      if (state.urgent.size < URGENT_MAX) state.urgent.add(msg.sha256)
+      state.wake?.()
+      return ok(null)
+    },
+    'scrubber.status': (state) => ok(status(state)),
   },
   async stop(state, ctx) {
     state.stopping = true

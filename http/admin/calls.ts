@@ -19,7 +19,8 @@ export function askIam<K extends IamMsg['kind']>(
   msg: { kind: K } & Unaddressed<Extract<IamMsg, { kind: K }>>,
 ): Promise<Result<IamReply[K]>> {
   const request = { ...msg, requestId: c.get('requestId'), deadlineMs: deadline(mesh) }
-  return mesh.call<IamReply[K]>('iam', request as IamMsg)
+  // The spread of a generic message is not seen as the message it is: its kind's reply is.
+  return mesh.call('iam', request as IamMsg) as Promise<Result<IamReply[K]>>
 }
 
 export function askCoordinator<K extends ObjectMsg['kind']>(
@@ -28,7 +29,9 @@ export function askCoordinator<K extends ObjectMsg['kind']>(
   msg: { kind: K } & Unaddressed<Extract<ObjectMsg, { kind: K }>>,
 ): Promise<Result<ObjectReply[K]>> {
   const request = { ...msg, requestId: c.get('requestId'), deadlineMs: deadline(mesh) }
-  return mesh.call<ObjectReply[K]>(objectActor(mesh.config), request as ObjectMsg)
+  return mesh.call(objectActor(mesh.config), request as ObjectMsg) as Promise<
+    Result<ObjectReply[K]>
+  >
 }
 
 function deadline(mesh: Mesh): number {

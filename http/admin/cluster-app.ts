@@ -39,7 +39,7 @@ export async function membershipView(
   mesh: Mesh,
   deadlineMs: number,
 ): Promise<Result<MembershipView>> {
-  return mesh.call<MembershipView>('gossiper', {
+  return mesh.call('gossiper', {
     kind: 'membership.view',
     requestId: 'admin',
     deadlineMs,
@@ -142,7 +142,7 @@ export function clusterHealthJson(mesh: Mesh, view: MembershipView, hintsPending
 
 /** Hints this node keeps for replicas that missed writes (0 on a gateway, which keeps none). */
 export async function hintsPending(mesh: Mesh): Promise<number> {
-  const counted = await mesh.call<number>('coordinator', {
+  const counted = await mesh.call('coordinator', {
     kind: 'hint.count',
     requestId: 'hints',
     deadlineMs: mesh.now() + 1_000,
@@ -156,23 +156,23 @@ export async function hintsPending(mesh: Mesh): Promise<number> {
 async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
   const deadlineMs = mesh.now() + 1_000
   const [entropy, pending, hints, scrubber, bootstrap] = await Promise.all([
-    mesh.call<AntiEntropyStatus>('anti-entropy', {
+    mesh.call('anti-entropy', {
       kind: 'anti-entropy.status',
       requestId: 'repair-status',
       deadlineMs,
     }),
     hintsPending(mesh),
-    mesh.call<HintQueueCounters>('hint-queue', {
+    mesh.call('hint-queue', {
       kind: 'hint-queue.counters',
       requestId: 'repair-status',
       deadlineMs,
     }),
-    mesh.call<ScrubberStatus>('scrubber', {
+    mesh.call('scrubber', {
       kind: 'scrubber.status',
       requestId: 'repair-status',
       deadlineMs,
     }),
-    mesh.call<BootstrapJob>('coordinator', {
+    mesh.call('coordinator', {
       kind: 'node.bootstrap-status',
       requestId: 'repair-status',
       deadlineMs,
@@ -294,7 +294,7 @@ export function createClusterApp(mesh: Mesh, caches: AuthCaches): Hono<AdminEnv>
       if (body.value['confirm'] !== BOOTSTRAP_CONFIRM) {
         return sendCode(c, 'invalid_data', `confirm must be "${BOOTSTRAP_CONFIRM}"`)
       }
-      const job = await mesh.call<BootstrapJob>('coordinator', {
+      const job = await mesh.call('coordinator', {
         kind: 'node.bootstrap',
         requestId: c.get('requestId'),
         deadlineMs: mesh.now() + 10_000,

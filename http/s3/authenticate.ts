@@ -36,7 +36,7 @@ export async function lookupKey(
 ): Promise<Result<KeyLookup>> {
   const cached = keys.get(accessKey)
   if (cached !== undefined) return ok(cached)
-  const lookup = await ex.mesh.call<KeyLookup>('iam', {
+  const lookup = await ex.mesh.call('iam', {
     kind: 'iam.lookup-key',
     accessKey,
     requestId: ex.requestId,

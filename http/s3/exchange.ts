@@ -128,5 +128,8 @@ export function askCoordinator<K extends ObjectMsg['kind']>(
   msg: { kind: K } & Unaddressed<Extract<ObjectMsg, { kind: K }>>,
 ): Promise<Result<ObjectReply[K]>> {
   const request = { ...msg, requestId: ex.requestId, deadlineMs: callDeadline(ex) }
-  return ex.mesh.call<ObjectReply[K]>(objectActor(ex.mesh.config), request as ObjectMsg)
+  // The spread of a generic message is not seen as the message it is: its kind's reply is.
+  return ex.mesh.call(objectActor(ex.mesh.config), request as ObjectMsg) as Promise<
+    Result<ObjectReply[K]>
+  >
 }

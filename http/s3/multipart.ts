@@ -126,7 +126,7 @@ async function uploadPartCopy(
   if (!source.ok) return sendError(ex, source.code, source.detail)
   const range = parseCopyRange(ex.headers['x-amz-copy-source-range'])
   if (!range.ok) return sendError(ex, range.code, range.detail)
-  const reply = await ex.mesh.call<PartInfo>(objectActor(ex.mesh.config), {
+  const reply = await ex.mesh.call(objectActor(ex.mesh.config), {
     kind: 'upload.part-copy',
     ...at,
     uploadId,

@@ -127,23 +127,23 @@ export async function sendBody<T>(
   if (size <= INLINE_BLOB_BYTES_MAX) {
     const body = await readWholeBody(ex, auth, size, 'incomplete_body')
     if (!body.ok) return body
-    return ex.mesh.call<T>(objectActor(ex.mesh.config), {
+    return ex.mesh.call(objectActor(ex.mesh.config), {
       ...base,
       body: body.value.bytes,
       deadlineMs: callDeadline(ex),
       expect: { ...expect, ...withTrailers(expect, body.value.trailers) },
-    } as ObjectMsg)
+    } as ObjectMsg) as Promise<Result<T>>
   }
   const deadlineMs = streamDeadlineMs(ex.mesh.now(), size)
   const [local, remote] = ex.mesh.openStream()
   // Listening before the call: a call that cannot be sent closes `remote` at once.
   const sink = ex.mesh.sink(local, deadlineMs)
-  const pending = ex.mesh.call<T>(objectActor(ex.mesh.config), {
+  const pending = ex.mesh.call(objectActor(ex.mesh.config), {
     ...base,
     stream: remote,
     streamMd5: true,
     deadlineMs,
-  } as ObjectMsg)
+  } as ObjectMsg) as Promise<Result<T>>
   const pumped = pumpBody(ex, auth, sink)
   // A call that fails while the client still sends (an actor on its path died) is the answer now:
   // the rest of the body could not be stored, and waiting for it ties the answer to the client.
@@ -220,13 +220,13 @@ function planAnswer(
 }
 
 function getCall(ex: S3Exchange, at: ObjectTarget, extra: object, deadlineMs: number) {
-  return ex.mesh.call<GetResult | MarkerResult>(objectActor(ex.mesh.config), {
+  return ex.mesh.call(objectActor(ex.mesh.config), {
     kind: 'object.get',
     ...at,
     ...extra,
     requestId: ex.requestId,
     deadlineMs,
-  })
+  }) as Promise<Result<GetResult | MarkerResult>> // not `stamped`: never AbsentResult
 }
 
 /** GET and HEAD. A small object comes whole in the first reply. On a single node the first reply

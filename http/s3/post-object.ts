@@ -135,7 +135,7 @@ export async function postObject(ex: S3Exchange, caches: AuthCaches): Promise<vo
   const { key } = object.value
   const deadlineMs = streamDeadlineMs(ex.mesh.now(), length)
   const [local, remote] = ex.mesh.openStream()
-  const pending = ex.mesh.call<PutResult>(objectActor(ex.mesh.config), {
+  const pending = ex.mesh.call(objectActor(ex.mesh.config), {
     kind: 'object.put',
     bucket,
     ...object.value,

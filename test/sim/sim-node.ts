@@ -19,14 +19,15 @@ import { hintQueue } from '../../actors/hint-queue/hint-queue.js'
 import { iam } from '../../actors/iam/iam.js'
 import { replicaStore } from '../../actors/replica-store/replica-store.js'
 import { scrubber } from '../../actors/scrubber/scrubber.js'
-import type {
-  Actor,
-  ActorName,
-  AnyMsg,
-  BlobFiles,
-  Context,
-  KvStore,
-  PasswordHasher,
+import {
+  handle,
+  type Actor,
+  type ActorName,
+  type AnyMsg,
+  type BlobFiles,
+  type Context,
+  type KvStore,
+  type PasswordHasher,
 } from '../../protocol/actor.js'
 import { fail, ServiceError, type Result } from '../../protocol/errors.js'
 import type { ActorMetrics } from '../../runtime/actor-metrics.js'
@@ -300,7 +301,7 @@ export class SimNode {
           this.crashes.push(`${this.id}/${name} failed on ${kind}: ${String(error)}`)
         },
       },
-      (msg) => actor.handle(state, msg as never, ctx),
+      (msg) => handle(actor, state, msg as never, ctx),
     )
   }
 

@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict'
 import { coordinator } from '../../actors/coordinator/coordinator.js'
 import { replicaStore, type StoreState } from '../../actors/replica-store/replica-store.js'
-import type { StreamHandle } from '../../protocol/actor.js'
+import { handle, type StreamHandle } from '../../protocol/actor.js'
 import type {
   BodyRange,
   Member,
@@ -210,7 +210,7 @@ export class CoordinatedCluster {
     if (this.cuts.has(id) || this.cuts.has(from)) return fail('unavailable', `${id} unreachable`)
     this.asked.push({ node: id, from, kind })
     const node = this.store(id)
-    const answer = await replicaStore.handle(node.state, msg, node.ctx)
+    const answer = await handle(replicaStore, node.state, msg, node.ctx)
     for (const hold of this.holds.filter((one) => one.node === id)) {
       if (hold.kinds !== null && !hold.kinds.has(kind)) continue
       hold.waiting++
@@ -260,14 +260,16 @@ export class CoordinatedCluster {
     assert(this.coordinatorState !== null && this.coordinatorCtx !== null)
     const deadlineMs = this.clock.nowMs + REQUEST_MS
     const msg = { ...body, requestId: 'test', deadlineMs } as CoordinatorMsg
-    return coordinator.handle(this.coordinatorState, msg, this.coordinatorCtx) as Promise<Result<T>>
+    return handle(coordinator, this.coordinatorState, msg, this.coordinatorCtx) as Promise<
+      Result<T>
+    >
   }
 
   /** Sends a request straight to one node's store, as the test (bypassing the coordinator). */
   sendTo<T>(id: NodeId, body: Body<StoreMsg>): Promise<Result<T>> {
     const node = this.store(id)
     const msg = { ...body, requestId: 'test', deadlineMs: this.clock.nowMs + REQUEST_MS }
-    return replicaStore.handle(node.state, msg as StoreMsg, node.ctx) as Promise<Result<T>>
+    return handle(replicaStore, node.state, msg as StoreMsg, node.ctx) as Promise<Result<T>>
   }
 
   /** Moves the shared clock, firing every actor's timers that fall due. */

@@ -1,6 +1,7 @@
 /** @module A replica-store running in the test's thread on a fake context (fake-context.ts), as
  * the store's unit tests drive it: messages without their request id and deadline, answers as
  * Results, and the helpers that read them. */
+import { handle } from '../../protocol/actor.js'
 import * as assert from 'uvu/assert'
 import { replicaStore, type StoreState } from '../../actors/replica-store/replica-store.js'
 import type { Result } from '../../protocol/errors.js'
@@ -25,7 +26,7 @@ export async function startStore(ctx: FakeContext = fakeContext()): Promise<Test
     state,
     async send<T>(body: StoreBody, deadlineMs = ctx.now() + 60_000): Promise<Result<T>> {
       const msg = { ...body, requestId: 'test', deadlineMs } as StoreMsg
-      return (await replicaStore.handle(state, msg, ctx)) as Result<T>
+      return (await handle(replicaStore, state, msg, ctx)) as Result<T>
     },
   }
 }

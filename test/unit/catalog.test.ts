@@ -7,6 +7,7 @@
  * Method: three replica-store actors in this thread on fake contexts; their peer calls go to each
  * other's `handle` as `peer.request` messages (a table says who is reachable), and a fake gossiper
  * answers `membership.view` with the statuses the test sets. */
+import { handle } from '../../protocol/actor.js'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { replicaStore, type StoreState } from '../../actors/replica-store/replica-store.js'
@@ -90,13 +91,13 @@ class Cluster {
       return fail('unavailable', `${target.id} unreachable`)
     }
     const msg = { kind: 'peer.request' as const, method, from, body, requestId: 'p', deadlineMs: 0 }
-    return replicaStore.handle(to.state, { ...msg, deadlineMs: to.ctx.now() + 2_000 }, to.ctx)
+    return handle(replicaStore, to.state, { ...msg, deadlineMs: to.ctx.now() + 2_000 }, to.ctx)
   }
 
   send<T>(id: Id, body: Body): Promise<Result<T>> {
     const node = this.nodes.get(id) as Node
     const msg = { ...body, requestId: 'r', deadlineMs: node.ctx.now() + 30_000 } as StoreMsg
-    return replicaStore.handle(node.state, msg, node.ctx) as Promise<Result<T>>
+    return handle(replicaStore, node.state, msg, node.ctx) as Promise<Result<T>>
   }
 
   async has(id: Id, bucket: string): Promise<boolean> {

@@ -9,6 +9,7 @@
  * that drops a node's traffic to model kill -9 or a partition (a dropped call never answers: the
  * caller's own deadline ends it). Virtual time moves in 100 ms steps; the checks are about virtual
  * time only, so the machine's load cannot change an outcome. */
+import { handle } from '../../protocol/actor.js'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { gossiper } from '../../actors/gossiper/gossiper.js'
@@ -126,7 +127,7 @@ class Network {
     }
     // Answers travel like requests: asynchronously, through JSON, and not out of a cut.
     return this.lag(sender)
-      .then(() => gossiper.handle(target.state, msg, target.ctx))
+      .then(() => handle(gossiper, target.state, msg, target.ctx))
       .then(async (answer): Promise<Result<unknown>> => {
         await this.lag(target)
         if (!target.up || this.cut.has(target.id) || this.cut.has(sender.id)) {
@@ -160,7 +161,8 @@ class Network {
 
   view(id: string): MembershipView {
     const instance = this.instance(id)
-    const answer = gossiper.handle(
+    const answer = handle(
+      gossiper,
       instance.state,
       { kind: 'membership.view', requestId: 'view', deadlineMs: instance.ctx.now() + 1_000 },
       instance.ctx,
@@ -307,7 +309,8 @@ test("a malformed body or one carrying another node's record is refused", async 
   const n2 = await net.start('n2')
   const call = (from: string, body: unknown): Promise<Result<unknown>> =>
     Promise.resolve(
-      gossiper.handle(
+      handle(
+        gossiper,
         n1.state,
         {
           kind: 'peer.request',
@@ -383,7 +386,8 @@ test('a node of another cluster is refused and never joins', async () => {
   assert.is(net.statusOf('n2', 'n1'), 'Dead')
   const instance = net.instance('n1')
   const foreign = net.instance('n2')
-  const answer = (await gossiper.handle(
+  const answer = (await handle(
+    gossiper,
     instance.state,
     {
       kind: 'peer.request',
@@ -401,7 +405,8 @@ test('a node of another cluster is refused and never joins', async () => {
 test('update-self is disseminated: others see the new free bytes and phase', async () => {
   const net = await joined()
   const n1 = net.instance('n1')
-  const answer = gossiper.handle(
+  const answer = handle(
+    gossiper,
     n1.state,
     {
       kind: 'membership.update-self',

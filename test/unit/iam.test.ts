@@ -5,6 +5,7 @@
  * announced to the ingress before the change returns, and S3 secrets are stored sealed. Method: the
  * actor on a fake context whose replica-store is a map of system records and whose ingress records
  * (or refuses) announcements. */
+import { handle } from '../../protocol/actor.js'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { iam } from '../../actors/iam/iam.js'
@@ -86,7 +87,7 @@ type DistributiveOmit<T> = T extends unknown ? Omit<T, 'requestId' | 'deadlineMs
 
 async function ask<T>(state: IamState, h: Harness, msg: Body): Promise<Result<T>> {
   const full = { ...msg, requestId: 'test', deadlineMs: h.ctx.now() + 30_000 } as IamMsg
-  return (await iam.handle(state, full, h.ctx)) as Result<T>
+  return (await handle(iam, state, full, h.ctx)) as Result<T>
 }
 
 function value<T>(result: Result<T>): T {

@@ -4,6 +4,7 @@
  * through the coordinator, and a damaged record reads as `corrupt` rather than crashing the store.
  * Method: the replica-store actor on test/support/fake-context.ts, a restart on the durable image
  * of its kv. */
+import { handle } from '../../protocol/actor.js'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { coordinator } from '../../actors/coordinator/coordinator.js'
@@ -118,7 +119,7 @@ test('coordinator: CORS requests reach the store unchanged', async () => {
   ctx.onCall((to, msg) => {
     assert.is(to, 'replica-store')
     forwarded.push(structuredClone(msg))
-    return replicaStore.handle(store.state, msg as StoreMsg, store.ctx)
+    return handle(replicaStore, store.state, msg as StoreMsg, store.ctx)
   })
   const state = await coordinator.init(ctx)
   const deadlineMs = store.ctx.now() + 5_000
@@ -130,8 +131,8 @@ test('coordinator: CORS requests reach the store unchanged', async () => {
     deadlineMs,
   }
   const get: CoordinatorMsg = { kind: 'bucket.cors.get', bucket: 'b', requestId: 'g', deadlineMs }
-  value(await coordinator.handle(state, put, ctx))
-  assert.equal(value(await coordinator.handle(state, get, ctx)), CORS)
+  value(await handle(coordinator, state, put, ctx))
+  assert.equal(value(await handle(coordinator, state, get, ctx)), CORS)
   assert.equal(forwarded, [put, get])
 })
 

@@ -13,7 +13,13 @@ import { join } from 'node:path'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { replicaStore, type StoreState } from '../../actors/replica-store/replica-store.js'
-import type { BlobFiles, Context, KvOp, KvStore } from '../../protocol/actor.js'
+import {
+  handle,
+  type BlobFiles,
+  type Context,
+  type KvOp,
+  type KvStore,
+} from '../../protocol/actor.js'
 import type { Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type {
@@ -70,7 +76,7 @@ async function openDisk(
     state,
     async send<T>(body: Body): Promise<Result<T>> {
       const msg = { ...body, requestId: 'disk', deadlineMs: ctx.now() + 60_000 } as StoreMsg
-      return (await replicaStore.handle(state, msg, ctx)) as Result<T>
+      return (await handle(replicaStore, state, msg, ctx)) as Result<T>
     },
     crash: close,
     async stop() {

@@ -17,7 +17,7 @@ import { compareUtf8 } from '../../protocol/key-order.js'
 import { successor } from '../../actors/replica-store/keys.js'
 import { SYSTEM_RECORDS_LISTED_MAX } from '../../actors/replica-store/system/system.js'
 import { Mutation } from '../../actors/replica-store/mutation.js'
-import type { KvOp, KvStore } from '../../protocol/actor.js'
+import { handle, type KvOp, type KvStore } from '../../protocol/actor.js'
 import { checksumBase64 } from '../../protocol/checksums.js'
 import { evaluateConditions } from '../../protocol/s3-rules/conditions.js'
 import { fail, ServiceError, type Result } from '../../protocol/errors.js'
@@ -1458,7 +1458,7 @@ test('coordinator: bucket.stats and a forced bucket.delete reach the store uncha
   ctx.onCall((to, msg) => {
     assert.is(to, 'replica-store')
     forwarded.push(structuredClone(msg))
-    return replicaStore.handle(store.state, msg as StoreMsg, store.ctx)
+    return handle(replicaStore, store.state, msg as StoreMsg, store.ctx)
   })
   const state = await coordinator.init(ctx)
   const statsMsg: CoordinatorMsg = {
@@ -1466,7 +1466,7 @@ test('coordinator: bucket.stats and a forced bucket.delete reach the store uncha
     requestId: 's',
     deadlineMs: store.ctx.now() + 5_000,
   }
-  const listed = value((await coordinator.handle(state, statsMsg, ctx)) as Result<BucketStats[]>)
+  const listed = value((await handle(coordinator, state, statsMsg, ctx)) as Result<BucketStats[]>)
   assert.equal(
     listed.map((bucket) => [bucket.name, bucket.objectsCount]),
     [['b', 3]],
@@ -1478,7 +1478,7 @@ test('coordinator: bucket.stats and a forced bucket.delete reach the store uncha
     requestId: 'd',
     deadlineMs: store.ctx.now() + 5_000,
   }
-  value(await coordinator.handle(state, deleteMsg, ctx))
+  value(await handle(coordinator, state, deleteMsg, ctx))
   assert.equal(forwarded, [statsMsg, deleteMsg])
   assert.is(code(await store.send({ kind: 'bucket.head', bucket: 'b' })), 'no_such_bucket')
 })

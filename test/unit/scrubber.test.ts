@@ -21,7 +21,7 @@ import {
   SCAN_BYTES_PER_SECOND_MIN,
 } from '../../actors/scrubber/pace.js'
 import type { ScrubberState } from '../../actors/scrubber/scrub-state.js'
-import type { BlobReader } from '../../protocol/actor.js'
+import { handle, type BlobReader } from '../../protocol/actor.js'
 import { crc32Update } from '../../protocol/checksums.js'
 import type { Member } from '../../protocol/cluster.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
@@ -113,7 +113,7 @@ async function startNode(options: NodeOptions = {}): Promise<Node> {
   const node = { clock, kv, blobs, storeCtx, store, scrubCtx } as Node
   const toStore = <T>(body: object): Promise<Result<T>> => {
     const msg = { requestId: 'test', deadlineMs: clock.nowMs + 60_000, ...body } as StoreMsg
-    return replicaStore.handle(store, msg, storeCtx) as Promise<Result<T>>
+    return handle(replicaStore, store, msg, storeCtx) as Promise<Result<T>>
   }
   node.toStore = toStore
   scrubCtx.onCall((to, msg) => {
@@ -126,11 +126,11 @@ async function startNode(options: NodeOptions = {}): Promise<Node> {
   })
   storeCtx.onCall((to, msg) => {
     if (to !== 'scrubber') return fail('unavailable', `${to} is not wired`)
-    return scrubber.handle(node.scrub, msg as ScrubberMsg, scrubCtx)
+    return handle(scrubber, node.scrub, msg as ScrubberMsg, scrubCtx)
   })
   node.scrub = await scrubber.init(scrubCtx)
   node.status = () => {
-    const answer = scrubber.handle(node.scrub, statusMsg(), scrubCtx) as Result<ScrubberStatus>
+    const answer = handle(scrubber, node.scrub, statusMsg(), scrubCtx) as Result<ScrubberStatus>
     assert.ok(answer.ok)
     return (answer as { value: ScrubberStatus }).value
   }
@@ -357,7 +357,7 @@ test('after a GET met a corrupt blob, reads fail at once, and it is checked now'
   // The bytes right again (another read fault): the next check reads them right and clears it.
   node.blobs.corrupt(fileOf(node, sha256), 100)
   const check = { kind: 'scrubber.check' as const, sha256, requestId: 'test', deadlineMs: 0 }
-  await scrubber.handle(node.scrub, check, node.scrubCtx)
+  await handle(scrubber, node.scrub, check, node.scrubCtx)
   assert.ok(await runUntil(node, () => !node.store.damaged.has(sha256), 1_000))
   sameBytes((await get(node, 'read')).bytes, pattern(FILE_BYTES, 5))
   assert.is(node.status().blobs_scanned, 2)

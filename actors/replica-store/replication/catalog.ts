@@ -54,7 +54,7 @@ const APPLY_RECORDS_MAX = SNAPSHOT_PAGE_MAX
 type CreateBucketMsg = Extract<ObjectMsg, { kind: 'bucket.create' }>
 
 export async function membership(ctx: Context, deadlineMs: number): Promise<Result<Member[]>> {
-  const view = await ctx.call<MembershipView>('gossiper', {
+  const view = await ctx.call('gossiper', {
     kind: 'membership.view',
     requestId: 'catalog',
     deadlineMs,

@@ -92,7 +92,7 @@ async function runBootstrap(state: StoreState, ctx: Context): Promise<void> {
     const emptied = await emptyBucket(state, ctx, bucket, deadlineMs)
     if (!emptied.ok) return failBootstrap(state, ctx, `wipe of ${bucket}: ${emptied.detail}`)
   }
-  const synced = await ctx.call<BootstrapSynced>('anti-entropy', {
+  const synced = await ctx.call('anti-entropy', {
     kind: 'anti-entropy.bootstrap',
     requestId: state.bootstrap.id,
     deadlineMs,
