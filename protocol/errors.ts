@@ -54,6 +54,8 @@ export type ErrorCode =
   | 'max_message_length_exceeded'
   // Object and bucket tagging (S3 API).
   | 'invalid_tag'
+  // A storage class Amazon S3 does not have.
+  | 'invalid_storage_class'
   | 'no_such_tag_set'
   // Browser form uploads (S3's POST Object).
   | 'invalid_policy_document'

@@ -103,6 +103,7 @@ export function adminErrorFor(code: ErrorCode): AdminError {
     case 'max_message_length_exceeded':
     case 'invalid_location_constraint':
     case 'invalid_tag':
+    case 'invalid_storage_class':
     case 'no_such_tag_set':
     case 'invalid_policy_document':
     case 'malformed_post_request':

@@ -82,6 +82,7 @@ export function s3ErrorFor(code: ErrorCode): S3Error {
     case 'bad_request':
     case 'max_message_length_exceeded':
     case 'invalid_tag':
+    case 'invalid_storage_class':
     case 'no_such_tag_set':
     case 'invalid_policy_document':
     case 'malformed_post_request':
@@ -394,6 +395,7 @@ type CorsOrTagCode = Extract<
   | 'bad_request'
   | 'max_message_length_exceeded'
   | 'invalid_tag'
+  | 'invalid_storage_class'
   | 'no_such_tag_set'
   | 'invalid_policy_document'
   | 'malformed_post_request'
@@ -413,6 +415,8 @@ function corsOrTagError(code: CorsOrTagCode): S3Error {
       return s3Error('MaxMessageLengthExceeded', 400, 'Your request was too big.')
     case 'invalid_tag':
       return s3Error('InvalidTag', 400, 'The tag provided was not a valid tag.')
+    case 'invalid_storage_class':
+      return s3Error('InvalidStorageClass', 400, 'The storage class you specified is not valid')
     case 'no_such_tag_set':
       return s3Error('NoSuchTagSet', 404, 'The TagSet does not exist')
     case 'invalid_policy_document':

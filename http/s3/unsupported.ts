@@ -1,7 +1,7 @@
 /** @module Request headers (and form fields) that ask for Amazon S3 features this service does not
  * have: server-side encryption (SSE-S3, SSE-KMS, SSE-C, for the object or for a copy's source),
- * object lock (on a new bucket or on an object write), and ACLs other than the private one every
- * bucket and object already has. Storing an object while ignoring one of them would let a client
+ * object lock (on a new bucket or on an object write), ACLs other than the private one every
+ * bucket and object already has, storage classes other than STANDARD, and website redirects. Storing an object while ignoring one of them would let a client
  * believe something false (plaintext kept where encryption was asked, a version deletable where a
  * retention was set, an object private where it was made public), so every such request is
  * refused here, in one place, before any operation runs: `400 InvalidArgument` for a value or a
@@ -12,15 +12,16 @@
  * What is accepted because it is true of every bucket and object here: `x-amz-acl: private`
  * (owner only; this service never grants anyone else, nor anonymous access) and, on object
  * writes, `bucket-owner-full-control` (the bucket's owner controls every object in it); the
- * object ownership `BucketOwnerEnforced` (ACLs disabled) on CreateBucket; and
- * `x-amz-bucket-object-lock-enabled: false`. Subresources such as ?acl, ?encryption,
+ * object ownership `BucketOwnerEnforced` (ACLs disabled) on CreateBucket;
+ * `x-amz-bucket-object-lock-enabled: false`; and `x-amz-storage-class: STANDARD`, the class of
+ * every object here (an unknown class is S3's `400 InvalidStorageClass`). Subresources such as ?acl, ?encryption,
  * ?object-lock, ?retention and ?legal-hold are refused by the router (501) before this runs. */
 import { createHash } from 'node:crypto'
 import { sendError, type S3Exchange } from './exchange.js'
 import type { S3Operation } from './operation.js'
 
 export interface Refusal {
-  code: 'not_implemented' | 'invalid_argument'
+  code: 'not_implemented' | 'invalid_argument' | 'invalid_storage_class'
   detail: string
   /** The header (or form field, by its header name) refused. */
   header: string
@@ -58,6 +59,22 @@ const CANNED_ACLS = new Set([
   'log-delivery-write',
 ])
 const OBJECT_OWNERSHIPS = new Set(['BucketOwnerEnforced', 'BucketOwnerPreferred', 'ObjectWriter'])
+const STORAGE_CLASS = 'x-amz-storage-class'
+/** Amazon S3's storage classes; every object here is STANDARD. */
+const STORAGE_CLASSES = new Set([
+  'STANDARD',
+  'REDUCED_REDUNDANCY',
+  'STANDARD_IA',
+  'ONEZONE_IA',
+  'INTELLIGENT_TIERING',
+  'GLACIER',
+  'DEEP_ARCHIVE',
+  'OUTPOSTS',
+  'GLACIER_IR',
+  'SNOW',
+  'EXPRESS_ONEZONE',
+])
+const WEBSITE_REDIRECT = 'x-amz-website-redirect-location'
 
 function notImplemented(header: string, what: string): Refusal {
   return {
@@ -84,7 +101,8 @@ export function refusedFeature(
     customerKey(headers) ??
     objectLock(headers) ??
     bucketSettings(headers) ??
-    acl(operation, headers)
+    acl(operation, headers) ??
+    storage(headers)
   )
 }
 
@@ -209,4 +227,23 @@ function acl(operation: S3Operation, headers: Readonly<Record<string, string>>):
   if (!CANNED_ACLS.has(canned)) return invalid('x-amz-acl', `Invalid canned ACL ${canned}`)
   if (canned === 'bucket-owner-full-control' && operation !== 'CreateBucket') return null
   return notImplemented('x-amz-acl', `canned ACL ${canned}; every bucket and object is private`)
+}
+
+/** A storage class other than STANDARD, or a website redirect (this service hosts no websites). */
+function storage(headers: Readonly<Record<string, string>>): Refusal | null {
+  const storageClass = headers[STORAGE_CLASS]
+  if (storageClass !== undefined && storageClass !== 'STANDARD') {
+    if (!STORAGE_CLASSES.has(storageClass)) {
+      return {
+        code: 'invalid_storage_class',
+        header: STORAGE_CLASS,
+        detail: 'The storage class you specified is not valid',
+      }
+    }
+    return notImplemented(STORAGE_CLASS, `storage class ${storageClass}; every object is STANDARD`)
+  }
+  if (headers[WEBSITE_REDIRECT] !== undefined) {
+    return notImplemented(WEBSITE_REDIRECT, 'website redirects; no bucket is a website')
+  }
+  return null
 }

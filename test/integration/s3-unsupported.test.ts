@@ -284,6 +284,33 @@ test('an ACL other than private is 501 and stores nothing; private is accepted',
   assert.not.ok(await absent('owner-full'))
 })
 
+test('a storage class other than STANDARD is 501, an unknown one 400; STANDARD is kept', async () => {
+  const refused = await failure(() =>
+    s3.send(
+      new PutObjectCommand({ Bucket: BUCKET, Key: 'cold', Body: 'x', StorageClass: 'GLACIER' }),
+    ),
+  )
+  assert.equal(refused, { name: 'NotImplemented', status: 501 })
+  expectNotImplemented(
+    await put('cold', { 'x-amz-storage-class': 'STANDARD_IA' }),
+    'x-amz-storage-class',
+  )
+  const unknown = await put('cold', { 'x-amz-storage-class': 'FREEZER' })
+  assert.is(unknown.status, 400)
+  assert.is(errorCode(unknown), 'InvalidStorageClass')
+  assert.ok(await absent('cold'))
+  await s3.send(
+    new PutObjectCommand({ Bucket: BUCKET, Key: 'warm', Body: 'x', StorageClass: 'STANDARD' }),
+  )
+  assert.not.ok(await absent('warm'))
+})
+
+test('a website redirect is 501 and stores nothing', async () => {
+  const where = { 'x-amz-website-redirect-location': '/elsewhere' }
+  expectNotImplemented(await put('redirect', where), 'x-amz-website-redirect-location')
+  assert.ok(await absent('redirect'))
+})
+
 test('CreateBucket with a public ACL or ObjectWriter ownership: 501; private: 200', async () => {
   const refused = await failure(() =>
     s3.send(new CreateBucketCommand({ Bucket: 'public-bucket', ACL: 'public-read' })),

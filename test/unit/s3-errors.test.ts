@@ -56,6 +56,7 @@ const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
   bad_request: ['BadRequest', 400],
   max_message_length_exceeded: ['MaxMessageLengthExceeded', 400],
   invalid_tag: ['InvalidTag', 400],
+  invalid_storage_class: ['InvalidStorageClass', 400],
   no_such_tag_set: ['NoSuchTagSet', 404],
   invalid_policy_document: ['InvalidPolicyDocument', 400],
   malformed_post_request: ['MalformedPOSTRequest', 400],
