@@ -1,21 +1,22 @@
 /** @module Request headers (and form fields) that ask for Amazon S3 features this service does not
  * have: server-side encryption (SSE-S3, SSE-KMS, SSE-C, for the object or for a copy's source),
- * object lock (on a new bucket or on an object write), ACLs other than the private one every
- * bucket and object already has, storage classes other than STANDARD, and website redirects. Storing an object while ignoring one of them would let a client
- * believe something false (plaintext kept where encryption was asked, a version deletable where a
- * retention was set, an object private where it was made public), so every such request is
- * refused here, in one place, before any operation runs: `400 InvalidArgument` for a value or a
- * combination Amazon S3 itself refuses, else `501 NotImplemented` naming the header (in the
- * message and in S3's `<Header>` element), as S3 answers a header that implies functionality it
- * does not implement.
+ * object lock (on a new bucket or on an object write), ACLs other than the private one every bucket
+ * and object already has, storage classes other than STANDARD, and website redirects. Storing an
+ * object while ignoring one of them would let a client believe something false (plaintext kept
+ * where encryption was asked, a version deletable where a retention was set, an object private
+ * where it was made public), so every such request is refused here, in one place, before any
+ * operation runs: `400 InvalidArgument` for a value or a combination Amazon S3 itself refuses, else
+ * `501 NotImplemented` naming the header (in the message and in S3's `<Header>` element), as S3
+ * answers a header that implies functionality it does not implement.
  *
- * What is accepted because it is true of every bucket and object here: `x-amz-acl: private`
- * (owner only; this service never grants anyone else, nor anonymous access) and, on object
- * writes, `bucket-owner-full-control` (the bucket's owner controls every object in it); the
- * object ownership `BucketOwnerEnforced` (ACLs disabled) on CreateBucket;
+ * What is accepted because it is true of every bucket and object here: `x-amz-acl: private` (owner
+ * only; this service never grants anyone else, nor anonymous access) and, on object writes,
+ * `bucket-owner-full-control` (the bucket's owner controls every object in it); the object
+ * ownership `BucketOwnerEnforced` (ACLs disabled) on CreateBucket;
  * `x-amz-bucket-object-lock-enabled: false`; and `x-amz-storage-class: STANDARD`, the class of
- * every object here (an unknown class is S3's `400 InvalidStorageClass`). Subresources such as ?acl, ?encryption,
- * ?object-lock, ?retention and ?legal-hold are refused by the router (501) before this runs. */
+ * every object here (an unknown class is S3's `400 InvalidStorageClass`). Subresources such as
+ * ?acl, ?encryption, ?object-lock, ?retention and ?legal-hold are refused by the router (501)
+ * before this runs. */
 import { createHash } from 'node:crypto'
 import { sendError, type S3Exchange } from './exchange.js'
 import type { S3Operation } from './operation.js'

@@ -284,7 +284,7 @@ test('an ACL other than private is 501 and stores nothing; private is accepted',
   assert.not.ok(await absent('owner-full'))
 })
 
-test('a storage class other than STANDARD is 501, an unknown one 400; STANDARD is kept', async () => {
+test('a storage class other than STANDARD is 501, an unknown one 400; STANDARD kept', async () => {
   const refused = await failure(() =>
     s3.send(
       new PutObjectCommand({ Bucket: BUCKET, Key: 'cold', Body: 'x', StorageClass: 'GLACIER' }),
