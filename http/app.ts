@@ -70,13 +70,16 @@ export function createListener(
   }
   const listener: Listener = (incoming, outgoing) => {
     if (incoming.headers[FORWARDED_HEADER] === undefined) return serve(incoming, outgoing)
-    // A reset that came with the request is read by the next turn of the event loop (a read that
-    // does not fill its buffer ends the turn's reads): then the gateway has given this node up
-    // and sent the request elsewhere, and it is not run here.
+    // A reset that came with the request is read by one of the next turns of the event loop (a
+    // read that does not fill its buffer ends the turn's reads; other sockets' reads may come
+    // first): then the gateway has given this node up and sent the request elsewhere, and it is
+    // not run here. Three turns cost microseconds.
     setImmediate(() =>
-      setImmediate(() => {
-        if (!incoming.socket.destroyed) serve(incoming, outgoing)
-      }),
+      setImmediate(() =>
+        setImmediate(() => {
+          if (!incoming.socket.destroyed) serve(incoming, outgoing)
+        }),
+      ),
     )
   }
   const ordered = inOrder(listener)
