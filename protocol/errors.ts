@@ -1,76 +1,117 @@
-/** @module Error codes: the closed set of operating errors that cross actor boundaries. Each
- * surface (S3 XML, admin JSON, gRPC) maps them once with an exhaustive switch. Messages carry
- * these codes, never Error objects: an Error loses its fields on postMessage. */
+/** @module Error codes: the closed set of operating errors that cross actor boundaries, split by
+ * the surface that can meet each: the S3 API alone, identity and the admin API alone, or both (the
+ * buckets they share and the server's own faults). Each surface maps the codes it can meet once,
+ * by an exhaustive table (http/s3/errors.ts, http/admin/errors.ts): a new code belongs to one list
+ * here, and does not compile until every surface that meets it maps it. gRPC carries every code as
+ * it is. Messages carry these codes, never Error objects: an Error loses its fields on postMessage.
+ * No actor writes a surface's wire code (NoSuchKey, UserNotFound): the maps alone do. */
 
-export type ErrorCode =
-  | 'no_such_bucket'
-  | 'no_such_key'
-  | 'no_such_upload'
-  | 'no_such_version'
-  | 'bucket_exists'
-  | 'bucket_owned_by_you'
-  | 'bucket_not_empty'
-  | 'invalid_bucket_name'
-  | 'invalid_location_constraint'
-  | 'access_denied'
-  | 'invalid_access_key'
-  | 'signature_mismatch'
-  | 'request_time_skewed'
-  | 'expired_request'
-  | 'authorization_malformed'
-  | 'content_sha256_mismatch'
-  | 'invalid_argument'
-  | 'invalid_request'
-  | 'invalid_digest'
-  | 'bad_digest'
-  | 'checksum_mismatch'
-  | 'key_too_long'
-  | 'metadata_too_large'
-  | 'entity_too_large'
-  | 'entity_too_small'
-  | 'invalid_part'
-  | 'invalid_part_order'
-  | 'invalid_part_number'
-  | 'incomplete_body'
-  | 'missing_content_length'
-  | 'malformed_xml'
-  | 'invalid_uri'
-  | 'precondition_failed'
-  | 'not_modified'
-  | 'invalid_range'
-  | 'not_implemented'
-  | 'method_not_allowed'
-  | 'busy'
-  | 'timeout'
-  | 'unavailable'
-  | 'corrupt'
-  | 'internal'
-  // The data volume has no room for a write (see runtime/data-volume.ts).
-  | 'insufficient_storage'
-  // Bucket CORS (S3 API).
-  | 'no_such_cors_configuration'
-  | 'cors_forbidden'
-  | 'bad_request'
-  | 'max_message_length_exceeded'
-  // Object and bucket tagging (S3 API).
-  | 'invalid_tag'
+/** Codes only an S3 request meets: objects, uploads, signatures, S3's request rules. Actors also
+ * answer a malformed call between them with invalid_request or invalid_argument; the admin API
+ * never makes one, so meeting one there is a fault of ours. */
+export const S3_CODES = [
+  'no_such_key',
+  'no_such_upload',
+  'no_such_version',
+  'invalid_location_constraint',
+  'access_denied',
+  'invalid_access_key',
+  'signature_mismatch',
+  'request_time_skewed',
+  'expired_request',
+  'authorization_malformed',
+  'content_sha256_mismatch',
+  'invalid_argument',
+  'invalid_request',
+  'invalid_digest',
+  'bad_digest',
+  'checksum_mismatch',
+  'key_too_long',
+  'metadata_too_large',
+  'entity_too_large',
+  'entity_too_small',
+  'invalid_part',
+  'invalid_part_order',
+  'invalid_part_number',
+  'incomplete_body',
+  'missing_content_length',
+  'malformed_xml',
+  'invalid_uri',
+  'precondition_failed',
+  'not_modified',
+  'invalid_range',
+  'not_implemented',
+  // Bucket CORS.
+  'no_such_cors_configuration',
+  'cors_forbidden',
+  'bad_request',
+  'max_message_length_exceeded',
+  // Object and bucket tagging.
+  'invalid_tag',
+  'no_such_tag_set',
   // A storage class Amazon S3 does not have.
-  | 'invalid_storage_class'
-  | 'no_such_tag_set'
+  'invalid_storage_class',
   // Browser form uploads (S3's POST Object).
-  | 'invalid_policy_document'
-  | 'malformed_post_request'
-  // Identity and the admin API.
-  | 'unauthorized'
-  | 'invalid_credentials'
-  | 'forbidden'
-  | 'user_not_found'
-  | 'user_exists'
-  | 'invalid_username'
-  | 'no_s3_credentials'
-  | 'invalid_data'
-  | 'too_many_requests'
-  | 'admin_disabled'
+  'invalid_policy_document',
+  'malformed_post_request',
+] as const
+
+/** Codes only identity and the admin API meet (SPEC.md section 7, Admin error table). */
+export const ADMIN_CODES = [
+  'unauthorized',
+  'invalid_credentials',
+  'forbidden',
+  'user_not_found',
+  'user_exists',
+  'invalid_username',
+  'no_s3_credentials',
+  'invalid_data',
+  'too_many_requests',
+  'admin_disabled',
+] as const
+
+/** Codes both surfaces meet: the buckets both manage, a method a path does not take, and the
+ * server's own faults. */
+export const SHARED_CODES = [
+  'no_such_bucket',
+  'bucket_exists',
+  'bucket_owned_by_you',
+  'bucket_not_empty',
+  'invalid_bucket_name',
+  'method_not_allowed',
+  'busy',
+  'timeout',
+  'unavailable',
+  'corrupt',
+  'internal',
+  // The data volume has no room for a write (see runtime/data-volume.ts).
+  'insufficient_storage',
+] as const
+
+export type S3Code = (typeof S3_CODES)[number]
+export type AdminCode = (typeof ADMIN_CODES)[number]
+export type SharedCode = (typeof SHARED_CODES)[number]
+export type ErrorCode = S3Code | AdminCode | SharedCode
+/** What the S3 API can meet, and so maps. */
+export type S3SurfaceCode = S3Code | SharedCode
+/** What the admin API can meet, and so maps. */
+export type AdminSurfaceCode = AdminCode | SharedCode
+
+const S3_SURFACE: ReadonlySet<string> = new Set<string>([...S3_CODES, ...SHARED_CODES])
+const ADMIN_SURFACE: ReadonlySet<string> = new Set<string>([...ADMIN_CODES, ...SHARED_CODES])
+
+export function isS3SurfaceCode(code: ErrorCode): code is S3SurfaceCode {
+  return S3_SURFACE.has(code)
+}
+
+export function isAdminSurfaceCode(code: ErrorCode): code is AdminSurfaceCode {
+  return ADMIN_SURFACE.has(code)
+}
+
+/** A code that came from outside the process (a peer's answer) checked against this build's. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && (S3_SURFACE.has(code) || ADMIN_SURFACE.has(code))
+}
 
 /** The outcome of any request between actors. `detail` is for logs and 4xx messages. */
 export type Result<T> = { ok: true; value: T } | Failure

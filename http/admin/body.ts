@@ -42,7 +42,7 @@ export function readBody(incoming: IncomingMessage): Promise<Result<Uint8Array>>
       else pieces.push(chunk)
     }
     const onEnd = (): void => finish(ok(new Uint8Array(Buffer.concat(pieces, length))))
-    const onAbort = (): void => finish(fail('incomplete_body', 'the client stopped sending'))
+    const onAbort = (): void => finish(fail('invalid_data', 'the client stopped sending'))
     incoming.on('data', onData)
     incoming.on('end', onEnd)
     incoming.on('error', onAbort)

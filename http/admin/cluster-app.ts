@@ -14,7 +14,7 @@ import type { Member, MemberStatus } from '../../protocol/cluster.js'
 import type { MembershipView } from '../../protocol/membership.js'
 import type { HintQueueCounters } from '../../protocol/messages.js'
 import type { ScrubberStatus } from '../../protocol/scrubbing.js'
-import { fail, ok, type ErrorCode, type Result } from '../../protocol/errors.js'
+import { fail, isAdminSurfaceCode, ok, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { authenticate, type AuthCaches } from '../s3/authenticate.js'
 import { newExchange } from '../s3/router.js'
 import { EMPTY_SHA256_HEX } from '../s3/sigv4.js'
@@ -69,9 +69,11 @@ async function superUser(c: AdminContext, mesh: Mesh, caches: AuthCaches): Promi
     headers['transfer-encoding'] === undefined && Number(headers['content-length'] ?? '0') === 0
   const auth = await authenticate(exchange, caches, bodiless ? EMPTY_SHA256_HEX : undefined)
   if (!auth.ok && MALFORMED_SIGNATURE.has(auth.code)) {
-    return fail('invalid_request', `The request's AWS Signature Version 4: ${auth.detail}`)
+    return fail('invalid_data', `The request's AWS Signature Version 4: ${auth.detail}`)
   }
-  if (!auth.ok) return fail('unauthorized', auth.detail)
+  // A code the admin API answers itself (iam busy or restarting) stays; S3's refusals of the
+  // credentials are the admin API's 401.
+  if (!auth.ok) return isAdminSurfaceCode(auth.code) ? auth : fail('unauthorized', auth.detail)
   c.set('userId', auth.value.principal.userId)
   if (auth.value.principal.role !== 'SuperUser') return fail('forbidden', 'not a SuperUser')
   return ok(null)

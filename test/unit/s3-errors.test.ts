@@ -1,21 +1,44 @@
-/** @module Unit tests of http/s3/errors.ts. Goal: every ErrorCode maps to Amazon S3's exact Code
- * and HTTP status, only server-side failures are 5xx, and 5xx messages reveal nothing. Method: a
- * table typed `Record<ErrorCode, ...>` (so it cannot miss a code) compared with s3ErrorFor for each
- * code. */
+/** @module Unit tests of the split of error codes by surface (protocol/errors.ts) and of the S3
+ * map (http/s3/errors.ts). Goal: every code the S3 API can meet maps to Amazon S3's exact Code and
+ * HTTP status (SPEC.md shows no S3 table: Amazon S3's own codes are the requirement), only
+ * server-side failures are 5xx, 5xx messages reveal nothing, and no code of the admin API gets an
+ * S3 answer of its own. Method: a table typed `Record<S3SurfaceCode, ...>` (so it cannot miss a
+ * code of the S3 surface, nor name an admin one) compared with s3ErrorFor for each code; the
+ * surface lists checked disjoint; type assertions that fail to compile if an admin-only code became
+ * an S3-surface code. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { ErrorCode } from '../../protocol/errors.js'
+import {
+  ADMIN_CODES,
+  S3_CODES,
+  SHARED_CODES,
+  isAdminSurfaceCode,
+  isErrorCode,
+  isS3SurfaceCode,
+  type AdminSurfaceCode,
+  type ErrorCode,
+  type S3SurfaceCode,
+} from '../../protocol/errors.js'
 import { s3ErrorFor } from '../../http/s3/errors.js'
 
-const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
+const EXPECTED: Record<S3SurfaceCode, [s3Code: string, status: number]> = {
+  // Shared with the admin API.
   no_such_bucket: ['NoSuchBucket', 404],
-  no_such_key: ['NoSuchKey', 404],
-  no_such_upload: ['NoSuchUpload', 404],
-  no_such_version: ['NoSuchVersion', 404],
   bucket_exists: ['BucketAlreadyExists', 409],
   bucket_owned_by_you: ['BucketAlreadyOwnedByYou', 409],
   bucket_not_empty: ['BucketNotEmpty', 409],
   invalid_bucket_name: ['InvalidBucketName', 400],
+  method_not_allowed: ['MethodNotAllowed', 405],
+  busy: ['SlowDown', 503],
+  timeout: ['ServiceUnavailable', 503],
+  unavailable: ['ServiceUnavailable', 503],
+  corrupt: ['InternalError', 500],
+  internal: ['InternalError', 500],
+  insufficient_storage: ['InsufficientStorage', 507],
+  // The S3 API's alone.
+  no_such_key: ['NoSuchKey', 404],
+  no_such_upload: ['NoSuchUpload', 404],
+  no_such_version: ['NoSuchVersion', 404],
   invalid_location_constraint: ['InvalidLocationConstraint', 400],
   access_denied: ['AccessDenied', 403],
   invalid_access_key: ['InvalidAccessKeyId', 403],
@@ -44,47 +67,30 @@ const EXPECTED: Record<ErrorCode, [s3Code: string, status: number]> = {
   not_modified: ['NotModified', 304],
   invalid_range: ['InvalidRange', 416],
   not_implemented: ['NotImplemented', 501],
-  method_not_allowed: ['MethodNotAllowed', 405],
-  busy: ['SlowDown', 503],
-  timeout: ['ServiceUnavailable', 503],
-  unavailable: ['ServiceUnavailable', 503],
-  corrupt: ['InternalError', 500],
-  internal: ['InternalError', 500],
-  insufficient_storage: ['InsufficientStorage', 507],
   no_such_cors_configuration: ['NoSuchCORSConfiguration', 404],
   cors_forbidden: ['AccessForbidden', 403],
   bad_request: ['BadRequest', 400],
   max_message_length_exceeded: ['MaxMessageLengthExceeded', 400],
   invalid_tag: ['InvalidTag', 400],
-  invalid_storage_class: ['InvalidStorageClass', 400],
   no_such_tag_set: ['NoSuchTagSet', 404],
+  invalid_storage_class: ['InvalidStorageClass', 400],
   invalid_policy_document: ['InvalidPolicyDocument', 400],
   malformed_post_request: ['MalformedPOSTRequest', 400],
-  // Admin API codes never reach the S3 surface; if one did, it would be our fault.
-  unauthorized: ['InternalError', 500],
-  invalid_credentials: ['InternalError', 500],
-  forbidden: ['InternalError', 500],
-  user_not_found: ['InternalError', 500],
-  user_exists: ['InternalError', 500],
-  invalid_username: ['InternalError', 500],
-  no_s3_credentials: ['InternalError', 500],
-  invalid_data: ['InternalError', 500],
-  too_many_requests: ['InternalError', 500],
-  admin_disabled: ['InternalError', 500],
 }
 
-const ADMIN_ONLY = new Set<ErrorCode>([
-  'unauthorized',
-  'invalid_credentials',
-  'forbidden',
-  'user_not_found',
-  'user_exists',
-  'invalid_username',
-  'no_s3_credentials',
-  'invalid_data',
-  'too_many_requests',
-  'admin_disabled',
-])
+/** The codes of SPEC.md's Admin error table that are the admin API's alone (NoSuchBucket and the
+ * other bucket codes are S3's own too). */
+const ADMIN_WIRE_CODES = [
+  'Unauthorized',
+  'InvalidCredentials',
+  'Forbidden',
+  'UserNotFound',
+  'UserAlreadyExists',
+  'InvalidUsername',
+  'NoS3Credentials',
+  'InvalidData',
+  'TooManyRequests',
+]
 
 const SERVER_SIDE = new Set<ErrorCode>([
   'busy',
@@ -96,10 +102,27 @@ const SERVER_SIDE = new Set<ErrorCode>([
   'not_implemented',
 ])
 
-const CODES = Object.keys(EXPECTED) as ErrorCode[]
+const CODES = Object.keys(EXPECTED) as S3SurfaceCode[]
 
-test('every ErrorCode maps to the S3 code and status of the table', () => {
-  assert.is(CODES.length, 62)
+// Compile-time: an admin-only code is no S3-surface code, and an S3-only code no admin one.
+// @ts-expect-error user_not_found is the admin API's alone
+const adminOnly: S3SurfaceCode = 'user_not_found'
+// @ts-expect-error no_such_key is the S3 API's alone
+const s3Only: AdminSurfaceCode = 'no_such_key'
+
+test('the three surface lists are disjoint and make up every code', () => {
+  const all = [...S3_CODES, ...ADMIN_CODES, ...SHARED_CODES]
+  assert.is(new Set(all).size, all.length)
+  assert.equal([S3_CODES.length, ADMIN_CODES.length, SHARED_CODES.length], [40, 10, 12])
+  for (const code of all) assert.ok(isErrorCode(code), code)
+  assert.not.ok(isErrorCode('NoSuchKey'))
+  assert.not.ok(isErrorCode(7))
+  assert.not.ok(isS3SurfaceCode(adminOnly))
+  assert.not.ok(isAdminSurfaceCode(s3Only))
+})
+
+test('every code of the S3 surface maps to the S3 code and status of the table', () => {
+  assert.equal(new Set(CODES), new Set<ErrorCode>([...S3_CODES, ...SHARED_CODES]))
   for (const code of CODES) {
     const mapped = s3ErrorFor(code)
     assert.equal([mapped.s3Code, mapped.status], EXPECTED[code], code)
@@ -107,11 +130,18 @@ test('every ErrorCode maps to the S3 code and status of the table', () => {
   }
 })
 
+test('no S3 answer carries an admin wire code; an admin-only code reaching S3 is a 500', () => {
+  for (const code of CODES) assert.not.ok(ADMIN_WIRE_CODES.includes(s3ErrorFor(code).s3Code), code)
+  for (const code of ADMIN_CODES) {
+    assert.not.ok(isS3SurfaceCode(code), code)
+    assert.equal([s3ErrorFor(code).s3Code, s3ErrorFor(code).status], ['InternalError', 500], code)
+  }
+})
+
 test('only server-side failures are 5xx, everything else is 4xx (or 304)', () => {
   for (const code of CODES) {
     const { status } = s3ErrorFor(code)
-    const serverSide = SERVER_SIDE.has(code) || ADMIN_ONLY.has(code)
-    if (serverSide) assert.ok(status >= 500 && status <= 599, code)
+    if (SERVER_SIDE.has(code)) assert.ok(status >= 500 && status <= 599, code)
     else if (code === 'not_modified') assert.is(status, 304)
     else assert.ok(status >= 400 && status <= 499, code)
   }
