@@ -8,7 +8,7 @@
  * HTTP/2 stops the sender. Each hop thus holds a bounded window, whatever the speeds. Frames from
  * another node are checked (order, sizes, JSON of the end and abort); a bad one fails the body
  * with `invalid_argument`. */
-import { type ErrorCode, ServiceError } from '../../protocol/errors.js'
+import { isErrorCode, type ErrorCode, ServiceError } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type { PortSink, PortSource } from '../stream-port.js'
 
@@ -224,6 +224,9 @@ function readAbort(bytes: Buffer): { code: ErrorCode; detail: string } | null {
   const code = abort?.['code']
   const detail = abort?.['detail']
   if (typeof code !== 'string' || !/^[a-z0-9_]{1,64}$/.test(code)) return null
-  // The code names an ErrorCode of the sender's build; the receiver passes it on as it came.
-  return { code: code as ErrorCode, detail: typeof detail === 'string' ? detail : '' }
+  const named = typeof detail === 'string' ? detail : ''
+  // A sender of another build may name a code this one lacks: a fault, the code kept in the detail.
+  return isErrorCode(code)
+    ? { code, detail: named }
+    : { code: 'internal', detail: `${code}: ${named}` }
 }

@@ -23,7 +23,7 @@ import type {
   PeerTarget,
   PeerWrite,
 } from '../../protocol/cluster.js'
-import { fail, type ErrorCode } from '../../protocol/errors.js'
+import { fail, isErrorCode, type ErrorCode } from '../../protocol/errors.js'
 import { PortSink } from '../stream-port.js'
 import {
   DEADLINE_BACKSTOP_MS,
@@ -303,9 +303,13 @@ function parseResult<T>(bytes: Buffer): PeerResult<T> | null {
   // JSON drops an undefined value: `ok(undefined)` arrives as `{ ok: true }`.
   if (result['ok'] === true) return { ok: true, value: (result['value'] ?? null) as T }
   if (result['ok'] !== false || typeof result['code'] !== 'string') return null
-  const detail = typeof result['detail'] === 'string' ? result['detail'] : ''
+  const named = typeof result['detail'] === 'string' ? result['detail'] : ''
+  // A peer of another build may name a code this one lacks: a fault, the code kept in the detail.
+  const sent = result['code']
+  const code: ErrorCode = isErrorCode(sent) ? sent : 'internal'
+  const detail = code === sent ? named : `${sent}: ${named}`
   const retryAfterSecs = result['retryAfterSecs']
   return typeof retryAfterSecs === 'number'
-    ? fail(result['code'] as ErrorCode, detail, retryAfterSecs)
-    : fail(result['code'] as ErrorCode, detail)
+    ? fail(code, detail, retryAfterSecs)
+    : fail(code, detail)
 }

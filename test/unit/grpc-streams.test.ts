@@ -12,7 +12,7 @@ import * as assert from 'uvu/assert'
 import { createHash, randomBytes } from 'node:crypto'
 import type { ByteSink, StreamHandle } from '../../protocol/actor.js'
 import type { PeerMethod, PeerTarget } from '../../protocol/cluster.js'
-import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
+import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import { GrpcPeers } from '../../runtime/cluster/grpc-peers.js'
 import { startGrpcServer, type GrpcServer } from '../../runtime/cluster/grpc-server.js'
@@ -431,6 +431,31 @@ test("the sender's abort mid-body fails the handler's source with its code", asy
   assertFailed(await call.answer, 'bad_digest')
   await until(() => seen !== '', "the handler's failure")
   assert.is(seen, 'bad_digest')
+})
+
+test('an abort with a code the receiver lacks (another build) arrives as internal', async () => {
+  let seen = ''
+  let told = ''
+  const server = await startNode('n2', async (_method, _from, _body, stream) => {
+    assert.ok(stream !== undefined)
+    await readBody(new PortSource(stream)).then(
+      () => (seen = 'the end'),
+      (error: unknown) => {
+        seen = codeOf(error)
+        told = error instanceof Error ? error.message : ''
+      },
+    )
+    return fail('internal', 'the body was aborted')
+  })
+  const caller = await startNode('n1', noHandler)
+  const { sink, answer } = caller.peers.openWrite(server.target, 'Replica.Write', {}, deadline())
+  // What a newer build's sender could abort with: a code this build's ErrorCode lacks.
+  sink.abort('no_such_widget' as ErrorCode, 'from a newer build')
+  // The caller's own answer keeps the code it aborted with; the receiver's side is the check.
+  assert.is((await within(answer, 'the answer')).ok, false)
+  await until(() => seen !== '', "the handler's failure")
+  assert.is(seen, 'internal')
+  assert.match(told, 'no_such_widget: from a newer build')
 })
 
 test('a handler that answers early with a failure stops the sender', async () => {

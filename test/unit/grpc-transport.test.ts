@@ -198,6 +198,24 @@ test("a handler's failure comes back with its own error code", async () => {
   assert.is(answer.answeredBy, 'n2')
 })
 
+test('a code the caller does not know (a peer of another build) arrives as internal', async () => {
+  // What a newer build's handler could answer: a code this build's ErrorCode lacks.
+  const newer = { ok: false, code: 'no_such_widget', detail: 'from a newer build' }
+  const handler: Handler = () => Promise.resolve(newer as unknown as Result<unknown>)
+  const a = await startNode('n1', {})
+  const b = await startNode('n2', { handler })
+  const answer = await a.peers.call(
+    { id: 'n2', grpcAddr: b.address },
+    'Catalog.Apply',
+    {},
+    deadline(),
+  )
+  assert.is(answer.ok, false)
+  if (answer.ok) return
+  assert.is(answer.code, 'internal')
+  assert.match(answer.detail, 'no_such_widget: from a newer build')
+})
+
 test('a caller that knew only the address learns the id of the node that answered', async () => {
   const a = await startNode('n1', {})
   const b = await startNode('n2', {})
