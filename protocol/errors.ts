@@ -2,9 +2,10 @@
  * the surface that can meet each: the S3 API alone, identity and the admin API alone, or both (the
  * buckets they share and the server's own faults). Each surface maps the codes it can meet once,
  * by an exhaustive table (http/s3/errors.ts, http/admin/errors.ts): a new code belongs to one list
- * here, and does not compile until every surface that meets it maps it. gRPC carries every code as
- * it is. Messages carry these codes, never Error objects: an Error loses its fields on postMessage.
- * No actor writes a surface's wire code (NoSuchKey, UserNotFound): the maps alone do. */
+ * here, and does not compile until every surface that meets it maps it. gRPC carries every code,
+ * checked on receipt against this build's. Messages carry these codes, never Error objects: an
+ * Error loses its fields on postMessage. No actor writes a surface's wire code (NoSuchKey,
+ * UserNotFound): the maps alone do. */
 
 /** Codes only an S3 request meets: objects, uploads, signatures, S3's request rules. Actors also
  * answer a malformed call between them with invalid_request or invalid_argument; the admin API
@@ -56,7 +57,8 @@ export const S3_CODES = [
   'malformed_post_request',
 ] as const
 
-/** Codes only identity and the admin API meet (SPEC.md section 7, Admin error table). */
+/** Codes only identity and the admin API meet (SPEC.md section 7, Admin error table). The gossiper
+ * also refuses a peer of another cluster with forbidden, on gRPC alone. */
 export const ADMIN_CODES = [
   'unauthorized',
   'invalid_credentials',
