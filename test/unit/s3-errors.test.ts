@@ -5,9 +5,12 @@
  * S3 answer of its own. Method: a table typed `Record<S3SurfaceCode, ...>` (so it cannot miss a
  * code of the S3 surface, nor name an admin one) compared with s3ErrorFor for each code; the
  * surface lists checked disjoint; type assertions that fail to compile if an admin-only code became
- * an S3-surface code. */
+ * an S3-surface code; the sources outside http/ read for a quoted wire code of either surface. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import {
   ADMIN_CODES,
   S3_CODES,
@@ -20,6 +23,7 @@ import {
   type S3SurfaceCode,
 } from '../../protocol/errors.js'
 import { s3ErrorFor } from '../../http/s3/errors.js'
+import { adminErrorFor } from '../../http/admin/errors.js'
 
 const EXPECTED: Record<S3SurfaceCode, [s3Code: string, status: number]> = {
   // Shared with the admin API.
@@ -136,6 +140,35 @@ test('no S3 answer carries an admin wire code; an admin-only code reaching S3 is
     assert.not.ok(isS3SurfaceCode(code), code)
     assert.equal([s3ErrorFor(code).s3Code, s3ErrorFor(code).status], ['InternalError', 500], code)
   }
+})
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name)
+    if (statSync(path).isDirectory()) return sources(path)
+    return name.endsWith('.ts') ? [path] : []
+  })
+}
+
+test('no module outside http/ writes a wire code of either surface as a string', () => {
+  const adminSurface = [...ADMIN_CODES, ...SHARED_CODES]
+  const wire = new Set([
+    ...CODES.map((code) => s3ErrorFor(code).s3Code),
+    ...adminSurface.map((code) => adminErrorFor(code).code),
+  ])
+  const found: string[] = []
+  for (const file of ['actors', 'protocol', 'runtime'].flatMap((dir) => sources(join(root, dir)))) {
+    const source = readFileSync(file, 'utf8')
+    for (const code of wire) {
+      if (source.includes(`'${code}'`) || source.includes(`"${code}"`)) {
+        found.push(`${file.slice(root.length + 1)}: ${code}`)
+      }
+    }
+  }
+  assert.ok(wire.size > 50, `${wire.size} wire codes`)
+  assert.equal(found, [])
 })
 
 test('only server-side failures are 5xx, everything else is 4xx (or 304)', () => {
