@@ -31,8 +31,7 @@ import { MAILBOX_DEPTH_MAX } from './knobs.js'
 import { CallerLink, serveLink, undelivered, type Dispatch } from './link.js'
 import { createLogger } from './log.js'
 import { FrameSink } from './cluster/frame-sink.js'
-import { GrpcPeers } from './cluster/grpc-peers.js'
-import { logGrpcTo } from './cluster/grpc-service.js'
+import type { GrpcPeers } from './cluster/grpc-peers.js'
 import { peerBytesRegistry } from './cluster/peer-bytes.js'
 import { openStorage } from './storage.js'
 import { openStream, PortSink, PortSource } from './stream-port.js'
@@ -89,6 +88,9 @@ let stopActor: () => Promise<void> = () => Promise.resolve()
 let partitioned: ReadonlySet<string> = new Set()
 /** This thread's way to other nodes in cluster and gateway modes, made at first use. */
 let grpcPeers: GrpcPeers | null = null
+/** Makes it: loaded at start in cluster and gateway modes only, since gRPC's modules are a good
+ * part of a thread's start and a single node never calls a peer. */
+let makeGrpcPeers: (() => GrpcPeers) | null = null
 
 function notOwned(what: string): never {
   throw new AssertionError({ message: `${data.actor} does not own the ${what}` })
@@ -97,7 +99,17 @@ function notOwned(what: string): never {
 async function main(): Promise<void> {
   const mode = data.config['SVC_MODE'] ?? 'single'
   // Any thread may call peers, and grpc-ingress answers them: each counts what it sent.
-  if (mode === 'cluster' || mode === 'gateway') metrics.include(peerBytesRegistry)
+  if (mode === 'cluster' || mode === 'gateway') {
+    metrics.include(peerBytesRegistry)
+    const [{ GrpcPeers }, { logGrpcTo }] = await Promise.all([
+      import('./cluster/grpc-peers.js'),
+      import('./cluster/grpc-service.js'),
+    ])
+    makeGrpcPeers = () => {
+      logGrpcTo(log)
+      return GrpcPeers.fromConfig(data.config)
+    }
+  }
   const actor = await loadActor(data.actor)
   const storage = data.actor === 'replica-store' ? await openStorage(data.config, log) : null
   const kv: KvStore = storage?.kv ?? new Proxy({} as KvStore, { get: () => notOwned('kv store') })
@@ -163,11 +175,9 @@ async function main(): Promise<void> {
 /** gRPC in cluster and gateway modes, made when an actor first calls a peer (most threads never
  * do); a single node has no peers. */
 function threadPeers(): Peers {
-  const mode = data.config['SVC_MODE'] ?? 'single'
-  if (mode !== 'cluster' && mode !== 'gateway') return singleNodePeers
+  if (makeGrpcPeers === null) return singleNodePeers
   if (grpcPeers === null) {
-    logGrpcTo(log)
-    grpcPeers = GrpcPeers.fromConfig(data.config)
+    grpcPeers = makeGrpcPeers()
     grpcPeers.setPartitioned([...partitioned])
   }
   return grpcPeers

@@ -1,23 +1,176 @@
-/** @module Test runner: runs every compiled uvu suite (unit first, then integration), each in its
- * own child process, two at a time (integration suites that start clusters, bound timings or load
- * the machine alone, first), so a suite that starts servers or threads cannot leak into another,
- * then
- * the S3 suites (those built on test/support/s3-suite.ts) again against a 3-node cluster, through
- * a node and through a gateway (TEST_TARGET; one cluster per pass), and prints the closing line
- * `N passed, N failed`. A suite that exits non-zero without a uvu summary counts as one failure.
- * Each suite has a time limit; a suite past it is killed and counted as failed. TEST_ONLY narrows
- * the run to suites whose file name contains it; TEST_TARGETS (default `cluster,gateway`, `none`
- * for none) names the cluster passes. */
+/** @module Test runner. `npm test` runs, each in its own child process so that nothing one starts
+ * leaks into another: lint (prettier and ESLint, once), every compiled uvu suite (unit and
+ * integration), and the S3 suites (those built on test/support/s3-suite.ts) again against a 3-node
+ * cluster through a node (every case) and through a gateway (the cases marked smoke), one cluster
+ * per pass. `npm run test:quick` (`--quick`) runs the unit suites alone (the simulator's fixed
+ * seeds and the tidiness checks among them).
+ *
+ * Jobs share the machine's cores as slots: most take one; a suite that starts a cluster or
+ * several nodes, fills a volume or moves a GiB takes every slot, so nothing runs beside it. Each
+ * suite has a time limit; a suite past it is killed and counted as failed, and one that exits
+ * non-zero without a uvu summary counts as one failure. A case that cannot run on this machine
+ * says so (test/support/skip.ts): it is counted as skipped, not passed, and named before the
+ * closing line `N passed, N failed, N skipped`. TEST_ONLY narrows the run to suites whose file
+ * name contains it; TEST_TARGETS (default `cluster,gateway`, `none` for none) names the passes. */
 import { spawn } from 'node:child_process'
-import { readdirSync, existsSync, readFileSync } from 'node:fs'
-import { join, dirname } from 'node:path'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startCluster, type TestCluster } from './support/cluster.js'
+import { SKIP_MARK } from './support/skip.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
+const root = join(here, '..', '..')
+const quick = process.argv.includes('--quick')
 const SUITE_TIMEOUT_MS = 10 * 60 * 1000
-/** Suites run two at a time (the machine's cores), but for those that must run alone. */
-const SUITES_AT_ONCE = 2
+/** A lint run is a few tens of seconds; this bounds a hung one. */
+const LINT_TIMEOUT_MS = 5 * 60 * 1000
+/** Jobs at once: the machine's cores, at least two. */
+const SLOTS = Math.max(2, availableParallelism())
+/** Jobs that start clusters or several nodes at once: each keeps about a core busy. */
+const CLUSTERS_AT_ONCE = 1
+
+interface Outcome {
+  label: string
+  passed: number
+  failed: number
+  /** The reasons of the cases that did not run here. */
+  skipped: string[]
+  output: string
+  ms: number
+}
+
+/** Runs a command in a child process, its output held; killed past `timeoutMs`. */
+function runChild(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ code: number | null; output: string; ms: number }> {
+  const startedMs = Date.now()
+  return new Promise((resolve) => {
+    const child = spawn(command, args, {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    })
+    let output = ''
+    const collect = (data: Buffer): void => {
+      output += data.toString()
+    }
+    child.stdout.on('data', collect)
+    child.stderr.on('data', collect)
+    const timer = setTimeout(() => {
+      output += `\ntimed out after ${timeoutMs} ms\n`
+      child.kill('SIGKILL')
+    }, timeoutMs)
+    child.on('error', (error) => {
+      output += `\n${String(error)}\n`
+    })
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, output, ms: Date.now() - startedMs })
+    })
+  })
+}
+
+/** Runs one uvu suite and reads its summary ("Total: N", "Passed: N", with ANSI colours). */
+async function runSuite(
+  file: string,
+  label: string,
+  env: Record<string, string> = {},
+): Promise<Outcome> {
+  const { code, output, ms } = await runChild(process.execPath, [file], env, SUITE_TIMEOUT_MS)
+  const plain = output.replace(/\x1b\[[0-9;]*m/g, '')
+  const total = /Total:\s+(\d+)/.exec(plain)
+  const passed = /Passed:\s+(\d+)/.exec(plain)
+  const skipped = plain
+    .split('\n')
+    .filter((line) => line.trimStart().startsWith(SKIP_MARK))
+    .map((line) => `${label}: ${line.trimStart().slice(SKIP_MARK.length).trim()}`)
+  if (total === null || passed === null) {
+    return { label, passed: 0, failed: 1, skipped, output, ms }
+  }
+  let failed = Number(total[1]) - Number(passed[1])
+  if (code !== 0 && failed === 0) failed = 1
+  // A skipped case returned early, so uvu counted it as passed.
+  const passedCount = Math.max(0, Number(passed[1]) - skipped.length)
+  return { label, passed: passedCount, failed, skipped, output, ms }
+}
+
+/** A lint tool over the whole tree, counted as one case. */
+async function runLint(label: string, command: string, args: string[]): Promise<Outcome> {
+  const bin = join(root, 'node_modules', '.bin', command)
+  const { code, output, ms } = await runChild(bin, args, {}, LINT_TIMEOUT_MS)
+  const ok = code === 0
+  return { label, passed: ok ? 1 : 0, failed: ok ? 0 : 1, skipped: [], output, ms }
+}
+
+interface Job {
+  label: string
+  /** Slots it holds while it runs: 1, or SLOTS to run alone. */
+  slots: number
+  /** Whether it starts a cluster or several nodes: at most CLUSTERS_AT_ONCE such jobs run. */
+  cluster: boolean
+  run(): Promise<Outcome[]>
+}
+
+let passed = 0
+let failed = 0
+const skipped: string[] = []
+
+function report(outcome: Outcome): void {
+  console.log(`\n# ${outcome.label} (${(outcome.ms / 1000).toFixed(1)} s)`)
+  process.stdout.write(outcome.output)
+  passed += outcome.passed
+  failed += outcome.failed
+  skipped.push(...outcome.skipped)
+}
+
+/** Runs the jobs, each as soon as its slots (and, for a cluster job, a cluster's turn) are free,
+ * taking them in their order: a later job may start before an earlier one that does not fit yet,
+ * but none passes a job that runs alone. Prints each outcome as it ends. */
+async function runJobs(jobs: readonly Job[]): Promise<void> {
+  const pending = [...jobs]
+  let freeSlots = SLOTS
+  let clusters = 0
+  const running = new Set<Promise<void>>()
+  const start = (job: Job): void => {
+    const slots = Math.min(job.slots, SLOTS)
+    freeSlots -= slots
+    if (job.cluster) clusters += 1
+    const done: Promise<void> = job
+      .run()
+      .then((outcomes) => outcomes.forEach(report))
+      .catch((error: unknown) => {
+        report({ label: job.label, passed: 0, failed: 1, skipped: [], output: `${error}\n`, ms: 0 })
+      })
+      .finally(() => {
+        freeSlots += slots
+        if (job.cluster) clusters -= 1
+        running.delete(done)
+      })
+    running.add(done)
+  }
+  while (pending.length > 0) {
+    for (let index = 0; index < pending.length; index++) {
+      const job = pending[index] as Job
+      const fits =
+        Math.min(job.slots, SLOTS) <= freeSlots && (!job.cluster || clusters < CLUSTERS_AT_ONCE)
+      if (fits) {
+        start(job)
+        pending.splice(index--, 1)
+      } else if (job.slots >= SLOTS) {
+        break
+      }
+    }
+    if (pending.length > 0) await Promise.race(running)
+  }
+  await Promise.all(running)
+}
+
+const nameOf = (file: string): string => file.split('/').pop() ?? file
 
 function suitesOf(group: string): string[] {
   const folder = join(here, group)
@@ -30,134 +183,107 @@ function suitesOf(group: string): string[] {
     .map((name) => join(folder, name))
 }
 
-interface Outcome {
-  passed: number
-  failed: number
-  output: string
-}
+/** Integration suites that run with nothing beside them: those that bound how fast something must
+ * happen (an answer within a bound of a kill or a freeze, a status within a bound of a stop). */
+const ALONE = ['actor-death', 'chaos', 'cluster-frozen-node', 'cluster-membership']
+/** Suites that start clusters or several nodes, fill a volume or move a GiB. */
+const HEAVY = ['full-disk', 'large-object', 'local-cluster']
 
-/** Runs one suite; its output is held in the outcome. */
-function runSuite(file: string, env: Record<string, string>): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [file], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...env },
-    })
-    let output = ''
-    const collect = (data: Buffer): void => {
-      output += data.toString()
-    }
-    child.stdout.on('data', collect)
-    child.stderr.on('data', collect)
-    const timer = setTimeout(() => {
-      output += `\nsuite timed out after ${SUITE_TIMEOUT_MS} ms\n`
-      child.kill('SIGKILL')
-    }, SUITE_TIMEOUT_MS)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      // uvu prints "Total: N", "Passed: N", "Skipped: N" (with ANSI colours) at the end.
-      const plain = output.replace(/\x1b\[[0-9;]*m/g, '')
-      const total = /Total:\s+(\d+)/.exec(plain)
-      const passed = /Passed:\s+(\d+)/.exec(plain)
-      if (total === null || passed === null) {
-        resolve({ passed: 0, failed: 1, output })
-        return
-      }
-      const passedCount = Number(passed[1])
-      let failedCount = Number(total[1]) - passedCount
-      if (code !== 0 && failedCount === 0) failedCount = 1
-      resolve({ passed: passedCount, failed: failedCount, output })
-    })
-  })
-}
-
-let passed = 0
-let failed = 0
-
-/** Runs `files` `lanes` at a time, each suite's output printed whole when it ends, in the order
- * of `files`, and adds up their outcomes. */
-async function runSuites(
-  files: readonly string[],
-  lanes: number,
-  label: (file: string) => string,
-  env: Record<string, string> = {},
-): Promise<void> {
-  const settle: ((outcome: Outcome) => void)[] = []
-  const outcomes = files.map((): Promise<Outcome> => new Promise((resolve) => settle.push(resolve)))
-  let next = 0
-  const lane = async (): Promise<void> => {
-    for (let index = next++; index < files.length; index = next++) {
-      settle[index]?.(await runSuite(files[index] as string, env))
-    }
-  }
-  const running = Array.from({ length: lanes }, lane)
-  for (const [index, file] of files.entries()) {
-    const outcome = await (outcomes[index] as Promise<Outcome>)
-    console.log(`\n# ${label(file)}`)
-    process.stdout.write(outcome.output)
-    passed += outcome.passed
-    failed += outcome.failed
-  }
-  await Promise.all(running)
-}
-
-const nameOf = (file: string): string => file.split('/').pop() ?? file
-/** Integration suites that run with no other suite beside them: those that start clusters or
- * several nodes, bound how fast something must happen (an answer within a bound of a kill), fill
- * a volume, or move a GiB. The others start one server each and run two at a time. */
-const ALONE = ['actor-death', 'chaos', 'full-disk', 'large-object', 'local-cluster']
 function runsAlone(file: string): boolean {
+  return ALONE.some((name) => nameOf(file) === `${name}.test.js`)
+}
+
+function isHeavy(file: string): boolean {
   return (
-    ALONE.some((name) => nameOf(file).startsWith(`${name}.`)) ||
+    HEAVY.some((name) => nameOf(file) === `${name}.test.js`) ||
     readFileSync(file, 'utf8').includes('startCluster(')
   )
 }
 
-// Unit suites start no servers and share nothing.
-await runSuites(suitesOf('unit'), SUITES_AT_ONCE, (file) => `unit/${nameOf(file)}`)
-const integration = suitesOf('integration')
-const integrationLabel = (file: string): string => `integration/${nameOf(file)}`
-await runSuites(integration.filter(runsAlone), 1, integrationLabel)
-await runSuites(
-  integration.filter((file) => !runsAlone(file)),
-  SUITES_AT_ONCE,
-  integrationLabel,
-)
-/** Suites that run against whatever TEST_TARGET names (they share test/support/s3-suite.ts). */
-function s3Suites(): string[] {
-  return suitesOf('integration').filter((file) =>
-    readFileSync(file, 'utf8').includes('useS3Suite('),
-  )
+/** One pass of the S3 suites, one after another, against a cluster the pass starts and ends
+ * (through a gateway, each suite runs its smoke cases: test/support/s3-suite.ts). */
+function clusterPass(target: 'cluster' | 'gateway', suites: string[]): Job {
+  const label = `a 3-node cluster for the S3 suites (TEST_TARGET=${target})`
+  return {
+    label,
+    slots: 1,
+    cluster: true,
+    async run() {
+      const gateway = target === 'gateway'
+      const startedMs = Date.now()
+      let cluster: TestCluster
+      try {
+        cluster = await startCluster({ nodes: 3, gateways: gateway ? 1 : 0 })
+      } catch (error) {
+        const output = `the cluster did not start: ${String(error)}\n`
+        return [{ label, passed: 0, failed: 1, skipped: [], output, ms: Date.now() - startedMs }]
+      }
+      const facing = cluster.server(gateway ? 'g1' : 'n1')
+      const env = {
+        TEST_TARGET: target,
+        TEST_TARGET_URL: facing.url,
+        TEST_TARGET_DATA_DIR: facing.dataDir,
+      }
+      const outcomes: Outcome[] = []
+      try {
+        // One after another: each suite uses buckets of its own on the one cluster.
+        for (const file of suites) {
+          outcomes.push(await runSuite(file, `integration/${nameOf(file)} (${target})`, env))
+        }
+      } finally {
+        await cluster.destroy()
+      }
+      return outcomes
+    },
+  }
 }
 
-const targets = (process.env['TEST_TARGETS'] ?? 'cluster,gateway')
-  .split(',')
-  .filter((target) => target !== '' && target !== 'none')
-const s3 = s3Suites()
-for (const target of s3.length === 0 ? [] : targets) {
-  // One cluster for the whole pass: each suite uses buckets of its own, and a cluster start
-  // costs about as much as a suite's tests.
-  console.log(`\n# a 3-node cluster for the S3 suites (TEST_TARGET=${target})`)
-  const gateway = target === 'gateway'
-  let cluster: TestCluster
-  try {
-    cluster = await startCluster({ nodes: 3, gateways: gateway ? 1 : 0 })
-  } catch (error) {
-    console.log(`the cluster did not start: ${String(error)}`)
-    failed += 1
-    continue
-  }
-  const facing = cluster.server(gateway ? 'g1' : 'n1')
-  const env = {
-    TEST_TARGET: target,
-    TEST_TARGET_URL: facing.url,
-    TEST_TARGET_DATA_DIR: facing.dataDir,
-  }
-  try {
-    await runSuites(s3, 1, (file) => `${integrationLabel(file)} (TEST_TARGET=${target})`, env)
-  } finally {
-    await cluster.destroy()
+function suiteJob(file: string, group: string): Job {
+  const label = `${group}/${nameOf(file)}`
+  const integration = group === 'integration'
+  return {
+    label,
+    slots: integration && runsAlone(file) ? SLOTS : 1,
+    cluster: integration && isHeavy(file),
+    run: async () => [await runSuite(file, label)],
   }
 }
-console.log(`\n${passed} passed, ${failed} failed`)
+
+function lintJob(label: string, command: string, args: string[]): Job {
+  return { label, slots: 1, cluster: false, run: async () => [await runLint(label, command, args)] }
+}
+
+const jobs: Job[] = []
+const unit = suitesOf('unit').map((file) => suiteJob(file, 'unit'))
+if (quick) {
+  jobs.push(...unit)
+} else {
+  const integration = suitesOf('integration')
+  const s3 = integration.filter((file) => readFileSync(file, 'utf8').includes('useS3Suite('))
+  const targets = (process.env['TEST_TARGETS'] ?? 'cluster,gateway')
+    .split(',')
+    .filter((target) => target === 'cluster' || target === 'gateway')
+  const suites = integration.map((file) => suiteJob(file, 'integration'))
+  // Those that run alone first, on a machine nothing else has loaded yet; then the cluster jobs,
+  // the longest, one at a time beside the rest.
+  jobs.push(...suites.filter((job) => job.slots >= SLOTS))
+  jobs.push(...suites.filter((job) => job.slots < SLOTS && job.cluster))
+  if (s3.length > 0) jobs.push(...targets.map((target) => clusterPass(target, s3)))
+  if (process.env['TEST_ONLY'] === undefined) {
+    jobs.push(
+      lintJob('lint: prettier', 'prettier', ['--check', '.']),
+      lintJob('lint: eslint', 'eslint', ['.']),
+    )
+  }
+  jobs.push(...unit, ...suites.filter((job) => job.slots < SLOTS && !job.cluster))
+}
+const startedMs = Date.now()
+await runJobs(jobs)
+if (skipped.length > 0) {
+  console.log(`\nskipped (cannot run on this machine):`)
+  for (const reason of skipped) console.log(`  ${reason}`)
+}
+const seconds = ((Date.now() - startedMs) / 1000).toFixed(0)
+console.log(`\nin ${seconds} s`)
+console.log(`${passed} passed, ${failed} failed, ${skipped.length} skipped`)
 process.exit(failed === 0 ? 0 : 1)

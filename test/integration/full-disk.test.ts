@@ -29,6 +29,7 @@ import { ROOT_PASSWORD, ROOT_USERNAME } from '../support/cluster.js'
 import { freePort, startServer, type TestServer } from '../support/server.js'
 import { mountTmpfs } from '../support/tmpfs.js'
 import { pollUntil } from '../support/wait.js'
+import { skipCase } from '../support/skip.js'
 
 const VOLUME_MIB = 96
 const SMALL_VOLUME_MIB = 64
@@ -71,7 +72,7 @@ async function onSmallVolume(
 ): Promise<void> {
   const volume = await mountTmpfs(sizeMiB)
   if ('refused' in volume) {
-    console.log(`full-disk test not run: cannot mount a tmpfs here (${volume.refused})`)
+    skipCase(`cannot mount a tmpfs here (${volume.refused})`)
     return
   }
   const servers: TestServer[] = []

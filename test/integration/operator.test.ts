@@ -29,6 +29,7 @@ import { VARIABLES } from '../../runtime/usage.js'
 import { freePort, MAIN_JS, nodeEnv, startServer, waitHealthy } from '../support/server.js'
 import { signedRequest } from '../support/signed-request.js'
 import { pollUntil } from '../support/wait.js'
+import { skipCase } from '../support/skip.js'
 
 const ROOT = join(MAIN_JS, '..', '..', '..')
 const VERSION = (
@@ -111,7 +112,7 @@ function isNodeMain(pid: number): boolean {
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   test(`npm start stopped with ${signal} stops the node`, async () => {
     if (process.platform !== 'linux') {
-      console.log('  skipped: finds the node among npm descendants through /proc (Linux)')
+      skipCase('finds the node among npm descendants through /proc (Linux)')
       return
     }
     const dataDir = mkdtempSync(join(tmpdir(), 'svc-npm-'))

@@ -5,7 +5,6 @@
  * expire. Method: a real server driven by @aws-sdk/client-s3; expected bytes, ETags and counters
  * are computed here from what was sent. */
 import { createHash, randomBytes } from 'node:crypto'
-import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
   AbortMultipartUploadCommand,
@@ -25,13 +24,17 @@ import {
 import { failure } from '../support/s3-failure.js'
 import { startServer } from '../support/server.js'
 import { pollUntil } from '../support/wait.js'
-import { s3, server, useS3Suite } from '../support/s3-suite.js'
+import { s3, server, test, useS3Suite } from '../support/s3-suite.js'
 import type { StatsRecord } from '../../http/stats.js'
 
 const MiB = 1024 * 1024
 const BUCKET = 'multi'
 
-useS3Suite(BUCKET)
+/** The cases that also run through a gateway (test/support/s3-suite.ts). */
+useS3Suite(BUCKET, [
+  'three parts with a 1-byte last part',
+  'UploadPartCopy: a whole object, and a range',
+])
 
 async function stats(): Promise<StatsRecord> {
   return (await (await fetch(`${server.url}/api/stats`)).json()) as StatsRecord

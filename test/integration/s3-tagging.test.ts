@@ -4,7 +4,6 @@
  * Put/Get/DeleteBucketTagging with NoSuchTagSet, and S3's limits (InvalidTag, MalformedXML). A tag
  * change keeps the object's bytes and last-modified time. Method: a real server driven by
  * @aws-sdk/client-s3, and raw signed requests for a malformed body. */
-import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
   CompleteMultipartUploadCommand,
@@ -26,9 +25,10 @@ import {
 } from '@aws-sdk/client-s3'
 import { errorCode, signedRequest } from '../support/signed-request.js'
 import { failure } from '../support/s3-failure.js'
-import { s3, server, useS3Suite } from '../support/s3-suite.js'
+import { s3, server, test, useS3Suite } from '../support/s3-suite.js'
 
-useS3Suite('tags')
+/** The cases that also run through a gateway (test/support/s3-suite.ts). */
+useS3Suite('tags', ['object tags: put, get, delete', 'x-amz-tagging on PutObject'])
 
 async function tagsOf(key: string, versionId?: string): Promise<Record<string, string>> {
   const answer = await s3.send(

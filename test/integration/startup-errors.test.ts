@@ -21,6 +21,7 @@ import { join } from 'node:path'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { freePort, MAIN_JS, nodeEnv, runUntilExit, startServer } from '../support/server.js'
 import { selfSignedCertificate } from '../support/tls-cert.js'
+import { skipCase } from '../support/skip.js'
 
 /** Wider than the node's 5 s promise; a run past it is killed and fails the case. */
 const EXIT_BOUND_MS = 20_000
@@ -83,9 +84,9 @@ function whyNobodyCannotRun(): string | null {
 function nobodyCanRun(what: string): boolean {
   const reason = whyNobodyCannotRun()
   if (reason === null) return true
-  console.log(`  skipped: ${what} runs the node as nobody, and ${reason}`)
-  console.log(
-    '  (a directory on the way is closed to other users: run from a clone they can enter)',
+  skipCase(
+    `${what} runs the node as nobody, and ${reason} (a directory on the way is closed to ` +
+      'other users: run from a clone they can enter)',
   )
   return false
 }
@@ -195,7 +196,7 @@ test('a data directory on a read-only file system', async () => {
       stdio: 'ignore',
     })
   } catch {
-    console.log('  skipped: cannot mount a read-only tmpfs here (needs root with CAP_SYS_ADMIN)')
+    skipCase('cannot mount a read-only tmpfs here (needs root with CAP_SYS_ADMIN)')
     return
   }
   try {

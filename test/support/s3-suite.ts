@@ -1,14 +1,17 @@
 /** @module The set-up most S3 suites share: one server started before the suite and stopped
- * after it, an SDK client with the test keys, and the suite's bucket. `server` and `s3` are live
+ * after it, an SDK client with the test keys, the suite's bucket, and `test`, which registers
+ * the suite's cases. `server` and `s3` are live
  * bindings: a suite imports them and reads them in its tests (each suite runs in its own
  * process, so they are that suite's). With TEST_TARGET=cluster the suite runs against the first
  * node of a 3-node cluster (test/support/cluster.ts), and with TEST_TARGET=gateway against a
  * gateway in front of one: the same tests, another deployment. When the test runner started that
  * cluster itself (TEST_TARGET_URL and TEST_TARGET_DATA_DIR name the member a suite talks to), the
  * suite uses it and leaves it running: suites of one pass share a cluster, each with its own
- * buckets. */
+ * buckets. Through a gateway only the suite's smoke cases run: the gateway relays requests and
+ * bodies whole, so one case of each operation family and of each way a body or a signature can
+ * arrive shows that it does, while the node and cluster passes run every case. */
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3'
-import { test } from 'uvu'
+import { test as uvuTest } from 'uvu'
 import { startCluster } from './cluster.js'
 import { clientFor, startServer, type TestServer } from './server.js'
 
@@ -55,14 +58,48 @@ async function startTarget(): Promise<SuiteTarget> {
   }
 }
 
-/** Registers the suite's before and after hooks; `bucket`, when given, exists before any test. */
-export function useS3Suite(bucket?: string): void {
-  test.before(async () => {
+/** The beginnings of the names of the cases that run through a gateway. */
+let smokeCases: readonly string[] = []
+const smokeSeen = new Set<string>()
+
+function runsHere(name: string): boolean {
+  if (target() !== 'gateway') return true
+  const smoke = smokeCases.find((start) => name.startsWith(start))
+  if (smoke !== undefined) smokeSeen.add(smoke)
+  return smoke !== undefined
+}
+
+type Case = Parameters<typeof uvuTest>[1]
+
+/** uvu's `test`, but for a gateway target, where it registers only the smoke cases. `run` fails
+ * the suite when a smoke name matches no case (a case renamed without its entry). */
+export const test = Object.assign(
+  (name: string, handler: Case): void => {
+    if (runsHere(name)) uvuTest(name, handler)
+  },
+  {
+    before: uvuTest.before,
+    after: uvuTest.after,
+    run: (): void => {
+      const unmatched = smokeCases.filter((start) => !smokeSeen.has(start))
+      if (target() === 'gateway' && unmatched.length > 0) {
+        throw new Error(`smoke cases that match no case: ${unmatched.join('; ')}`)
+      }
+      uvuTest.run()
+    },
+  },
+)
+
+/** Registers the suite's before and after hooks; `bucket`, when given, exists before any test;
+ * `smoke` names the cases (by the start of their names) that also run through a gateway. */
+export function useS3Suite(bucket?: string, smoke: readonly string[] = []): void {
+  smokeCases = smoke
+  uvuTest.before(async () => {
     server = await startTarget()
     s3 = server.client()
     if (bucket !== undefined) await s3.send(new CreateBucketCommand({ Bucket: bucket }))
   })
-  test.after(async () => {
+  uvuTest.after(async () => {
     s3.destroy()
     await server.stop()
     server.cleanup()

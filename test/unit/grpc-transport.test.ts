@@ -36,6 +36,7 @@ import {
 } from '../../runtime/cluster/http2-windows.js'
 import { peerBytesSent } from '../../runtime/cluster/peer-bytes.js'
 import { startIngress } from '../support/grpc-ingress.js'
+import { skipCase } from '../support/skip.js'
 
 const CLUSTER = 'test-cluster'
 const KEY = Buffer.from('a cluster secret of at least 32 characters', 'utf8')
@@ -556,7 +557,7 @@ test('with TLS a call works, and a client without a certificate gets nothing', a
   try {
     const files = makeCertificates(dir)
     if (files === null) {
-      console.log('  skipped: openssl is not on this machine, so no certificates can be made')
+      skipCase('openssl is not on this machine, so no certificates can be made')
       return
     }
     const tls = readGrpcTls(files)
