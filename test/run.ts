@@ -5,15 +5,17 @@
  * per pass. `npm run test:quick` (`--quick`) runs the unit suites alone (the simulator's fixed
  * seeds and the tidiness checks among them).
  *
- * Jobs share the machine's cores as slots: most take one; a suite that starts a cluster or
- * several nodes, fills a volume or moves a GiB takes every slot, so nothing runs beside it. Each
+ * Jobs share the machine's cores as slots: most take one; a suite that bounds how fast something
+ * must happen takes every slot, so nothing runs beside it, and one job at a time may start a
+ * cluster or several nodes, fill a volume or move a GiB. Within those classes the jobs that took
+ * longest in the last run here start first (dist/test/job-times.json). Each
  * suite has a time limit; a suite past it is killed and counted as failed, and one that exits
  * non-zero without a uvu summary counts as one failure. A case that cannot run on this machine
  * says so (test/support/skip.ts): it is counted as skipped, not passed, and named before the
  * closing line `N passed, N failed, N skipped`. TEST_ONLY narrows the run to suites whose file
  * name contains it; TEST_TARGETS (default `cluster,gateway`, `none` for none) names the passes. */
 import { spawn } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -120,6 +122,9 @@ let passed = 0
 let failed = 0
 const skipped: string[] = []
 
+/** Wall times of the jobs that ended in this run, by label. */
+const times: Record<string, number> = {}
+
 function report(outcome: Outcome): void {
   console.log(`\n# ${outcome.label} (${(outcome.ms / 1000).toFixed(1)} s)`)
   process.stdout.write(outcome.output)
@@ -140,6 +145,7 @@ async function runJobs(jobs: readonly Job[]): Promise<void> {
     const slots = Math.min(job.slots, SLOTS)
     freeSlots -= slots
     if (job.cluster) clusters += 1
+    const startedMs = Date.now()
     const done: Promise<void> = job
       .run()
       .then((outcomes) => outcomes.forEach(report))
@@ -147,6 +153,7 @@ async function runJobs(jobs: readonly Job[]): Promise<void> {
         report({ label: job.label, passed: 0, failed: 1, skipped: [], output: `${error}\n`, ms: 0 })
       })
       .finally(() => {
+        times[job.label] = Date.now() - startedMs
         freeSlots += slots
         if (job.cluster) clusters -= 1
         running.delete(done)
@@ -253,10 +260,28 @@ function lintJob(label: string, command: string, args: string[]): Job {
   return { label, slots: 1, cluster: false, run: async () => [await runLint(label, command, args)] }
 }
 
+/** Each job's wall time in the last run here (a cache beside the build): the longest start first,
+ * so that the last to end is a short one. A job never timed yet counts as long. */
+const TIMES_FILE = join(here, 'job-times.json')
+const lastTimes = readTimes()
+
+function readTimes(): Record<string, number> {
+  try {
+    return JSON.parse(readFileSync(TIMES_FILE, 'utf8')) as Record<string, number>
+  } catch {
+    return {}
+  }
+}
+
+function longestFirst(list: Job[]): Job[] {
+  const time = (job: Job): number => lastTimes[job.label] ?? Number.MAX_SAFE_INTEGER
+  return [...list].sort((a, b) => time(b) - time(a))
+}
+
 const jobs: Job[] = []
 const unit = suitesOf('unit').map((file) => suiteJob(file, 'unit'))
 if (quick) {
-  jobs.push(...unit)
+  jobs.push(...longestFirst(unit))
 } else {
   const integration = suitesOf('integration')
   const s3 = integration.filter((file) => readFileSync(file, 'utf8').includes('useS3Suite('))
@@ -264,21 +289,31 @@ if (quick) {
     .split(',')
     .filter((target) => target === 'cluster' || target === 'gateway')
   const suites = integration.map((file) => suiteJob(file, 'integration'))
+  const passes = s3.length === 0 ? [] : targets.map((target) => clusterPass(target, s3))
+  const lint =
+    process.env['TEST_ONLY'] === undefined
+      ? [
+          lintJob('lint: prettier', 'prettier', ['--check', '.']),
+          lintJob('lint: eslint', 'eslint', ['.']),
+        ]
+      : []
   // Those that run alone first, on a machine nothing else has loaded yet; then the cluster jobs,
-  // the longest, one at a time beside the rest.
+  // one at a time beside the rest.
   jobs.push(...suites.filter((job) => job.slots >= SLOTS))
-  jobs.push(...suites.filter((job) => job.slots < SLOTS && job.cluster))
-  if (s3.length > 0) jobs.push(...targets.map((target) => clusterPass(target, s3)))
-  if (process.env['TEST_ONLY'] === undefined) {
-    jobs.push(
-      lintJob('lint: prettier', 'prettier', ['--check', '.']),
-      lintJob('lint: eslint', 'eslint', ['.']),
-    )
-  }
-  jobs.push(...unit, ...suites.filter((job) => job.slots < SLOTS && !job.cluster))
+  jobs.push(
+    ...longestFirst([...suites.filter((job) => job.slots < SLOTS && job.cluster), ...passes]),
+  )
+  jobs.push(
+    ...longestFirst([
+      ...lint,
+      ...unit,
+      ...suites.filter((job) => !job.cluster && job.slots < SLOTS),
+    ]),
+  )
 }
 const startedMs = Date.now()
 await runJobs(jobs)
+writeFileSync(TIMES_FILE, JSON.stringify({ ...lastTimes, ...times }, null, 1))
 if (skipped.length > 0) {
   console.log(`\nskipped (cannot run on this machine):`)
   for (const reason of skipped) console.log(`  ${reason}`)
