@@ -167,7 +167,7 @@ function threadPeers(): Peers {
   if (mode !== 'cluster' && mode !== 'gateway') return singleNodePeers
   if (grpcPeers === null) {
     logGrpcTo(log)
-    grpcPeers = GrpcPeers.fromConfig(data.config)
+    grpcPeers = GrpcPeers.fromConfig(data.config, log)
     grpcPeers.setPartitioned([...partitioned])
   }
   return grpcPeers
