@@ -12,54 +12,33 @@
  * 64 hex digits; an empty key, leaf or root has none. Tombstones (a key's stamp once it holds no
  * object and no version, a version deleted by id) are purged SVC_GC_GRACE_DAYS after their change,
  * by each node from the partitions every other replica was found to hold alike (`ae.purge`). */
+import type { z } from 'zod'
 import type { Request } from './actor.js'
-import type { PeerTarget } from './cluster.js'
 import { parseHlc } from './hlc.js'
 import type { BootstrapSynced } from './messages.js'
+import type { Fields } from './wire/fields.js'
+import type * as answers from './wire/replica-answers.js'
+import type {
+  aeKeys,
+  aeLeaves,
+  aeRoots,
+  keyCursor,
+  keyManifest,
+  keyRecords,
+  recordsGet,
+  recordsMerge,
+} from './wire/anti-entropy.js'
+
+export { AE_KEYS_PAGE_MAX } from './wire/anti-entropy.js'
 
 /** Where a leaf's keys are listed from: after this key (null: from the first). */
-export interface KeyCursor {
-  bucket: string
-  key: string
-}
+export type KeyCursor = z.infer<typeof keyCursor>
 
-export interface KeyDigest {
-  bucket: string
-  key: string
-  digest: string
-}
-
-/** A version of a key as a replica holds it: its current object (`current`), one of its other
- * versions, or a delete marker. In a bucket without versioning the key's one object (token
- * null). */
-export interface VersionEntry {
-  /** The version token (keys.ts), null for an object written without versioning. */
-  token: string | null
-  /** The S3 version id (`null` for the null version); absent where no versioning was configured. */
-  versionId?: string
-  /** The change that wrote it (absent: written unstamped). */
-  stamp?: string
-  etag: string
-  size: number
-  marker: boolean
-  /** Parts of a multipart object, 0 for an object of one blob. */
-  parts: number
-  /** Tags it carries. */
-  tags: number
-  current: boolean
-}
-
-/** Everything a replica holds of one key that replication must agree on. */
-export interface KeyManifest {
-  /** The newest change of the key this replica applied or refused as stale (its tombstone once
-   * the object is gone); null when it holds none. */
-  stamp: string | null
-  versions: VersionEntry[]
-  /** Versions deleted by id: their tokens and the deletes' stamps. */
-  deleted: { token: string; stamp: string }[]
-  /** The key's digest as the store keeps it (null: no items), for a caller to see what it saw. */
-  digest: string | null
-}
+/* What a replica answers anti-entropy's questions: the schemas (wire/replica-answers.ts) say what
+ * each field is. */
+export type KeyDigest = z.infer<typeof answers.keyDigest>
+export type VersionEntry = z.infer<typeof answers.aeVersionEntry>
+export type KeyManifest = z.infer<typeof answers.keyManifest>
 
 /** The token under which a key keeps its null tombstone
  * (actors/replica-store/replication/stamps.ts): the newest stamp of a change that removed its
@@ -71,48 +50,19 @@ export const NULL_TOMBSTONE_TOKEN = '9999999999999999ffffffff'
  * whatever S3 operation wrote it. Each version is its stored record (its stamp, tags and their
  * stamp, a multipart object's parts), by its token (a current object's is the one archiving would
  * give it); versions deleted by id by token, with the delete's stamp; and the key's stamp. */
-export interface KeyRecords {
-  stamp: string | null
-  versions: { token: string; record: Record<string, unknown> }[]
-  deleted: { token: string; stamp: string }[]
-}
+export type KeyRecords = z.infer<typeof keyRecords>
 
-/** What a `records.merge` did: whether the replica's records changed, and the bytes of the blobs
- * it fetched (what anti-entropy's throttle counts). */
-export interface KeyMerged {
-  changed: boolean
-  bytes: number
-}
+export type KeyMerged = z.infer<typeof answers.keyMerged>
 
-/** Requests of the anti-entropy actor to a store (its own, or a peer's through Replica.Op). */
+/** Requests of the anti-entropy actor to a store (its own, or a peer's through Replica.Op: the
+ * questions' schemas and what each asks are in wire/anti-entropy.ts). */
 export type AntiEntropyMsg =
-  /** The root digest of each partition asked for, in order (null: the store holds nothing of
-   * it). */
-  | (Request & { kind: 'ae.roots'; partitions: number[] })
-  /** The non-empty leaves of a partition and their digests, in leaf order. */
-  | (Request & { kind: 'ae.leaves'; partition: number })
-  /** A leaf's keys and their digests, in key order (bucket, then key), after `after`, at most
-   * `limit` (at most AE_KEYS_PAGE_MAX). */
-  | (Request & {
-      kind: 'ae.keys'
-      partition: number
-      leaf: number
-      after: KeyCursor | null
-      limit: number
-    })
-  /** What this replica holds of one key. */
-  | (Request & { kind: 'key.manifest'; bucket: string; key: string })
-  /** The key's stamped records (`records.get`), which replicas exchange to converge. */
-  | (Request & { kind: 'records.get'; bucket: string; key: string })
-  /** Merges another replica's records of a key by the stamp rule (`records.merge`), fetching
-   * the blobs it lacks by content address from `from`, the replica that sent them. */
-  | (Request & {
-      kind: 'records.merge'
-      bucket: string
-      key: string
-      records: KeyRecords
-      from: PeerTarget
-    })
+  | (Request & Fields<typeof aeRoots>)
+  | (Request & Fields<typeof aeLeaves>)
+  | (Request & Fields<typeof aeKeys>)
+  | (Request & Fields<typeof keyManifest>)
+  | (Request & Fields<typeof recordsGet>)
+  | (Request & Fields<typeof recordsMerge>)
   /** This node's anti-entropy only (never a peer's): removes the partition's tombstones whose
    * stamps' wall clocks are before `beforeMs` (each key stamp of a key with no object and no
    * version left, each version deleted by id), walking at most `limit` (at most
@@ -125,7 +75,6 @@ export type AntiEntropyMsg =
       limit: number
     })
 
-export const AE_KEYS_PAGE_MAX = 1_000
 /** Keys one ae.purge walks at most. */
 export const AE_PURGE_KEYS_MAX = 1_000
 

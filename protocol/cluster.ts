@@ -1,35 +1,21 @@
 /** @module Cluster contracts: a member as gossip knows it, the node-to-node methods, and `Peers`,
  * the seam through which actors reach other nodes. The runtime implements Peers over gRPC
  * (authenticated, with deadlines and bounded messages); a simulation implements it with a network
- * of its own. Requests and answers of peer methods are plain JSON-shaped data: the types in this
- * folder are their schema on both sides. */
+ * of its own. Requests and answers of peer methods are plain JSON-shaped data, checked at the
+ * boundary against the schemas of wire/ (peer-methods.ts), from which their types are inferred. */
+import type { z } from 'zod'
 import type { ByteSink, Request, StreamHandle } from './actor.js'
 import type { Result } from './errors.js'
+import type { member, memberKind, memberStatus, nodePhase } from './wire/gossip.js'
+import type { bodyRange } from './wire/replica.js'
 
-export type MemberStatus = 'Alive' | 'Suspect' | 'Dead' | 'Left'
-export type NodePhase = 'joining' | 'serving' | 'needs_bootstrap' | 'bootstrapping' | 'stopping'
+export type MemberStatus = z.infer<typeof memberStatus>
+export type NodePhase = z.infer<typeof nodePhase>
 /** A storage node of a pool, or a gateway (no storage, no pool). */
-export type MemberKind = 'node' | 'gateway'
+export type MemberKind = z.infer<typeof memberKind>
 
-/** One member of the cluster, as its own gossip last described it. */
-export interface Member {
-  id: string
-  kind: MemberKind
-  /** The pool's name and the hash of its member list; null for a gateway. */
-  pool: string | null
-  poolHash: string | null
-  httpAddr: string
-  grpcAddr: string
-  /** Raised only by the member itself, to refute a suspicion or announce a restart. */
-  incarnation: number
-  status: MemberStatus
-  phase: NodePhase
-  version: string
-  /** Free bytes of its data volume (0 for a gateway): where new buckets go. */
-  freeBytes: number
-  /** Its wall clock when it last described itself, for the skew check. */
-  wallMs: number
-}
+/** One member of the cluster, as its own gossip last described it (wire/gossip.ts). */
+export type Member = z.infer<typeof member>
 
 /** Every method one node may call on another, as `Service.Rpc` of protocol/cluster.proto. The
  * transport checks at load that the two lists are the same. */
@@ -58,10 +44,7 @@ export type BodyReadingMethod = (typeof BODY_READING_METHODS)[number]
 
 /** The bytes a `callForBody` asks for, inclusive, in its request body's `range`: the serving
  * side's transport requests them from the handler's stream once the handler answered ok. */
-export interface BodyRange {
-  start: number
-  end: number
-}
+export type BodyRange = z.infer<typeof bodyRange>
 
 /** Where a call goes: the peer's gRPC address, and its node id when known (a seed's is not until
  * it answers). */

@@ -1,5 +1,7 @@
 /** @module Identity rules shared by the admin API (which validates what clients send) and iam
  * (which asserts them): roles, username format, password bounds. */
+import type { z } from 'zod'
+import type { loginOutcome } from './wire/iam.js'
 
 export const ROLES = ['Reader', 'Writer', 'SuperUser'] as const
 export type Role = (typeof ROLES)[number]
@@ -15,28 +17,9 @@ export function isValidUsername(value: string): boolean {
   return USERNAME_PATTERN.test(value)
 }
 
-/** Iam.LoginOutcome, from the storage node that checked a password to the others: a failed login
- * (counted as if it had failed there), or a success that clears the username's failures. */
-export interface LoginOutcome {
-  username: string
-  /** The client's address as the node that checked it saw it (http/client-address.ts). */
-  address: string
-  failed: boolean
-}
-
-/** An IPv6 address with a zone is at most a few dozen characters. */
-const ADDRESS_CHARS_MAX = 64
-
-/** A LoginOutcome from a peer's bytes, or null when malformed. */
-export function parseLoginOutcome(body: unknown): LoginOutcome | null {
-  const outcome = body as Partial<LoginOutcome> | null
-  if (typeof outcome !== 'object' || outcome === null) return null
-  const { username, address, failed } = outcome
-  if (typeof username !== 'string' || !isValidUsername(username)) return null
-  if (typeof address !== 'string' || address.length > ADDRESS_CHARS_MAX) return null
-  if (typeof failed !== 'boolean') return null
-  return { username, address, failed }
-}
+/** Iam.LoginOutcome, from the storage node that checked a password to the others (its schema is
+ * wire/iam.ts's). */
+export type LoginOutcome = z.infer<typeof loginOutcome>
 
 /** argon2 takes any length, but hashing a huge password is a cheap way to burn a server's CPU. */
 export const PASSWORD_BYTES_MAX = 1024

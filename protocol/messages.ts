@@ -7,64 +7,34 @@
  * stamp's wall clock) and version id (stampToken) from it, applies a change only if it is newer
  * than the newest change of the key it holds (an older one becomes an older version, or nothing),
  * and keeps the stamp of the newest change of each key, deletions included, as a tombstone. */
+import type { z } from 'zod'
 import type { Request, StreamHandle } from './actor.js'
 import type { AntiEntropyMsg } from './anti-entropy.js'
 import type { NodePhase, PeerRequestMsg } from './cluster.js'
 import type { WriteConditions } from './s3-rules/conditions.js'
-import type { ErrorCode } from './errors.js'
 import type { CorsConfiguration } from './cors.js'
-import type { UploadChecksum } from './multipart-checksum.js'
-import type {
-  BucketInfo,
-  BucketListing,
-  Checksums,
-  ChecksumType,
-  Conditions,
-  Expectations,
-  HttpMeta,
-  ListPage,
-  ListRequest,
-  ObjectInfo,
-  ObjectSummary,
-} from './objects.js'
+import type { BucketInfo, BucketListing, Conditions, HttpMeta, ListPage } from './objects.js'
 import type { Role } from './identity.js'
 import type { BlobMsg } from './scrubbing.js'
 import type { Tag } from './tagging.js'
+import type { Fields } from './wire/fields.js'
+import type * as answers from './wire/replica-answers.js'
+import type * as wire from './wire/replica.js'
 
 /** The trailer that carries a part's stamp at the end of its body, cluster mode only: of two
  * uploads of one part, the last to end counts. A message without a stamp ignores it, so a
  * client's own trailer of that name means nothing. */
 export const END_STAMP_TRAILER = 'x-svc-stamp'
 
-export interface PutResult {
-  etag: string
-  lastModifiedMs: number
-  checksums: ObjectInfo['checksums']
-  /** Set for a multipart object's checksum (FULL_OBJECT, or COMPOSITE `<base64>-N`). */
-  checksumType?: ChecksumType
-  /** The new version's id when the bucket has versioning configured (`null` when suspended). */
-  versionId?: string
-  /** CopyObject from a bucket with versioning: the version that was copied. */
-  sourceVersionId?: string
-  /** Cluster mode: the replica already held a newer change of the key, so this write did not
-   * become current (it was kept as an older version, or dropped where no versions are kept). */
-  stale?: true
-}
-export interface GetResult {
-  info: ObjectInfo
-  /** The inclusive byte range of the part the request named (partNumber), with the part's own
-   * checksum when it has one. */
-  part?: { start: number; end: number; checksums?: Checksums }
-  /** Whole body of a small object, sent with the reply; otherwise the bytes come on the stream
-   * after the receiver asks for a range. */
+/* The answers a replica gives a peer too have their schemas in wire/replica-answers.ts, which says
+ * what each field means; their types are those schemas'. */
+export type PutResult = z.infer<typeof answers.putResult>
+export type GetResult = z.infer<typeof answers.getResult> & {
+  /** Whole body of a small object, sent with a local reply (to a peer, on the call's stream);
+   * otherwise the bytes come on the stream after the receiver asks for a range. */
   body?: Uint8Array
-  /** A multipart object's parts, when the request asked (withParts). */
-  parts?: { size: number; checksums: Checksums }[]
   /** The blob's file, lent to the caller (a `lend` request): it reads the bytes itself. */
   lent?: LentFile
-  /** Cluster mode (`stamped` requests): the stamp of the newest change of the key this replica
-   * holds, deletions included; null when it holds none. */
-  keyStamp?: string | null
 }
 /** A blob file lent to another thread of the store's process, which opens and reads it itself:
  * the store keeps the file from removal as garbage for LOAN_PIN_MS, time enough to open it (an
@@ -76,127 +46,33 @@ export interface LentFile {
   size: number
   crc32: number
 }
-/** What a replica holds of a key, for a merged listing: the stamp of the key's newest change here
- * (null: none), and the current object with its write stamp (null: none, or deleted). */
-export interface KeyHead {
-  stamp: string | null
-  object: (ObjectSummary & { stamp: string; contentType: string }) | null
-}
-/** A `stamped` GET of a key or version this replica does not hold (never held, or deleted). */
-export interface AbsentResult {
-  absent: true
-  keyStamp: string | null
-}
-/** A part as UploadPart and UploadPartCopy answer it, and as ListParts lists it. */
-export interface PartInfo {
-  partNumber: number
-  size: number
-  /** Quoted hex MD5 of the part's bytes. */
-  etag: string
-  lastModifiedMs: number
-  checksums: ObjectInfo['checksums']
-  /** Cluster mode: the stamp of the upload of this part (a part uploaded again replaces it). */
-  stamp?: string
-}
-export interface UploadCreated {
-  uploadId: string
-}
-export interface UploadSummary {
-  key: string
-  uploadId: string
-  initiatedMs: number
-}
-export interface UploadListing {
-  uploads: UploadSummary[]
-  commonPrefixes: string[]
-  truncated: boolean
-  /** Where the next page starts: after this key and upload id (both null when not truncated). */
-  nextKeyMarker: string | null
-  nextUploadIdMarker: string | null
-}
-export interface PartListing {
-  parts: PartInfo[]
-  truncated: boolean
-  /** The last part number of this page, or the marker when the page is empty. */
-  nextPartNumberMarker: number
-  initiatedMs: number
-  http: HttpMeta
-  checksum?: UploadChecksum
-}
+export type KeyHead = z.infer<typeof answers.keyHead>
+export type AbsentResult = z.infer<typeof answers.absentResult>
+export type PartInfo = z.infer<typeof answers.partInfo>
+export type UploadCreated = z.infer<typeof answers.uploadCreated>
+export type UploadSummary = z.infer<typeof answers.uploadSummary>
+export type UploadListing = z.infer<typeof answers.uploadListing>
+export type PartListing = z.infer<typeof answers.partListing>
 /** A part of a CompleteMultipartUpload request: its number and the ETag the client kept, and the
  * checksums it names. */
-export interface CompletedPart {
-  partNumber: number
-  etag: string
-  checksums?: Checksums
-}
+export type CompletedPart = z.infer<typeof wire.completedPart>
 
-/** An object version's tags, and which version it was when the bucket has versioning. */
-export interface TaggingResult {
-  tags: Tag[]
-  versionId?: string
-}
+export type TaggingResult = z.infer<typeof answers.taggingResult>
+export type MarkerResult = z.infer<typeof answers.markerResult>
+export type DeleteResult = z.infer<typeof answers.deleteResult>
+export type DeletedEntry = z.infer<typeof answers.deletedEntry>
+export type VersionEntry = z.infer<typeof answers.versionEntry>
+export type VersionListing = z.infer<typeof answers.versionListing>
+export type DeleteManyResult = z.infer<typeof answers.deleteManyResult>
 
-/** A delete marker where an object was asked for. */
-export interface MarkerResult {
-  marker: {
-    versionId: string
-    lastModifiedMs: number
-    /** The request named this version by id (S3 answers 405), or wanted the current one (404). */
-    byId: boolean
-  }
-  /** As GetResult.keyStamp. */
-  keyStamp?: string | null
-}
-
-/** What a delete did: the version it removed (by id), or the delete marker it added. */
-export interface DeleteResult {
-  versionId?: string
-  deleteMarker: boolean
-  /** Cluster mode: as PutResult.stale (the marker was kept as an older version, or dropped). */
-  stale?: true
-}
-
-export interface DeletedEntry extends DeleteResult {
-  key: string
-  /** The version id the request named, if any. */
-  requestedVersionId?: string
-}
-
-export interface VersionEntry {
-  key: string
-  versionId: string
-  isLatest: boolean
-  deleteMarker: boolean
-  size: number
-  etag: string
-  lastModifiedMs: number
-}
-
-export interface VersionListing {
-  versions: VersionEntry[]
-  commonPrefixes: string[]
-  truncated: boolean
-  nextKeyMarker: string | null
-  nextVersionIdMarker: string | null
-}
-
-export interface DeleteManyResult {
-  deleted: DeletedEntry[]
-  /** Keys not deleted, each with its ErrorCode: the S3 surface maps it to S3's Code and Message. */
-  errors: { key: string; code: ErrorCode; detail: string }[]
-}
-
+/** Requests of buckets and objects. Those a replica takes from a peer (Replica.*) have their
+ * fields, and what each means, in the schemas of wire/replica.ts, with their body or stream added
+ * here. */
 export type ObjectMsg =
   /** `owner`: the user id of the principal that creates it (the S3 and admin APIs always name
    * one; without, the bucket is nobody's, as those made before owners were recorded). */
   | (Request & { kind: 'bucket.create'; bucket: string; owner?: string })
-  | (Request & {
-      kind: 'bucket.delete'
-      bucket: string
-      /** Remove every object and version first (uploads in progress go either way). */
-      force?: true
-    })
+  | (Request & Fields<typeof wire.bucketDelete>)
   | (Request & { kind: 'bucket.head'; bucket: string })
   /** Buckets named after `after` and starting with `prefix`, in name order, at most `limit`:
    * those of `owner` and those without one, or every bucket when `owner` is null. */
@@ -207,94 +83,35 @@ export type ObjectMsg =
       after: string
       limit: number
     })
-  | (Request & { kind: 'bucket.stats' })
+  | (Request & Fields<typeof wire.bucketStats>)
   /** A bucket's CORS configuration, validated by the ingress (protocol/cors.ts). */
   | (Request & { kind: 'bucket.cors.put'; bucket: string; cors: CorsConfiguration })
   | (Request & { kind: 'bucket.cors.get'; bucket: string })
   | (Request & { kind: 'bucket.cors.delete'; bucket: string })
-  | (Request & {
-      kind: 'object.put'
-      bucket: string
-      key: string
-      http: HttpMeta
-      userMeta: Record<string, string>
-      /** x-amz-tagging, validated by the ingress (protocol/tagging.ts). */
-      tags?: Tag[]
-      expect: Expectations
-      /** Small bodies travel inline; larger ones on a stream. Exactly one is set. */
-      body?: Uint8Array
-      stream?: StreamHandle
-      /** The sender hashes the streamed body with MD5 and sends the digest with the stream's end,
-       * so the store need not: MD5 is the slowest of its hashes, and it then runs on another
-       * thread while the store computes the rest. */
-      streamMd5?: boolean
-      /** If-Match, If-None-Match, If-Unmodified-Since: checked in the commit that writes the
-       * object (protocol/s3-rules/conditions.ts). */
-      conditions?: WriteConditions
-      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
-      stamp?: string
-    })
-  | (Request & {
-      kind: 'object.get'
-      bucket: string
-      key: string
-      /** Where the bytes of a blob file go. Absent: no body is streamed (HEAD, or a first look). */
-      stream?: StreamHandle
-      /** Without a stream: answer with the whole body if it is small enough to be kept inline, so
-       * small GETs take one round trip and no stream; a large object is then read with a stream. */
-      inline?: true
-      /** With `inline`, from a thread of the store's own process (a single node's ingress): a
-       * single-file blob is lent (GetResult.lent) rather than streamed, so the whole GET is one
-       * round trip and its bytes never cross threads. */
-      lend?: true
-      /** GET/HEAD ?partNumber=N: the reply says which bytes part N holds. */
-      partNumber?: number
-      /** A version by id (`null` included); absent, the current version. */
-      versionId?: string
-      /** Answer with each part's size and checksums (GetObjectAttributes' ObjectParts). */
-      withParts?: true
-      /** Cluster mode: every answer carries the key's stamp, and a key or version this replica
-       * does not hold answers AbsentResult rather than no_such_key or no_such_version. */
-      stamped?: true
-    })
-  | (Request & {
-      kind: 'object.delete'
-      bucket: string
-      key: string
-      versionId?: string
-      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
-      stamp?: string
-    })
-  | (Request & {
-      kind: 'object.delete-many'
-      bucket: string
-      objects: { key: string; versionId?: string }[]
-      /** Cluster mode: one stamp for every key of the batch (each key is changed once). */
-      stamp?: string
-    })
-  /** Cluster mode: the stamp of the newest change of each key this replica holds (null: none),
-   * deletions included, so that a listing can tell a key deleted here from one never received. */
-  | (Request & { kind: 'object.stamps'; bucket: string; keys: string[] })
-  /** Cluster mode: a merged listing's point check of keys this replica did not list: each key's
-   * newest change here and its current object, if any (KeyHead). */
-  | (Request & { kind: 'object.heads'; bucket: string; keys: string[] })
-  /** Cluster mode: whether each version was deleted by id here (its tombstone is kept). */
-  | (Request & {
-      kind: 'object.versions-deleted'
-      bucket: string
-      versions: { key: string; versionId: string }[]
-    })
+  /** Small bodies travel inline; larger ones on a stream. Exactly one is set. */
+  | (Request & Fields<typeof wire.objectPut> & { body?: Uint8Array; stream?: StreamHandle })
+  | (Request &
+      Fields<typeof wire.objectGet> & {
+        /** Where the bytes of a blob file go. Absent: no body is streamed (HEAD, or a first
+         * look). */
+        stream?: StreamHandle
+        /** Without a stream: answer with the whole body if it is small enough to be kept inline,
+         * so small GETs take one round trip and no stream; a large object is then read with a
+         * stream. */
+        inline?: true
+        /** With `inline`, from a thread of the store's own process (a single node's ingress): a
+         * single-file blob is lent (GetResult.lent) rather than streamed, so the whole GET is one
+         * round trip and its bytes never cross threads. */
+        lend?: true
+      })
+  | (Request & Fields<typeof wire.objectDelete>)
+  | (Request & Fields<typeof wire.objectDeleteMany>)
+  | (Request & Fields<typeof wire.objectStamps>)
+  | (Request & Fields<typeof wire.objectHeads>)
+  | (Request & Fields<typeof wire.objectVersionsDeleted>)
   | (Request & { kind: 'bucket.versioning.put'; bucket: string; status: 'Enabled' | 'Suspended' })
   | (Request & { kind: 'bucket.versioning.get'; bucket: string })
-  | (Request & {
-      kind: 'object.list-versions'
-      bucket: string
-      prefix: string
-      delimiter: string
-      keyMarker: string
-      versionIdMarker: string
-      maxKeys: number
-    })
+  | (Request & Fields<typeof wire.objectListVersions>)
   | (Request & {
       kind: 'object.copy'
       source: { bucket: string; key: string; versionId?: string }
@@ -309,54 +126,19 @@ export type ObjectMsg =
        * object, as object.put's conditions. */
       targetConditions?: WriteConditions
     })
-  /** An object version's tags: replaced whole (an empty set deletes them); its bytes untouched. */
-  | (Request & {
-      kind: 'object.tagging.put'
-      bucket: string
-      key: string
-      versionId?: string
-      tags: Tag[]
-      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
-      stamp?: string
-    })
-  | (Request & { kind: 'object.tagging.get'; bucket: string; key: string; versionId?: string })
+  | (Request & Fields<typeof wire.objectTaggingPut>)
+  | (Request & Fields<typeof wire.objectTaggingGet>)
   /** A bucket's tags, validated by the ingress; an empty set deletes them. */
   | (Request & { kind: 'bucket.tagging.put'; bucket: string; tags: Tag[] })
   | (Request & { kind: 'bucket.tagging.get'; bucket: string })
-  | (Request & { kind: 'object.list' } & ListRequest)
+  | (Request & Fields<typeof wire.objectList>)
   | UploadMsg
 
 /** Multipart uploads (S3's CreateMultipartUpload ... CompleteMultipartUpload). */
 export type UploadMsg =
-  | (Request & {
-      kind: 'upload.create'
-      bucket: string
-      key: string
-      http: HttpMeta
-      userMeta: Record<string, string>
-      /** x-amz-checksum-algorithm and -type: every part must carry that checksum. */
-      checksum?: UploadChecksum
-      /** The object's tags once completed (x-amz-tagging). */
-      tags?: Tag[]
-      /** Cluster mode: the stamp, and the upload id the coordinator chose (equal everywhere). */
-      stamp?: string
-      uploadId?: string
-    })
-  | (Request & {
-      kind: 'upload.part'
-      bucket: string
-      key: string
-      uploadId: string
-      partNumber: number
-      expect: Expectations
-      /** As in object.put: small bodies inline, larger ones on a stream; exactly one is set. */
-      body?: Uint8Array
-      stream?: StreamHandle
-      /** As in object.put. */
-      streamMd5?: boolean
-      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
-      stamp?: string
-    })
+  | (Request & Fields<typeof wire.uploadCreate>)
+  /** As in object.put: small bodies inline, larger ones on a stream; exactly one is set. */
+  | (Request & Fields<typeof wire.uploadPart> & { body?: Uint8Array; stream?: StreamHandle })
   | (Request & {
       kind: 'upload.part-copy'
       bucket: string
@@ -368,39 +150,11 @@ export type UploadMsg =
       range?: { start: number; end: number }
       conditions: Conditions
     })
-  | (Request & {
-      kind: 'upload.complete'
-      bucket: string
-      key: string
-      uploadId: string
-      parts: CompletedPart[]
-      /** As in object.put. */
-      conditions?: WriteConditions
-      /** Cluster mode, with `conditions`: the key's current object as the coordinator's quorum
-       * read found it (null: none), which the conditions are checked against instead of the
-       * replica's own, in the place a single node checks them. */
-      judgedOn?: { etag: string; lastModifiedMs: number } | null
-      /** The whole object's checksum the client expects (x-amz-checksum-* on Complete). */
-      expect?: Checksums
-      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
-      stamp?: string
-    })
-  | (Request & {
-      kind: 'upload.abort'
-      bucket: string
-      key: string
-      uploadId: string
-      /** Cluster mode: the coordinator's stamp of this change (see the module comment). */
-      stamp?: string
-    })
-  /** Cluster mode: the state of each upload here: in progress, ended (completed or aborted, its
-   * record kept), or unknown to this replica. */
-  | (Request & { kind: 'upload.states'; bucket: string; uploadIds: string[] })
-  /** Cluster mode: a conditional write of a key first holds it on a majority of its replicas
-   * (each grants one live claim per key), so that of two racing conditional writes one waits for
-   * the other and then sees its object. */
-  | (Request & { kind: 'key.claim'; bucket: string; key: string; claimant: string })
-  | (Request & { kind: 'key.release'; bucket: string; key: string; claimant: string })
+  | (Request & Fields<typeof wire.uploadComplete>)
+  | (Request & Fields<typeof wire.uploadAbort>)
+  | (Request & Fields<typeof wire.uploadStates>)
+  | (Request & Fields<typeof wire.keyClaim>)
+  | (Request & Fields<typeof wire.keyRelease>)
   /** Cluster mode: changes that replicas missed, kept durably by the coordinator's node until
    * repair brings them (a newer hint of a key for a node replaces an older one). */
   | (Request & { kind: 'hint.put'; hints: Hint[] })
@@ -423,23 +177,8 @@ export type UploadMsg =
     })
   /** Cluster mode: hints delivered or expired: each is removed unless a newer one replaced it. */
   | (Request & { kind: 'hint.done'; hints: Hint[] })
-  | (Request & {
-      kind: 'upload.list-parts'
-      bucket: string
-      key: string
-      uploadId: string
-      afterPartNumber: number
-      maxParts: number
-    })
-  | (Request & {
-      kind: 'upload.list'
-      bucket: string
-      prefix: string
-      delimiter: string
-      keyMarker: string
-      uploadIdMarker: string
-      maxUploads: number
-    })
+  | (Request & Fields<typeof wire.uploadListParts>)
+  | (Request & Fields<typeof wire.uploadList>)
 
 /** A change of a key that replica `node` missed: its stamp, newest kept. */
 export interface Hint {
@@ -450,7 +189,7 @@ export interface Hint {
 }
 
 /** An upload as one replica knows it (`upload.states`). */
-export type UploadState = 'open' | 'ended' | 'unknown'
+export type UploadState = z.infer<typeof answers.uploadState>
 
 /** A message without the fields every request carries, which the sender's helper adds (distributes
  * over a union). */
@@ -507,7 +246,7 @@ export type SystemMsg =
   | (Request & { kind: 'system.delete'; name: string })
   /** Every record whose name starts with `prefix`, ascending by name. */
   | (Request & { kind: 'system.list'; prefix: string })
-  | (Request & { kind: 'system.stats' })
+  | (Request & Fields<typeof wire.systemStats>)
   /** Cluster mode: the replicas away longer than SVC_HINT_TTL_HOURS, as the hint queue sees them
    * (all of them, replacing the last list): no hint is recorded for them until they are back. */
   | (Request & { kind: 'hint.closed'; nodes: string[] })
@@ -537,20 +276,8 @@ export interface SystemRecord {
 }
 
 /** Per-bucket counters, kept by the same batches that change the bucket's objects. */
-export interface BucketStats {
-  name: string
-  createdMs: number
-  objectsCount: number
-  storageUsedBytes: number
-}
-
-export interface StoreStats {
-  bucketsCount: number
-  objectsCount: number
-  storageUsedBytes: number
-  uniqueBlobs: number
-  totalReferences: number
-}
+export type BucketStats = z.infer<typeof answers.bucketStats>
+export type StoreStats = z.infer<typeof answers.storeStats>
 
 /** What the store takes: also the scrubber's requests, and in cluster mode the catalog and
  * replica calls of other nodes and anti-entropy's questions. */

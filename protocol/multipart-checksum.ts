@@ -5,15 +5,14 @@
  * from the parts' CRCs. S3 allows COMPOSITE for CRC32, CRC32C, SHA-1 and SHA-256 (the default
  * for all but CRC64NVME), FULL_OBJECT for the three CRCs (the only type of CRC64NVME). */
 import { createHash } from 'node:crypto'
+import type { z } from 'zod'
 import { CHECKSUM_ALGORITHMS, crc32Update, crc32cUpdate, crcToBase64 } from './checksums.js'
 import { CRC32C_MODEL, CRC32_MODEL, CRC64NVME_MODEL, combineCrcs } from './crc-combine.js'
 import { fail, ok, type Result } from './errors.js'
-import type { ChecksumAlgorithm, ChecksumType } from './objects.js'
+import type { ChecksumAlgorithm } from './objects.js'
+import type { uploadChecksum } from './wire/fields.js'
 
-export interface UploadChecksum {
-  algorithm: ChecksumAlgorithm
-  type: ChecksumType
-}
+export type UploadChecksum = z.infer<typeof uploadChecksum>
 
 const CRC_MODELS = {
   crc32: CRC32_MODEL,

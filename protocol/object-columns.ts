@@ -1,21 +1,13 @@
 /** @module The objects of a listing page as columns, and the way between them and summaries. */
 import assert from 'node:assert/strict'
+import type { z } from 'zod'
 import type { ObjectSummary } from './objects.js'
+import type { objectColumns as objectColumnsSchema } from './wire/replica-answers.js'
 
 /** A listing page's objects, a field per array: object i is index i of each. A page crosses two
  * thread hops (store, coordinator, ingress), and structured clone writes every object's field
  * names again, so a page clones several times faster as columns than as objects. */
-export interface ObjectColumns {
-  keys: string[]
-  sizes: number[]
-  etags: string[]
-  lastModifiedMs: number[]
-  /** Present only when the listing asked for it (ListRequest.withContentType). */
-  contentTypes?: string[]
-  /** Cluster mode, when the listing asked for them (ListRequest.withStamps): each object's write
-   * stamp, so that the coordinator can merge the pages of several replicas. */
-  stamps?: string[]
-}
+export type ObjectColumns = z.infer<typeof objectColumnsSchema>
 
 export function objectColumns(
   summaries: readonly ObjectSummary[],

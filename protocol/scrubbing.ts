@@ -5,7 +5,11 @@
  * corrupt (`blob.mark`) and, in cluster mode, replace it with a good copy read from another node
  * (`blob.replace`, the same `blob.read` served to a peer through Replica.Read). A store that meets
  * a corrupt blob while serving a GET tells its scrubber (`scrubber.check`), which checks it now. */
+import type { z } from 'zod'
 import type { Request, StreamHandle } from './actor.js'
+import type { Fields } from './wire/fields.js'
+import type { blobHead } from './wire/replica-answers.js'
+import type { blobRead } from './wire/replica.js'
 
 /** A blob as the store's records describe it. */
 export interface BlobEntry {
@@ -27,16 +31,9 @@ export interface BlobPage {
 
 /** The answer to `blob.read`: the blob's record, and its bytes when it is inline (a file's come on
  * the stream once asked; to a peer, inline bytes come on the stream too). */
-export interface BlobHead {
-  size: number
-  crc32: number
-  corrupt?: true
+export type BlobHead = z.infer<typeof blobHead> & {
+  /** The blob's bytes when it is inline, with a local answer (to a peer, on the stream). */
   body?: Uint8Array
-  /** An unchecked read of a copy that cannot be read whole (its file is missing or has another
-   * size): why; no bytes follow. A checked read answers `corrupt` instead. */
-  unreadable?: string
-  /** As BlobPage.load. */
-  load: number
 }
 
 /** Requests of the scrubber to its store (and `blob.read` of a peer's scrubber, Replica.Read). */
@@ -46,7 +43,7 @@ export type BlobMsg =
   /** One blob whole: inline bytes in the answer, a file's on `stream` once asked. `unchecked`: the
    * bytes go as they are, even of a copy known corrupt (the scrubber checks them itself);
    * otherwise the store refuses a copy it knows corrupt and checks the CRC32 as it sends. */
-  | (Request & { kind: 'blob.read'; sha256: string; stream?: StreamHandle; unchecked?: true })
+  | (Request & Fields<typeof blobRead> & { stream?: StreamHandle; unchecked?: true })
   /** Replaces the local copy of a blob with the bytes on `stream`, once they are verified against
    * its SHA-256, CRC32 and size; answers whether it replaced it (not when the blob is gone, or its
    * copy changed meanwhile). */

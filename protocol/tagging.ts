@@ -4,12 +4,11 @@
  * and 50 on a bucket, keys of 1 to 128 and values of at most 256 Unicode characters, each key
  * once, no key starting with `aws:`. A rule broken is S3's `InvalidTag` with S3's message; a body
  * outside the schema `MalformedXML`. Pure functions. */
+import type { z } from 'zod'
 import { fail, ok, type Result } from './errors.js'
+import type { tag } from './wire/fields.js'
 
-export interface Tag {
-  key: string
-  value: string
-}
+export type Tag = z.infer<typeof tag>
 
 export const OBJECT_TAGS_MAX = 10
 export const BUCKET_TAGS_MAX = 50

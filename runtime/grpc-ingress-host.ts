@@ -64,6 +64,7 @@ export const grpcIngress: Actor<GrpcIngressState, 'grpc-ingress'> = {
       nodeId,
       key,
       isPartitioned: (from) => host.isPartitioned(from),
+      log: ctx.log,
       dispatch: (method, from, body, deadlineMs, stream) => {
         const requestId = `peer-${Buffer.from(ctx.randomBytes(8)).toString('hex')}`
         const msg: PeerRequestMsg = {

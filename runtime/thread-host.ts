@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     ])
     makeGrpcPeers = () => {
       logGrpcTo(log)
-      return GrpcPeers.fromConfig(data.config)
+      return GrpcPeers.fromConfig(data.config, log)
     }
   }
   const actor = await loadActor(data.actor)

@@ -50,8 +50,8 @@ export function mergeInto(
 
 /** Where the receiving store reaches the sender for blobs: this node's own address when it is
  * this node's store. */
-function senderOf(ctx: Context, from: Replica): PeerTarget {
-  if (!from.local) return from.target
+function senderOf(ctx: Context, from: Replica): PeerTarget & { id: string } {
+  if (!from.local) return { id: from.id, grpcAddr: from.target.grpcAddr }
   return { id: from.id, grpcAddr: ctx.config['SVC_NODE_GRPC_ADDR'] ?? '' }
 }
 

@@ -71,19 +71,19 @@ export async function callPeer<T>(
   }
 }
 
-/** One call and its answer taken in: null when the call failed, or the answer is malformed, of
- * another cluster, or from another node than the one called. */
+/** One call and its answer taken in: null when the call failed (an answer that does not fit its
+ * method's schema fails in the transport, protocol/wire/gossip.ts), or the answer is of another
+ * cluster, or from another node than the one called. */
 export async function exchange<T extends GossipEnvelope>(
   state: GossiperState,
   ctx: Context,
   call: { to: PeerTarget; method: PeerMethod; body: GossipEnvelope; timeoutMs: number },
-  parse: (value: unknown) => T | null,
 ): Promise<T | null> {
   const sentAtMs = ctx.now()
-  const answer = await callPeer(state, ctx, call.to, call.method, call.body, call.timeoutMs)
+  const answer = await callPeer<T>(state, ctx, call.to, call.method, call.body, call.timeoutMs)
   if (!answer.ok) return null
-  const reply = parse(answer.value)
-  if (reply === null || (call.to.id !== null && reply.sender.id !== call.to.id)) return null
+  const reply = answer.value
+  if (call.to.id !== null && reply.sender.id !== call.to.id) return null
   return absorb(state, ctx, reply, sentAtMs) ? reply : null
 }
 

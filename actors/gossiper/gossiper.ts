@@ -12,12 +12,11 @@ import type { NodePhase, PeerAnswer, PeerRequestMsg, PeerTarget } from '../../pr
 import { fail, ok, unreachable, type Result } from '../../protocol/errors.js'
 import {
   MEMBERS_MAX,
-  parseEnvelope,
-  parsePingReq,
-  parsePushPull,
+  type GossipEnvelope,
   type GossiperMsg,
   type MembershipView,
   type PingReqAnswer,
+  type PingReqBody,
   type PushPullBody,
 } from '../../protocol/membership.js'
 import {
@@ -141,7 +140,7 @@ async function pushPull(state: GossiperState, ctx: Context, target: PeerTarget):
   const body: PushPullBody = { ...envelope(state, ctx), members: fullState(state) }
   const method = 'Membership.PushPull' as const
   const call = { to: target, method, body, timeoutMs: PUSH_PULL_TIMEOUT_MS }
-  const reply = await exchange(state, ctx, call, parsePushPull)
+  const reply = await exchange<PushPullBody>(state, ctx, call)
   if (reply === null) return false
   for (const member of reply.members) state.table.merge(member, ctx.now())
   return true
@@ -152,15 +151,15 @@ function fullState(state: GossiperState): PushPullBody['members'] {
   return [{ ...state.table.self }, ...members].slice(0, MEMBERS_MAX)
 }
 
-/** Answers a Membership.* call from a peer: its body comes from outside this process, so it is
- * read, not trusted, and must come from the node grpc-ingress authenticated. */
+/** Answers a Membership.* call from a peer: its body comes from outside this process, checked by
+ * the transport against its method's schema (protocol/wire/gossip.ts); it must come from the node
+ * grpc-ingress authenticated, and of this cluster. */
 async function answerPeer(
   state: GossiperState,
   msg: PeerRequestMsg,
   ctx: Context,
 ): Promise<Result<PeerAnswer>> {
-  const received = parseEnvelope(msg.body)
-  if (received === null) return fail('invalid_argument', `malformed ${msg.method} body`)
+  const received = msg.body as GossipEnvelope
   if (received.sender.id !== msg.from) {
     return fail('invalid_argument', `${msg.from} sent a record of ${received.sender.id}`)
   }
@@ -175,8 +174,7 @@ async function answerPeer(
     case 'Membership.PingReq':
       return pingFor(state, msg, ctx)
     case 'Membership.PushPull': {
-      const pushed = parsePushPull(msg.body)
-      if (pushed === null) return fail('invalid_argument', 'malformed Membership.PushPull body')
+      const pushed = msg.body as PushPullBody
       absorb(state, ctx, pushed, null)
       for (const member of pushed.members) state.table.merge(member, ctx.now())
       return ok({ ...envelope(state, ctx, msg.from), members: fullState(state) })
@@ -192,8 +190,7 @@ async function pingFor(
   msg: PeerRequestMsg,
   ctx: Context,
 ): Promise<Result<PingReqAnswer>> {
-  const request = parsePingReq(msg.body)
-  if (request === null) return fail('invalid_argument', 'malformed Membership.PingReq body')
+  const request = msg.body as PingReqBody
   absorb(state, ctx, request, null)
   const timeoutMs = Math.min(PING_TIMEOUT_MS, msg.deadlineMs - ctx.now())
   const acked = timeoutMs > 0 && (await ping(state, ctx, request.target, timeoutMs))

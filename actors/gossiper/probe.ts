@@ -6,7 +6,7 @@
  * DEAD_PROBE_INTERVAL_MS, so a node that comes back after a partition is found and refutes. */
 import type { Context } from '../../protocol/actor.js'
 import type { PeerTarget } from '../../protocol/cluster.js'
-import { parseEnvelope, parsePingReqAnswer, type PingReqBody } from '../../protocol/membership.js'
+import type { PingReqAnswer, PingReqBody } from '../../protocol/membership.js'
 import { envelope, exchange, type GossiperState } from './exchange.js'
 import { targetOf, type MemberEntry } from './swim.js'
 
@@ -85,7 +85,7 @@ export async function ping(
 ): Promise<boolean> {
   const body = envelope(state, ctx, target.id ?? undefined)
   const call = { to: target, method: 'Membership.Ping' as const, body, timeoutMs }
-  return (await exchange(state, ctx, call, parseEnvelope)) !== null
+  return (await exchange(state, ctx, call)) !== null
 }
 
 async function pingReq(
@@ -101,6 +101,6 @@ async function pingReq(
   }
   const to = targetOf(relay.member)
   const call = { to, method: 'Membership.PingReq' as const, body, timeoutMs: PING_REQ_TIMEOUT_MS }
-  const reply = await exchange(state, ctx, call, parsePingReqAnswer)
+  const reply = await exchange<PingReqAnswer>(state, ctx, call)
   return reply?.acked === true
 }

@@ -18,7 +18,7 @@
 import type { Context, Request } from '../../protocol/actor.js'
 import type { PeerRequestMsg } from '../../protocol/cluster.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
-import { parseLoginOutcome, type LoginOutcome } from '../../protocol/identity.js'
+import type { LoginOutcome } from '../../protocol/identity.js'
 import type { MembershipView } from '../../protocol/membership.js'
 import type { IamState } from './iam-state.js'
 import { recordFailure, recordSuccess } from './throttle.js'
@@ -69,8 +69,8 @@ export function takeLoginOutcome(state: IamState, msg: PeerRequestMsg, ctx: Cont
   if (msg.method !== 'Iam.LoginOutcome') {
     return fail('invalid_request', `iam does not serve ${msg.method}`)
   }
-  const outcome = parseLoginOutcome(msg.body)
-  if (outcome === null) return fail('invalid_request', 'Iam.LoginOutcome: malformed body')
+  // The transport checked the body against its schema (protocol/wire/iam.ts).
+  const outcome = msg.body as LoginOutcome
   if (outcome.failed) recordFailure(state.throttle, outcome.username, outcome.address, ctx.now())
   else recordSuccess(state.throttle, outcome.username)
   return ok(null)

@@ -41,7 +41,8 @@ export interface AnswerBytes {
 
 export type Sign = (method: PeerMethod, answer: AnswerBytes) => Metadata
 
-/** A call that passed the checks: who called, its parsed request, and its place in progress. */
+/** A call that passed the checks: who called, its request as its schema parsed it, and its place
+ * in progress. */
 export interface Admitted {
   node: string
   nonce: string
@@ -159,12 +160,8 @@ async function serveRead(
     call.emit('error', admitted)
     return
   }
-  const range = rangeOf(admitted.body)
-  if (range === 'malformed') {
-    admitted.release()
-    call.emit('error', { code: status.INVALID_ARGUMENT, details: 'a malformed range' })
-    return
-  }
+  // Its schema checked the range (protocol/wire/replica.ts).
+  const range = (admitted.body as { range?: BodyRange }).range ?? null
   const deadlineMs = serving.deadlineOf(call)
   const [sinkEnd, sourceEnd] = openStream()
   const source = new PortSource(sourceEnd)
@@ -199,15 +196,4 @@ async function serveRead(
     clearTimeout(timer)
     admitted.release()
   }
-}
-
-/** The request's `range`: absent (null), or inclusive offsets 0 <= start <= end. */
-function rangeOf(body: unknown): BodyRange | null | 'malformed' {
-  if (typeof body !== 'object' || body === null || !('range' in body)) return null
-  const range = body.range
-  if (typeof range !== 'object' || range === null) return 'malformed'
-  const { start, end } = range as Record<string, unknown>
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end)) return 'malformed'
-  const [first, last] = [start as number, end as number]
-  return first >= 0 && first <= last ? { start: first, end: last } : 'malformed'
 }

@@ -3,16 +3,17 @@
  * (the least recently used is closed past that). Every call is signed (call-auth.ts), carries its
  * deadline as the gRPC deadline, and has a local timer a little later as a backstop. A call never
  * throws: a transport failure becomes `unavailable`, `timeout` or `busy` (grpc-service.ts), an
- * answer whose signature does not verify, or that another node than the one called gave, is
- * `unavailable`, and the handler's own Result comes back as it is, with the id of the node that
- * answered. The partition filter cuts peers by id, as a cut network would: a call to one fails at
- * once, and an answer from one (a seed called by address) is dropped. Calls that carry a body
- * (openWrite, callForBody) are checked and signed the same way, the head standing for the
- * request (body-calls.ts moves the bytes); any failure of theirs fails the body's sink or local
- * stream too. */
+ * answer whose signature does not verify, that another node than the one called gave, or that
+ * does not fit its method's schema (protocol/wire/peer-methods.ts; logged with the first issue's
+ * path) is `unavailable`, and the handler's own Result comes back as its schema parsed it, with
+ * the id of the node that answered. The partition filter cuts peers by id, as a cut network
+ * would: a call to one fails at once, and an answer from one (a seed called by address) is
+ * dropped. Calls that carry a body (openWrite, callForBody) are checked and signed the same way,
+ * the head standing for the request (body-calls.ts moves the bytes); any failure of theirs fails
+ * the body's sink or local stream too. */
 import assert from 'node:assert/strict'
 import { Client, Metadata, type ServiceError as GrpcError } from '@grpc/grpc-js'
-import type { StreamHandle } from '../../protocol/actor.js'
+import type { Logger, StreamHandle } from '../../protocol/actor.js'
 import type {
   BodyRange,
   BodyReadingMethod,
@@ -23,7 +24,8 @@ import type {
   PeerTarget,
   PeerWrite,
 } from '../../protocol/cluster.js'
-import { fail, isErrorCode, type ErrorCode } from '../../protocol/errors.js'
+import { fail, type ErrorCode, type Result } from '../../protocol/errors.js'
+import { checkPeerAnswer } from '../../protocol/wire/peer-methods.js'
 import { PortSink } from '../stream-port.js'
 import {
   DEADLINE_BACKSTOP_MS,
@@ -51,6 +53,8 @@ export const PEER_CLIENTS_MAX = 64
 
 export interface GrpcPeersOptions extends Signer {
   tls: GrpcTls | null
+  /** Where an answer refused by its schema is told. */
+  log: Logger
   clientsMax?: number
 }
 
@@ -68,12 +72,12 @@ export class GrpcPeers implements Peers {
 
   /** From an actor's configuration: SVC_CLUSTER_NAME, SVC_NODE_ID, the cluster key and the
    * SVC_GRPC_TLS_* files. */
-  static fromConfig(config: Readonly<Record<string, string>>): GrpcPeers {
+  static fromConfig(config: Readonly<Record<string, string>>, log: Logger): GrpcPeers {
     const clusterName = config['SVC_CLUSTER_NAME'] ?? ''
     const nodeId = config['SVC_NODE_ID'] ?? ''
     assert(clusterName !== '' && nodeId !== '', 'cluster mode needs a cluster name and node id')
     const { key } = clusterKey(config)
-    return new GrpcPeers({ clusterName, nodeId, key, tls: readGrpcTls(config) })
+    return new GrpcPeers({ clusterName, nodeId, key, tls: readGrpcTls(config), log })
   }
 
   /** From now on, calls to these node ids fail and their answers are dropped; [] heals. */
@@ -93,7 +97,7 @@ export class GrpcPeers implements Peers {
     if (!('nonce' in prepared)) return prepared
     const answer = await this.exchange(prepared)
     if (!('bytes' in answer)) return answer
-    return this.accept<T>(to, method, prepared.nonce, answer)
+    return this.accept<T>(to, method, body, prepared.nonce, answer)
   }
 
   openWrite<T>(
@@ -111,7 +115,8 @@ export class GrpcPeers implements Peers {
     const client = this.clientFor(to.grpcAddr)
     const call = sendingCall(client, rpcOf(method).definition, prepared)
     const answer = call.answer.then((answer) => {
-      const result = 'bytes' in answer ? this.accept<T>(to, method, prepared.nonce, answer) : answer
+      const result =
+        'bytes' in answer ? this.accept<T>(to, method, body, prepared.nonce, answer) : answer
       // The peer takes no more bytes: the writer learns why (after the body's end, a no-op).
       if (result.ok)
         call.sink.stop('unavailable', `${method}: the peer answered before the body's end`)
@@ -135,7 +140,8 @@ export class GrpcPeers implements Peers {
       return prepared
     }
     const client = this.clientFor(to.grpcAddr)
-    const accept = (head: Answer): PeerResult<T> => this.accept<T>(to, method, prepared.nonce, head)
+    const accept = (head: Answer): PeerResult<T> =>
+      this.accept<T>(to, method, body, prepared.nonce, head)
     return readingCall(client, rpcOf(method).definition, prepared, bytes, accept)
   }
 
@@ -177,8 +183,15 @@ export class GrpcPeers implements Peers {
     this.clients.clear()
   }
 
-  /** Checks who answered and that the answer is theirs, then reads the handler's Result. */
-  private accept<T>(to: PeerTarget, method: PeerMethod, nonce: string, answer: Answer) {
+  /** Checks who answered and that the answer is theirs, then reads the handler's Result and checks
+   * it against the schema of what `request` asked. */
+  private accept<T>(
+    to: PeerTarget,
+    method: PeerMethod,
+    request: object,
+    nonce: string,
+    answer: Answer,
+  ): PeerResult<T> {
     const node = answer.metadata?.get(CALL_METADATA.node)[0]
     const mac = answer.metadata?.get(CALL_METADATA.mac)[0]
     if (typeof node !== 'string' || typeof mac !== 'string') {
@@ -191,9 +204,18 @@ export class GrpcPeers implements Peers {
     if (to.id !== null && node !== to.id) {
       return fail<T>('unavailable', `${to.grpcAddr} is ${node}, not ${to.id}`)
     }
-    const result = parseResult<T>(answer.bytes)
-    if (result === null) return fail<T>('unavailable', `${node} answered malformed JSON`)
-    return { ...result, answeredBy: node }
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(answer.bytes.toString('utf8'))
+    } catch {
+      return fail<T>('unavailable', `${node} answered malformed JSON`)
+    }
+    const checked = checkPeerAnswer(method, request, parsed)
+    if (!checked.ok) {
+      this.options.log.warn({ method, node, issue: checked.issue }, 'malformed peer answer')
+      return fail<T>('unavailable', `${method}: ${node} answered malformed: ${checked.issue}`)
+    }
+    return { ...(checked.value as Result<T>), answeredBy: node }
   }
 
   /** One gRPC call, unary or streamed, settled exactly once: by gRPC or by the backstop. */
@@ -288,28 +310,4 @@ export class GrpcPeers implements Peers {
   get clientAddresses(): string[] {
     return [...this.clients.keys()]
   }
-}
-
-/** The handler's Result from JSON bytes: `{ ok: true, value }` or `{ ok: false, code, detail }`. */
-function parseResult<T>(bytes: Buffer): PeerResult<T> | null {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(bytes.toString('utf8'))
-  } catch {
-    return null
-  }
-  if (typeof parsed !== 'object' || parsed === null) return null
-  const result = parsed as Record<string, unknown>
-  // JSON drops an undefined value: `ok(undefined)` arrives as `{ ok: true }`.
-  if (result['ok'] === true) return { ok: true, value: (result['value'] ?? null) as T }
-  if (result['ok'] !== false || typeof result['code'] !== 'string') return null
-  const named = typeof result['detail'] === 'string' ? result['detail'] : ''
-  // A peer of another build may name a code this one lacks: a fault, the code kept in the detail.
-  const sent = result['code']
-  const code: ErrorCode = isErrorCode(sent) ? sent : 'internal'
-  const detail = code === sent ? named : `${sent}: ${named}`
-  const retryAfterSecs = result['retryAfterSecs']
-  return typeof retryAfterSecs === 'number'
-    ? fail(code, detail, retryAfterSecs)
-    : fail(code, detail)
 }

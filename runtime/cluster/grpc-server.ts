@@ -2,12 +2,13 @@
  * for each call, in this order and before anything reaches a handler: authenticates it
  * (call-auth.ts; a failure answers UNAUTHENTICATED with a short reason and nothing else), drops a
  * call from a partitioned peer with UNAVAILABLE, refuses one past GRPC_CALLS_MAX in progress with
- * RESOURCE_EXHAUSTED, and refuses a body that is not JSON with INVALID_ARGUMENT. Then `dispatch`
- * runs with the call's deadline (less a margin for the way back) and its Result is the answer's
- * body, signed with this node's id. A Result too long for one message is a fault of the handler
- * and answers `internal`, except on streamed rpcs, whose answer goes in chunks. Rpcs that carry a
- * body go through the same checks on their head (body-server.ts) and hand the handler a local
- * stream. The address in use
+ * RESOURCE_EXHAUSTED, and refuses a body that is not JSON, or that does not fit its method's
+ * schema (protocol/wire/peer-methods.ts; logged with the first issue's path), with
+ * INVALID_ARGUMENT. Then `dispatch` runs with the body as its schema parsed it and the call's
+ * deadline (less a margin for the way back) and its Result is the answer's body, signed with this
+ * node's id. A Result too long for one message is a fault of the handler and answers `internal`,
+ * except on streamed rpcs, whose answer goes in chunks. Rpcs that carry a body go through the same
+ * checks on their head (body-server.ts) and hand the handler a local stream. The address in use
  * (or any other bind failure of the environment) is an EnvironmentError naming
  * SVC_NODE_GRPC_ADDR. */
 import {
@@ -20,11 +21,12 @@ import {
   type ServerWritableStream,
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js'
-import type { StreamHandle } from '../../protocol/actor.js'
+import type { Logger, StreamHandle } from '../../protocol/actor.js'
 import type { PeerMethod } from '../../protocol/cluster.js'
 import { fail, type Result } from '../../protocol/errors.js'
 import { grpcBindFailure } from '../listen-failure.js'
 import { withTimeout } from '../../protocol/timing.js'
+import { checkPeerRequest } from '../../protocol/wire/peer-methods.js'
 import {
   bodyReadHandler,
   bodyWriteHandler,
@@ -60,7 +62,10 @@ export interface GrpcServerOptions extends Signer {
   address: string
   tls: GrpcTls | null
   isPartitioned(from: string): boolean
-  /** Runs the call's handler; `stream` is the local stream of a call that carries a body. */
+  /** Where a request refused by its schema is told. */
+  log: Logger
+  /** Runs the call's handler, with the body its method's schema let through; `stream` is the
+   * local stream of a call that carries a body. */
   dispatch(
     method: PeerMethod,
     from: string,
@@ -108,13 +113,21 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     } catch {
       return { code: status.INVALID_ARGUMENT, details: 'the body is not JSON' }
     }
+    const checked = checkPeerRequest(method, parsed)
+    if (!checked.ok) {
+      options.log.warn(
+        { method, from: verdict.node, issue: checked.issue },
+        'malformed peer request',
+      )
+      return { code: status.INVALID_ARGUMENT, details: `${method}: ${checked.issue}` }
+    }
     inProgress++
     let released = false
     const release = (): void => {
       if (!released) inProgress--
       released = true
     }
-    return { node: verdict.node, nonce: verdict.nonce, body: parsed, release }
+    return { node: verdict.node, nonce: verdict.nonce, body: checked.value, release }
   }
 
   /** Admits one call, runs it, and answers its Result; or answers the refusal. */

@@ -10,7 +10,9 @@
  * - partitions: calls between two cut nodes answer `unavailable`, both ways, until healed;
  * - a node's death: its calls in flight fail with `unavailable` on the other side, and the bodies
  *   it was sending or receiving fail with it.
- * The caller's own deadline bounds every call (`timeout`). */
+ * The caller's own deadline bounds every call (`timeout`). Requests and answers cross as JSON and
+ * are checked against their methods' schemas, as the gRPC transport checks them
+ * (protocol/wire/peer-methods.ts): one that does not fit fails the call as it would there. */
 import type {
   BodyRange,
   PeerMethod,
@@ -20,6 +22,7 @@ import type {
   PeerTarget,
 } from '../../protocol/cluster.js'
 import { fail, type Result } from '../../protocol/errors.js'
+import { checkPeerAnswer, checkPeerRequest } from '../../protocol/wire/peer-methods.js'
 import type { StreamHandle } from '../../protocol/actor.js'
 import { servingActor } from '../../runtime/grpc-ingress-host.js'
 import { memoryStream, type MemoryStream } from '../support/fake-context.js'
@@ -172,6 +175,13 @@ export class SimNetwork {
         this.scheduler.after(this.latency(), () => settle(fail('unavailable', detail), false))
       }
       if (target === undefined) return refuse(`no node at ${to.grpcAddr}`)
+      const request = checkPeerRequest(method, JSON.parse(JSON.stringify(body)))
+      if (!request.ok) {
+        this.scheduler.after(this.latency(), () =>
+          settle(fail('invalid_argument', `${method}: ${request.issue}`), false),
+        )
+        return
+      }
       if (!this.reachable(caller.id, target.id)) return refuse(`${target.id} is partitioned`)
       if (this.random.chance(this.faults.lossRate)) {
         this.counts.lost++
@@ -193,7 +203,7 @@ export class SimNetwork {
             deadlineMs: deadlineMs - caller.now() + target.now(),
             method,
             from: caller.id,
-            body,
+            body: request.value,
             ...(body_ === null ? {} : { stream: body_.stream.handle }),
           }
           const actor = servingActor(method) as SimActorName
@@ -203,11 +213,19 @@ export class SimNetwork {
               if (loseAnswer) {
                 this.counts.lost++
                 settle(fail('unavailable', `the answer of ${target.id} was lost`), false)
-              } else settle(result, true)
+              } else settle(answerOf(method, body, result), true)
             })
           })
         })
       }
     })
   }
+}
+
+/** A handler's Result as the caller's transport would take it: as JSON, checked against the
+ * schema of what `request` asked; one that does not fit is `unavailable`. */
+function answerOf(method: PeerMethod, request: object, result: Result<unknown>): Result<unknown> {
+  const checked = checkPeerAnswer(method, request, JSON.parse(JSON.stringify(result)))
+  if (checked.ok) return checked.value
+  return fail('unavailable', `${method}: answered malformed: ${checked.issue}`)
 }

@@ -560,7 +560,7 @@ export function seededRandomBytes(seed: number): (length: number) => Uint8Array 
   }
 }
 
-function memoryLog(logs: LogEntry[]): Logger {
+export function memoryLog(logs: LogEntry[]): Logger {
   const at =
     (level: LogEntry['level']) =>
     (fields: Record<string, unknown>, message: string): void => {

@@ -236,6 +236,17 @@ test('a node that missed changes catches up by pulling; a deletion is never undo
   assert.not.ok(await cluster.has('n3', 'gone'))
 })
 
+test('a snapshot after a key outside the catalog is refused, the store unharmed', async () => {
+  const cluster = await threeNodes()
+  // Its schema takes any key: which keys are the catalog's is the store's own layout.
+  const body = { after: 'O\0bucket\0key', limit: 10 }
+  const page = { kind: 'peer.request', method: 'Catalog.Snapshot', from: 'n2', body } as const
+  const refused = await cluster.send('n1', page)
+  assert.is(refused.ok ? 'ok' : refused.code, 'invalid_argument')
+  const whole = await cluster.send('n1', { ...page, body: { after: null, limit: 10 } })
+  assert.ok(whole.ok)
+})
+
 /** Lets every pending promise and landing commit run. */
 async function idle(cluster: Cluster): Promise<void> {
   for (let turn = 0; turn < 20; turn++) {

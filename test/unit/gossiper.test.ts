@@ -18,6 +18,7 @@ import type { Member, MemberStatus, PeerRequestMsg } from '../../protocol/cluste
 import type { Result } from '../../protocol/errors.js'
 import type { MembershipView } from '../../protocol/membership.js'
 import { fakeContext, ManualClock, type FakeContext } from '../support/fake-context.js'
+import { admitPeerBody } from '../support/peer-boundary.js'
 
 const STEP_MS = 100
 const POOL = ['n1', 'n2', 'n3', 'n4']
@@ -307,22 +308,15 @@ test("a malformed body or one carrying another node's record is refused", async 
   const net = new Network()
   const n1 = await net.start('n1')
   const n2 = await net.start('n2')
-  const call = (from: string, body: unknown): Promise<Result<unknown>> =>
-    Promise.resolve(
-      handle(
-        gossiper,
-        n1.state,
-        {
-          kind: 'peer.request',
-          requestId: 'r',
-          deadlineMs: n1.ctx.now() + 1_000,
-          method: 'Membership.Ping',
-          from,
-          body,
-        },
-        n1.ctx,
-      ),
-    )
+  // A malformed body is refused by the transport's check (its schema), before the gossiper.
+  const call = async (from: string, body: unknown): Promise<Result<unknown>> => {
+    const admitted = admitPeerBody('Membership.Ping', body)
+    if (!admitted.ok) return admitted
+    const deadlineMs = n1.ctx.now() + 1_000
+    const msg = { kind: 'peer.request', requestId: 'r', deadlineMs, from } as const
+    const request = { ...msg, method: 'Membership.Ping', body: admitted.value } as const
+    return handle(gossiper, n1.state, request, n1.ctx)
+  }
   const codeOf = (answer: Result<unknown>): string => (answer.ok ? 'ok' : answer.code)
   const good = { cluster: 'test', sender: n2.state.table.self, wallMs: 0, updates: [] }
   assert.is(codeOf(await call('n2', good)), 'ok')

@@ -18,6 +18,7 @@ import { GrpcPeers } from '../../runtime/cluster/grpc-peers.js'
 import { startGrpcServer, type GrpcServer } from '../../runtime/cluster/grpc-server.js'
 import { peerBytesSent } from '../../runtime/cluster/peer-bytes.js'
 import { openStream, PortSink, PortSource } from '../../runtime/stream-port.js'
+import { memoryLog } from '../support/fake-context.js'
 import { startIngress } from '../support/grpc-ingress.js'
 
 const CLUSTER = 'test-cluster'
@@ -62,7 +63,7 @@ async function startNode(id: string, handler: Handler, key = KEY): Promise<TestN
     id,
     target: { id, grpcAddr: '' },
     server: null as unknown as GrpcServer,
-    peers: new GrpcPeers({ ...signer, tls: null }),
+    peers: new GrpcPeers({ ...signer, tls: null, log: memoryLog([]) }),
     handled: 0,
     partitioned,
   }
@@ -71,6 +72,7 @@ async function startNode(id: string, handler: Handler, key = KEY): Promise<TestN
     address: '127.0.0.1:0',
     tls: null,
     isPartitioned: (from) => partitioned.has(from),
+    log: memoryLog([]),
     dispatch: (method, from, body, _deadlineMs, stream) => {
       node.handled++
       return handler(method, from, body, stream)
@@ -82,6 +84,30 @@ async function startNode(id: string, handler: Handler, key = KEY): Promise<TestN
 }
 
 const noHandler: Handler = () => Promise.resolve(fail('internal', 'not expected to run'))
+
+/** Requests and answers fit their methods' schemas (protocol/wire/replica.ts): a PUT's head, its
+ * replica's answer, a GET of `key` for a range, and the head of its answer. */
+const PUT_HEAD = {
+  msg: {
+    kind: 'object.put',
+    bucket: 'bucket',
+    key: 'k',
+    http: { contentType: 'application/octet-stream' },
+    userMeta: {},
+    expect: {},
+  },
+}
+const PUT_RESULT = { etag: '"e"', lastModifiedMs: 1, checksums: {} }
+
+function getBody(key: string, range: { start: number; end: number }): object {
+  return { msg: { kind: 'object.get', bucket: 'bucket', key }, range }
+}
+
+function getResult(size: number): object {
+  const http = { contentType: 'application/octet-stream' }
+  const info = { key: 'k', size, etag: '"e"', lastModifiedMs: 1, http, userMeta: {} }
+  return { info: { ...info, checksums: {} } }
+}
 
 function deadline(ms = CALL_MS): number {
   return Date.now() + ms
@@ -190,7 +216,7 @@ function writeCall(
 ) {
   const writer = options.writer ?? { written: 0 }
   const deadlineMs = options.deadlineMs ?? deadline()
-  const { sink, answer } = caller.peers.openWrite(target, 'Replica.Write', {}, deadlineMs)
+  const { sink, answer } = caller.peers.openWrite(target, 'Replica.Write', PUT_HEAD, deadlineMs)
   const writing = writeBody(sink, total, writer, options.abortAfter)
   return { answer, writing: within(writing, 'the writer') }
 }
@@ -233,48 +259,44 @@ test.after.each(async () => {
 })
 
 test('a 20 MiB body crosses with its MD5 and trailers, and the Result returns', async () => {
+  let seen: Record<string, unknown> = {}
   const server = await startNode('n2', async (method, from, body, stream) => {
     assert.ok(stream !== undefined)
     const read = await readBody(new PortSource(stream))
-    return ok({ method, from, body, ...read })
+    seen = { method, from, body, ...read }
+    return ok(PUT_RESULT)
   })
   const caller = await startNode('n1', noHandler)
   const total = 20 * MIB
-  const write = caller.peers.openWrite<Record<string, unknown>>(
-    server.target,
-    'Replica.Write',
-    { key: 'k' },
-    deadline(),
-  )
+  const write = caller.peers.openWrite(server.target, 'Replica.Write', PUT_HEAD, deadline())
   const writing = writeBody(write.sink, total, { written: 0 })
   const answer = await write.answer
   assert.is(await within(writing, 'the writer'), null)
   const expected = createHash('md5').update(patternChunk(0, total)).digest('hex')
-  assert.equal(answer, {
-    ok: true,
-    value: {
-      method: 'Replica.Write',
-      from: 'n1',
-      body: { key: 'k' },
-      bytes: total,
-      md5: expected,
-      sentMd5: expected,
-      trailers: { 'x-amz-checksum-crc32': 'AAAAAA==' },
-    },
-    answeredBy: 'n2',
+  assert.equal(answer, { ok: true, value: PUT_RESULT, answeredBy: 'n2' })
+  assert.equal(seen, {
+    method: 'Replica.Write',
+    from: 'n1',
+    body: PUT_HEAD,
+    bytes: total,
+    md5: expected,
+    sentMd5: expected,
+    trailers: { 'x-amz-checksum-crc32': 'AAAAAA==' },
   })
 })
 
 test("a write neither keeps nor detaches the caller's chunk: it is free at once", async () => {
+  const seen = { bytes: 0, md5: '' }
   const server = await startNode('n2', async (_method, _from, _body, stream) => {
     assert.ok(stream !== undefined)
-    return ok(await readBody(new PortSource(stream)))
+    Object.assign(seen, await readBody(new PortSource(stream)))
+    return ok(PUT_RESULT)
   })
   const caller = await startNode('n1', noHandler)
-  const { sink, answer } = caller.peers.openWrite<{ bytes: number; md5: string }>(
+  const { sink, answer } = caller.peers.openWrite(
     server.target,
     'Replica.Write',
-    {},
+    PUT_HEAD,
     deadline(),
   )
   // Written without waiting, so gRPC still has earlier frames to send when each write returns;
@@ -293,9 +315,9 @@ test("a write neither keeps nor detaches the caller's chunk: it is free at once"
   sink.end({}, md5.digest('hex'))
   const result = await answer
   assert.ok(result.ok)
-  assert.is(result.value.bytes, 16 * STREAM_CHUNK_BYTES)
+  assert.is(seen.bytes, 16 * STREAM_CHUNK_BYTES)
   assert.is(
-    result.value.md5,
+    seen.md5,
     createHash('md5')
       .update(patternChunk(0, 4 * MIB))
       .digest('hex'),
@@ -306,7 +328,7 @@ test('the bytes a body carries are counted as sent, by the writer and by the rea
   const server = await startNode('n2', async (_method, _from, _body, stream) => {
     assert.ok(stream !== undefined)
     await readBody(new PortSource(stream))
-    return ok(null)
+    return ok(PUT_RESULT)
   })
   const caller = await startNode('n1', noHandler)
   const total = 2 * MIB
@@ -320,7 +342,7 @@ test('the bytes a body carries are counted as sent, by the writer and by the rea
   const reader = await startNode('n3', readHandler(total))
   const readBefore = await peerBytesSent('Replica.Read')
   const range = { start: 0, end: total - 1 }
-  const { head, source } = await readCall(caller, reader.target, { key: 'k', range })
+  const { head, source } = await readCall(caller, reader.target, getBody('k', range))
   assert.ok(head.ok)
   assert.is((await readBody(source)).bytes, total)
   const read = (await peerBytesSent('Replica.Read')) - readBefore
@@ -332,7 +354,7 @@ test('the bytes a body carries are counted as sent, by the writer and by the rea
 function readHandler(size: number, counter = { written: 0 }, gate?: Promise<void>): Handler {
   return (_method, _from, body, stream) => {
     assert.ok(stream !== undefined)
-    if ((body as { key?: string }).key !== 'k') {
+    if ((body as { msg: { key: string } }).msg.key !== 'k') {
       return Promise.resolve(fail('no_such_key', 'no such key'))
     }
     const sink = new PortSink(stream)
@@ -354,7 +376,7 @@ function readHandler(size: number, counter = { written: 0 }, gate?: Promise<void
         // The reader went away; its side has the failure.
       }
     })()
-    return Promise.resolve(ok({ size }))
+    return Promise.resolve(ok(getResult(size)))
   }
 }
 
@@ -365,7 +387,8 @@ test('a handler that does not read holds the sender to a bounded window', async 
     assert.ok(stream !== undefined)
     const source = new PortSource(stream)
     await gate
-    return ok(await readBody(source, reader))
+    await readBody(source, reader)
+    return ok(PUT_RESULT)
   })
   const caller = await startNode('n1', noHandler)
   const total = 48 * MIB
@@ -386,8 +409,8 @@ test('a read of a range streams exactly those bytes after the head', async () =>
   const server = await startNode('n2', readHandler(size))
   const caller = await startNode('n1', noHandler)
   const range = { start: 1_000, end: 3 * MIB + 4_321 }
-  const { head, source } = await readCall(caller, server.target, { key: 'k', range })
-  assert.equal(head, { ok: true, value: { size }, answeredBy: 'n2' })
+  const { head, source } = await readCall(caller, server.target, getBody('k', range))
+  assert.equal(head, { ok: true, value: getResult(size), answeredBy: 'n2' })
   const read = await readBody(source)
   const expected = patternChunk(range.start, range.end + 1 - range.start)
   assert.is(read.bytes, expected.length)
@@ -398,7 +421,7 @@ test('a read of a range streams exactly those bytes after the head', async () =>
 test("a handler's failure comes back with its code, and the reader gets no bytes", async () => {
   const server = await startNode('n2', readHandler(MIB))
   const caller = await startNode('n1', noHandler)
-  const body = { key: 'other', range: { start: 0, end: 10 } }
+  const body = getBody('other', { start: 0, end: 10 })
   const { head, source } = await readCall(caller, server.target, body)
   assertFailed(head, 'no_such_key')
   assert.is(await nextFailure(source), 'no_such_key')
@@ -409,7 +432,7 @@ test('a reader that does not read holds the handler to a bounded window', async 
   const size = 48 * MIB
   const server = await startNode('n2', readHandler(size, writer))
   const caller = await startNode('n1', noHandler)
-  const body = { key: 'k', range: { start: 0, end: size - 1 } }
+  const body = getBody('k', { start: 0, end: size - 1 })
   const { head, source } = await readCall(caller, server.target, body)
   assert.is(head.ok, true)
   await until(() => writer.written > 0, 'the first bytes')
@@ -448,7 +471,12 @@ test('an abort with a code the receiver lacks (another build) arrives as interna
     return fail('internal', 'the body was aborted')
   })
   const caller = await startNode('n1', noHandler)
-  const { sink, answer } = caller.peers.openWrite(server.target, 'Replica.Write', {}, deadline())
+  const { sink, answer } = caller.peers.openWrite(
+    server.target,
+    'Replica.Write',
+    PUT_HEAD,
+    deadline(),
+  )
   // What a newer build's sender could abort with: a code this build's ErrorCode lacks.
   sink.abort('no_such_widget' as ErrorCode, 'from a newer build')
   // The caller's own answer keeps the code it aborted with; the receiver's side is the check.
@@ -491,7 +519,7 @@ test('a server killed mid-body fails the sender with unavailable', async () => {
     assert.ok(stream !== undefined)
     await new PortSource(stream).next()
     await gate
-    return ok(null)
+    return ok(PUT_RESULT)
   })
   const caller = await startNode('n1', noHandler)
   const writer = { written: 0 }
@@ -506,7 +534,7 @@ test('a server killed mid-body fails the reader with unavailable', async () => {
   const gate = new Promise<void>((resolve) => (releaseHandlers = resolve))
   const server = await startNode('n2', readHandler(MIB, { written: 0 }, gate))
   const caller = await startNode('n1', noHandler)
-  const body = { key: 'k', range: { start: 0, end: MIB - 1 } }
+  const body = getBody('k', { start: 0, end: MIB - 1 })
   const { head, source } = await readCall(caller, server.target, body)
   assert.is(head.ok, true)
   await server.server.shutdown(0)
@@ -522,7 +550,7 @@ test('past the deadline both sides fail with timeout', async () => {
     await source.next()
     await gate
     handlerSaw = await readBody(source).then(() => 'the end', codeOf)
-    return ok(null)
+    return ok(PUT_RESULT)
   })
   const caller = await startNode('n1', noHandler)
   const deadlineMs = Date.now() + 500
@@ -534,7 +562,7 @@ test('past the deadline both sides fail with timeout', async () => {
   assert.is(handlerSaw, 'timeout')
   // A read whose handler never writes: the reader's source fails when the deadline passes.
   const readServer = await startNode('n3', readHandler(MIB, { written: 0 }, new Promise(() => {})))
-  const body = { key: 'k', range: { start: 0, end: 10 } }
+  const body = getBody('k', { start: 0, end: 10 })
   const { head, source } = await readCall(caller, readServer.target, body, Date.now() + 1_000)
   // On a machine slow enough that even the head is late, it fails with timeout as well.
   if (!head.ok) assert.is(head.code, 'timeout')
@@ -553,7 +581,7 @@ test('a partitioned peer is refused both ways for streamed calls', async () => {
     const call = writeCall(from, to.target, 4 * MIB)
     assertFailed(await call.answer, 'unavailable')
     assert.is(codeOf(await call.writing), 'unavailable')
-    const body = { key: 'k', range: { start: 0, end: 10 } }
+    const body = getBody('k', { start: 0, end: 10 })
     const { head, source } = await readCall(from, to.target, body)
     assertFailed(head, 'unavailable')
     assert.is(await nextFailure(source), 'unavailable')
@@ -569,11 +597,28 @@ test('a caller without the key is refused before any handler runs', async () => 
   assertFailed(sent, 'unavailable')
   if (!sent.ok) assert.match(sent.detail, /bad signature/)
   assert.is(codeOf(await call.writing), 'unavailable')
-  const body = { key: 'k', range: { start: 0, end: 10 } }
+  const body = getBody('k', { start: 0, end: 10 })
   const { head, source } = await readCall(stranger, server.target, body)
   assertFailed(head, 'unavailable')
   if (!head.ok) assert.match(head.detail, /bad signature/)
   assert.is(await nextFailure(source), 'unavailable')
+  assert.is(server.handled, 0)
+})
+
+test('a head that does not fit its schema is refused before any handler runs', async () => {
+  const server = await startNode('n2', readHandler(MIB))
+  const caller = await startNode('n1', noHandler)
+  // A kind Replica.Write does not take: its bytes would have nowhere to go.
+  const notWritten = { msg: { ...PUT_HEAD.msg, kind: 'object.get' } }
+  const write = caller.peers.openWrite(server.target, 'Replica.Write', notWritten, deadline())
+  const writing = within(writeBody(write.sink, 4 * MIB, { written: 0 }), 'the writer')
+  assertFailed(await write.answer, 'invalid_argument')
+  assert.is(codeOf(await writing), 'invalid_argument')
+  const backwards = getBody('k', { start: 10, end: 0 })
+  const { head, source } = await readCall(caller, server.target, backwards)
+  assertFailed(head, 'invalid_argument')
+  if (!head.ok) assert.match(head.detail, /range: a range ends before its start/)
+  assert.is(await nextFailure(source), 'invalid_argument')
   assert.is(server.handled, 0)
 })
 

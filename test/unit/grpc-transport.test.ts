@@ -35,8 +35,10 @@ import {
   STREAM_WINDOW_BYTES,
 } from '../../runtime/cluster/http2-windows.js'
 import { peerBytesSent } from '../../runtime/cluster/peer-bytes.js'
+import { memoryLog, type LogEntry } from '../support/fake-context.js'
 import { startIngress } from '../support/grpc-ingress.js'
 import { skipCase } from '../support/skip.js'
+import { gossipEnvelope } from '../support/peer-bodies.js'
 
 const CLUSTER = 'test-cluster'
 const KEY = Buffer.from('a cluster secret of at least 32 characters', 'utf8')
@@ -53,15 +55,18 @@ interface TestNode {
   /** Calls that reached the handler. */
   handled: { method: PeerMethod; from: string; body: unknown }[]
   partitioned: Set<string>
+  /** What the node's transport logged (refusals by schema). */
+  logs: LogEntry[]
 }
 
 const started: TestNode[] = []
 
-/** Echoes the call, or fails with the code the body asks for. */
-const echo: Handler = (method, from, body) => {
-  const asked = (body as { failWith?: string }).failWith
-  if (asked === 'no_such_bucket') return Promise.resolve(fail('no_such_bucket', 'asked to fail'))
-  return Promise.resolve(ok({ method, from, body }))
+/** Answers the body it was sent: a Membership envelope, whose answer is one too. */
+const echo: Handler = (_method, _from, body) => Promise.resolve(ok(body))
+
+/** A well-formed Membership.Ping (its answer, an Ack, is the same envelope) from `id`. */
+function ping(id = 'n1'): object {
+  return gossipEnvelope(CLUSTER, id)
 }
 
 async function startNode(
@@ -71,19 +76,23 @@ async function startNode(
   const handled: TestNode['handled'] = []
   const partitioned = new Set<string>()
   const signer = { key: options.key ?? KEY, clusterName: options.cluster ?? CLUSTER, nodeId: id }
+  const logs: LogEntry[] = []
+  const log = memoryLog(logs)
   const server = await startGrpcServer({
     ...signer,
     address: '127.0.0.1:0',
     tls: options.tls ?? null,
     isPartitioned: (from) => partitioned.has(from),
+    log,
     dispatch: (method, from, body) => {
       handled.push({ method, from, body })
       return (options.handler ?? echo)(method, from, body)
     },
     ...(options.callsMax === undefined ? {} : { callsMax: options.callsMax }),
   })
-  const peers = new GrpcPeers({ ...signer, tls: options.tls ?? null })
-  const node = { id, address: `127.0.0.1:${server.port}`, server, peers, handled, partitioned }
+  const peers = new GrpcPeers({ ...signer, tls: options.tls ?? null, log })
+  const address = `127.0.0.1:${server.port}`
+  const node = { id, address, server, peers, handled, partitioned, logs }
   started.push(node)
   return node
 }
@@ -138,25 +147,21 @@ test.after.each(async () => {
 test('an authenticated call round-trips its JSON body and the answering node', async () => {
   const a = await startNode('n1', {})
   const b = await startNode('n2', {})
-  const body = { greeting: 'hello', list: [1, 2, 3] }
+  const body = ping()
   const answer = await a.peers.call(
     { id: 'n2', grpcAddr: b.address },
     'Membership.Ping',
     body,
     deadline(),
   )
-  assert.equal(answer, {
-    ok: true,
-    value: { method: 'Membership.Ping', from: 'n1', body },
-    answeredBy: 'n2',
-  })
-  assert.equal(b.handled.length, 1)
+  assert.equal(answer, { ok: true, value: body, answeredBy: 'n2' })
+  assert.equal(b.handled, [{ method: 'Membership.Ping', from: 'n1', body }])
 })
 
 test('each end counts the bytes it sends by method: the request, then the answer', async () => {
   const a = await startNode('n1', {})
   const b = await startNode('n2', {})
-  const body = { padding: 'x'.repeat(300) }
+  const body = { ...ping(), cluster: 'x'.repeat(200) }
   const [pingBefore, otherBefore] = [
     await peerBytesSent('Membership.Ping'),
     await peerBytesSent('Membership.PushPull'),
@@ -171,7 +176,7 @@ test('each end counts the bytes it sends by method: the request, then the answer
   // Both ends run in this thread: the counter has n1's request and n2's answer, each a message
   // of one length-delimited field.
   const request = JSON.stringify(body).length
-  const reply = JSON.stringify(ok({ method: 'Membership.Ping', from: 'n1', body })).length
+  const reply = JSON.stringify(ok(body)).length
   const sent = (await peerBytesSent('Membership.Ping')) - pingBefore
   assert.is(sent, messageBytes(request) + messageBytes(reply))
   assert.is(await peerBytesSent('Membership.PushPull'), otherBefore)
@@ -186,14 +191,11 @@ function messageBytes(length: number): number {
 
 test("a handler's failure comes back with its own error code", async () => {
   const a = await startNode('n1', {})
-  const b = await startNode('n2', {})
+  const b = await startNode('n2', {
+    handler: () => Promise.resolve(fail('no_such_bucket', 'asked to fail')),
+  })
   const target = { id: 'n2', grpcAddr: b.address }
-  const answer = await a.peers.call(
-    target,
-    'Catalog.Apply',
-    { failWith: 'no_such_bucket' },
-    deadline(),
-  )
+  const answer = await a.peers.call(target, 'Catalog.Apply', { records: [] }, deadline())
   assert.is(answer.ok, false)
   if (!answer.ok) assert.is(answer.code, 'no_such_bucket')
   assert.is(answer.answeredBy, 'n2')
@@ -207,8 +209,8 @@ test('a code the caller does not know (a peer of another build) arrives as inter
   const b = await startNode('n2', { handler })
   const answer = await a.peers.call(
     { id: 'n2', grpcAddr: b.address },
-    'Catalog.Apply',
-    {},
+    'Membership.Ping',
+    ping(),
     deadline(),
   )
   assert.is(answer.ok, false)
@@ -217,13 +219,53 @@ test('a code the caller does not know (a peer of another build) arrives as inter
   assert.match(answer.detail, 'no_such_widget: from a newer build')
 })
 
+test('a request that does not fit its schema is refused before the handler, logged', async () => {
+  const server = await startNode('n2', {})
+  const caller = await startNode('n1', {})
+  const target = { id: 'n2', grpcAddr: server.address }
+  const unknownField = { ...ping(), extra: 1 }
+  const wrongType = { ...ping(), wallMs: 'soon' }
+  for (const body of [unknownField, wrongType, { records: [] }]) {
+    const answer = await caller.peers.call(target, 'Membership.Ping', body, deadline())
+    assert.is(answer.ok, false)
+    if (!answer.ok) assert.is(answer.code, 'invalid_argument')
+  }
+  assert.is(server.handled.length, 0)
+  const issues = server.logs.map((entry) => entry.fields['issue'])
+  assert.equal(issues, [
+    '(body): Unrecognized key: "extra"',
+    'wallMs: Invalid input: expected number, received string',
+    'cluster: Invalid input: expected string, received undefined',
+  ])
+  assert.ok(server.logs.every((entry) => entry.fields['method'] === 'Membership.Ping'))
+})
+
+test('an answer that does not fit its schema is unavailable to the caller, logged', async () => {
+  const answers = [ok({ pong: true }), ok(null), { ok: false }]
+  const server = await startNode('n2', { handler: () => Promise.resolve(answers.shift() as never) })
+  const caller = await startNode('n1', {})
+  const target = { id: 'n2', grpcAddr: server.address }
+  for (let i = 0; i < 3; i++) {
+    const answer = await caller.peers.call(target, 'Membership.Ping', ping(), deadline())
+    assert.is(answer.ok, false)
+    if (!answer.ok) assert.is(answer.code, 'unavailable')
+  }
+  assert.is(server.handled.length, 3)
+  const logged = caller.logs.map((entry) => [entry.fields['method'], entry.fields['issue']])
+  assert.equal(logged, [
+    ['Membership.Ping', 'value.cluster: Invalid input: expected string, received undefined'],
+    ['Membership.Ping', 'value: Invalid input: expected object, received null'],
+    ['Membership.Ping', 'code: Invalid input: expected string, received undefined'],
+  ])
+})
+
 test('a caller that knew only the address learns the id of the node that answered', async () => {
   const a = await startNode('n1', {})
   const b = await startNode('n2', {})
   const answer = await a.peers.call(
     { id: null, grpcAddr: b.address },
     'Membership.PushPull',
-    {},
+    { ...ping(), members: [] },
     deadline(),
   )
   assert.is(answer.ok, true)
@@ -232,7 +274,7 @@ test('a caller that knew only the address learns the id of the node that answere
   const wrong = await a.peers.call(
     { id: 'n3', grpcAddr: b.address },
     'Membership.Ping',
-    {},
+    ping(),
     deadline(),
   )
   assert.is(wrong.ok, false)
@@ -245,7 +287,7 @@ test('a caller with another secret or cluster name is refused before the handler
   const otherCluster = await startNode('n3', { cluster: 'another-cluster' })
   for (const caller of [otherKey, otherCluster]) {
     const target = { id: 'n2', grpcAddr: server.address }
-    const answer = await caller.peers.call(target, 'Membership.Ping', {}, deadline())
+    const answer = await caller.peers.call(target, 'Membership.Ping', ping(), deadline())
     assert.is(answer.ok, false)
     if (!answer.ok) {
       assert.is(answer.code, 'unavailable')
@@ -257,7 +299,7 @@ test('a caller with another secret or cluster name is refused before the handler
 
 test('a replayed call and one stamped 2 minutes off are refused', async () => {
   const server = await startNode('n2', {})
-  const body = Buffer.from('{}')
+  const body = Buffer.from(JSON.stringify(ping()))
   const signer = { key: KEY, clusterName: CLUSTER, nodeId: 'n1' }
   const headers = signCall(signer, 'Membership.Ping', body, Date.now())
   const first = await rawCall(server.address, 'Membership.Ping', body, headers)
@@ -282,15 +324,15 @@ test('a call past its deadline answers timeout within a bound', async () => {
   let release = (): void => undefined
   const gate = new Promise<void>((resolve) => (release = resolve))
   const server = await startNode('n2', {
-    handler: async () => {
+    handler: async (_method, _from, body) => {
       await gate
-      return ok(null)
+      return ok(body)
     },
   })
   const caller = await startNode('n1', {})
   const startedMs = Date.now()
   const target = { id: 'n2', grpcAddr: server.address }
-  const answer = await caller.peers.call(target, 'Membership.Ping', {}, Date.now() + 200)
+  const answer = await caller.peers.call(target, 'Membership.Ping', ping(), Date.now() + 200)
   const tookMs = Date.now() - startedMs
   release()
   assert.is(answer.ok, false)
@@ -304,20 +346,20 @@ test('calls past the server bound answer busy', async () => {
   const gate = new Promise<void>((resolve) => (release = resolve))
   const server = await startNode('n2', {
     callsMax: 1,
-    handler: async () => {
+    handler: async (_method, _from, body) => {
       await gate
-      return ok(null)
+      return ok(body)
     },
   })
   const caller = await startNode('n1', {})
   const target = { id: 'n2', grpcAddr: server.address }
-  const held = caller.peers.call(target, 'Membership.Ping', {}, deadline())
+  const held = caller.peers.call(target, 'Membership.Ping', ping(), deadline())
   // The first call holds the one place once the handler has it.
   for (let i = 0; i < 500 && server.handled.length === 0; i++) {
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
   assert.is(server.handled.length, 1)
-  const refused = await caller.peers.call(target, 'Membership.Ping', {}, deadline())
+  const refused = await caller.peers.call(target, 'Membership.Ping', ping(), deadline())
   assert.is(refused.ok, false)
   if (!refused.ok) assert.is(refused.code, 'busy')
   release()
@@ -344,18 +386,26 @@ test('a body over 4 MiB is refused by the caller and by the server', async () =>
 })
 
 test('a streamed answer longer than one message arrives whole', async () => {
-  const long = 'y'.repeat(PEER_MESSAGE_BYTES_MAX + 1024 * 1024)
-  const server = await startNode('n2', { handler: () => Promise.resolve(ok({ long })) })
+  // 500 records (a page's most) of 12 KiB of base64 each: past 5 MiB.
+  const value = 'A'.repeat(12 * 1024)
+  const records = Array.from({ length: 500 }, (_, i) => ({
+    key: `B/bucket-${i}`,
+    value,
+    stamp: '0'.repeat(24),
+  }))
+  const page = { records, next: null }
+  assert.ok(JSON.stringify(page).length > PEER_MESSAGE_BYTES_MAX + 1024 * 1024)
+  const server = await startNode('n2', { handler: () => Promise.resolve(ok(page)) })
   const caller = await startNode('n1', {})
   const target = { id: 'n2', grpcAddr: server.address }
-  const answer = await caller.peers.call<{ long: string }>(
+  const answer = await caller.peers.call<typeof page>(
     target,
     'Catalog.Snapshot',
-    {},
+    { after: null, limit: 500 },
     deadline(),
   )
   assert.is(answer.ok, true)
-  if (answer.ok) assert.is(answer.value.long.length, long.length)
+  if (answer.ok) assert.equal(answer.value, page)
   assert.is(answer.answeredBy, 'n2')
 })
 
@@ -365,11 +415,11 @@ test('a partitioned peer is refused in both directions, and the partition heals'
   const toB = { id: 'n2', grpcAddr: b.address }
   const toA = { id: 'n1', grpcAddr: a.address }
   partition(a, ['n2'])
-  const out = await a.peers.call(toB, 'Membership.Ping', {}, deadline())
+  const out = await a.peers.call(toB, 'Membership.Ping', ping(), deadline())
   assert.is(out.ok, false)
   if (!out.ok) assert.is(out.code, 'unavailable')
   assert.is(b.handled.length, 0)
-  const into = await b.peers.call(toA, 'Membership.Ping', {}, deadline())
+  const into = await b.peers.call(toA, 'Membership.Ping', ping(), deadline())
   assert.is(into.ok, false)
   if (!into.ok) assert.is(into.code, 'unavailable')
   assert.is(a.handled.length, 0)
@@ -377,20 +427,20 @@ test('a partitioned peer is refused in both directions, and the partition heals'
   const seed = await a.peers.call(
     { id: null, grpcAddr: b.address },
     'Membership.PushPull',
-    {},
+    { ...ping(), members: [] },
     deadline(),
   )
   assert.is(seed.ok, false)
   partition(a, [])
-  assert.is((await a.peers.call(toB, 'Membership.Ping', {}, deadline())).ok, true)
-  assert.is((await b.peers.call(toA, 'Membership.Ping', {}, deadline())).ok, true)
+  assert.is((await a.peers.call(toB, 'Membership.Ping', ping(), deadline())).ok, true)
+  assert.is((await b.peers.call(toA, 'Membership.Ping', ping(), deadline())).ok, true)
 })
 
 test('an unreachable peer answers unavailable', async () => {
   const caller = await startNode('n1', {})
   const closed = await freePort()
   const target = { id: 'n9', grpcAddr: `127.0.0.1:${closed}` }
-  const answer = await caller.peers.call(target, 'Membership.Ping', {}, deadline())
+  const answer = await caller.peers.call(target, 'Membership.Ping', ping(), deadline())
   assert.is(answer.ok, false)
   if (!answer.ok) assert.is(answer.code, 'unavailable')
 })
@@ -403,6 +453,7 @@ test('clients are bounded: the least recently used closes past the bound', async
     nodeId: 'n1',
     tls: null,
     clientsMax: 2,
+    log: memoryLog([]),
   })
   try {
     // Three spellings of one server are three addresses to the client cache.
@@ -412,7 +463,7 @@ test('clients are bounded: the least recently used closes past the bound', async
       `[::ffff:127.0.0.1]:${server.server.port}`,
     ]
     for (const grpcAddr of addresses)
-      await peers.call({ id: null, grpcAddr }, 'Membership.Ping', {}, deadline())
+      await peers.call({ id: null, grpcAddr }, 'Membership.Ping', ping(), deadline())
     assert.equal(peers.clientAddresses, addresses.slice(1))
   } finally {
     peers.close()
@@ -448,6 +499,7 @@ test('a port in use is an environment error naming SVC_NODE_GRPC_ADDR', async ()
       address: `127.0.0.1:${port}`,
       tls: null,
       isPartitioned: () => false,
+      log: memoryLog([]),
       dispatch: () => Promise.resolve(ok(null)),
     })
     assert.unreachable('bound a port in use')
@@ -462,7 +514,7 @@ test('a port in use is an environment error naming SVC_NODE_GRPC_ADDR', async ()
 
 test('grpc-ingress hands Membership calls to the gossiper and answers its Result', async () => {
   const secret = KEY.toString('utf8')
-  const pong = ok({ pong: true })
+  const pong = ok(gossipEnvelope(CLUSTER, 'n2'))
   const ingress = await startIngress({
     clusterName: CLUSTER,
     nodeId: 'n2',
@@ -474,15 +526,15 @@ test('grpc-ingress hands Membership calls to the gossiper and answers its Result
   try {
     const caller = await startNode('n1', {})
     const target = { id: 'n2', grpcAddr: `127.0.0.1:${ingress.port}` }
-    const answer = await caller.peers.call(target, 'Membership.Ping', { seq: 7 }, deadline())
-    assert.equal(answer, { ok: true, value: { pong: true }, answeredBy: 'n2' })
+    const answer = await caller.peers.call(target, 'Membership.Ping', ping(), deadline())
+    assert.equal(answer, { ...pong, answeredBy: 'n2' })
     assert.is(reached.length, 1)
     assert.is(reached[0]?.to, 'gossiper')
     assert.is(reached[0]?.msg.kind, 'peer.request')
     assert.is(reached[0]?.msg.method, 'Membership.Ping')
     assert.is(reached[0]?.msg.from, 'n1')
-    assert.equal(reached[0]?.msg.body, { seq: 7 })
-    await caller.peers.call(target, 'Catalog.Apply', {}, deadline())
+    assert.equal(reached[0]?.msg.body, ping())
+    await caller.peers.call(target, 'Catalog.Apply', { records: [] }, deadline())
     assert.is(reached[1]?.to, 'replica-store')
   } finally {
     await ingress.stop()
@@ -565,11 +617,11 @@ test('with TLS a call works, and a client without a certificate gets nothing', a
     const server = await startNode('n2', { tls })
     const caller = await startNode('n1', { tls })
     const target = { id: 'n2', grpcAddr: server.address }
-    const answer = await caller.peers.call(target, 'Membership.Ping', {}, deadline())
+    const answer = await caller.peers.call(target, 'Membership.Ping', ping(), deadline())
     assert.is(answer.ok, true)
     await new Promise((resolve) => setImmediate(resolve))
     assert.not.ok(warnings.includes('DEP0123'), 'the server name sent is no IP address')
-    const body = Buffer.from('{}')
+    const body = Buffer.from(JSON.stringify(ping()))
     const headers = signCall(
       { key: KEY, clusterName: CLUSTER, nodeId: 'n1' },
       'Membership.Ping',
@@ -589,7 +641,7 @@ test('with TLS a call works, and a client without a certificate gets nothing', a
     )
     assert.is.not(raw.code, status.OK)
     const plaintext = await startNode('n3', {})
-    const refused = await plaintext.peers.call(target, 'Membership.Ping', {}, deadline())
+    const refused = await plaintext.peers.call(target, 'Membership.Ping', ping(), deadline())
     assert.is(refused.ok, false)
     assert.is(server.handled.length, 1)
     // Some but not all of the files set is refused, naming one that is missing.

@@ -12,7 +12,6 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { NULL_TOMBSTONE_TOKEN, stampToken } from '../../actors/replica-store/keys.js'
 import type { KeyManifest, Purged } from '../../protocol/anti-entropy.js'
-import type { PeerMethod } from '../../protocol/cluster.js'
 import { hlcString } from '../../protocol/hlc.js'
 import { partitionOf, PARTITIONS } from '../../protocol/placement.js'
 import { auditStore } from '../sim/store-audit.js'
@@ -23,6 +22,7 @@ import {
   type StoreBody as Body,
   type TestStore as Store,
 } from '../support/store-harness.js'
+import { fromPeer } from '../support/peer-boundary.js'
 
 /** The wall clock of the stamps below: version tokens hold clocks of this century exactly. */
 const T = 1_700_000_000_000
@@ -206,17 +206,14 @@ test('ae.purge walks a partition a bounded number of keys a call, from its curso
   assert.equal(auditStore(store.ctx.kv), [])
 })
 
-function call(body: unknown): Body {
-  return { kind: 'peer.request', method: 'Replica.Op' as PeerMethod, from: 'n2', body } as Body
-}
-
 test("ae.purge is this node's own: Replica.Op refuses it; malformed ones are refused", async () => {
   const store = await clusterStore()
   await buckets(store)
   await run(store, [put('p', 'gone', 1000), deleted('p', 'gone', 1200)])
   const partition = partitionOf('p', 'gone')
   const purge = { kind: 'ae.purge', partition, beforeMs: T + CUT_MS, after: null, limit: 10 }
-  assert.is(code(await store.send(call({ msg: purge }))), 'invalid_request')
+  // Replica.Op's schema does not take it: the store never sees it.
+  assert.is(code(await fromPeer(store, 'Replica.Op', { msg: purge })), 'invalid_argument')
   assert.is((await manifest(store, 'p', 'gone')).stamp, stamp(1200))
   const malformed = [
     { ...purge, partition: 256 },

@@ -36,6 +36,7 @@ import {
   type TestStore as Store,
 } from '../support/store-harness.js'
 import { fakeContext, memoryStream, type FakeContext } from '../support/fake-context.js'
+import { fromPeer } from '../support/peer-boundary.js'
 
 /** The wall clock of the stamps below: version tokens hold clocks of this century exactly. */
 const T = 1_700_000_000_000
@@ -524,11 +525,6 @@ test('stamps are checked before anything is read', async () => {
   assert.equal(keyRecords(store), [])
 })
 
-function call(method: PeerMethod, body: unknown, stream?: unknown): Body {
-  const streamed = stream === undefined ? {} : { stream }
-  return { kind: 'peer.request', method, from: 'n2', body, ...streamed } as Body
-}
-
 test('Replica.Op, Write and Read run the object requests each allows, nothing else', async () => {
   const store = await clusterStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
@@ -547,31 +543,30 @@ test('Replica.Op, Write and Read run the object requests each allows, nothing el
     ['Replica.Write', { msg: { kind: 'object.get', bucket: 'b', key: 'k' } }],
     ['Replica.Read', { msg: { kind: 'object.delete', bucket: 'b', key: 'k' } }],
   ]
+  // Refused at the boundary, by each method's schema: the store never sees them.
   for (const [method, body] of refused) {
     const stream = method === 'Replica.Op' ? undefined : memoryStream().handle
-    assert.is(
-      code(await store.send(call(method, body, stream))),
-      'invalid_request',
-      JSON.stringify(body),
-    )
+    const answer = await fromPeer(store, method, body, stream)
+    assert.is(code(answer), 'invalid_argument', JSON.stringify(body))
   }
   // Write: the bytes come on the call's stream (an inline body in the message is not taken).
   const { body: _inline, ...header } = put('b', 'k', 'ignored', stamp(2000)) as { body: unknown }
-  const noStream = await store.send(call('Replica.Write', { msg: header }))
+  const noStream = await fromPeer(store, 'Replica.Write', { msg: header })
   assert.is(code(noStream), 'invalid_request')
   const bytesIn = memoryStream()
   bytesIn.push(bytes('over the wire'))
   bytesIn.end()
-  const written = await store.send<PutResult>(
-    call('Replica.Write', { msg: header }, bytesIn.handle),
-  )
+  const written = await fromPeer<PutResult>(store, 'Replica.Write', { msg: header }, bytesIn.handle)
   assert.is(value(written).lastModifiedMs, T + 2000)
   // Read: the bytes go back on the call's stream once asked for.
   const bytesOut = memoryStream()
   const getMsg = { kind: 'object.get', bucket: 'b', key: 'k', stamped: true }
   const head = value(
-    await store.send<GetResult>(
-      call('Replica.Read', { msg: getMsg, range: { start: 0, end: 3 } }, bytesOut.handle),
+    await fromPeer<GetResult>(
+      store,
+      'Replica.Read',
+      { msg: getMsg, range: { start: 0, end: 3 } },
+      bytesOut.handle,
     ),
   )
   assert.is(head.keyStamp, stamp(2000))
@@ -583,12 +578,12 @@ test('Replica.Op, Write and Read run the object requests each allows, nothing el
   }
   // Op: a stamped delete, then the key's stamp.
   const op = { kind: 'object.delete', bucket: 'b', key: 'k', stamp: stamp(3000) }
-  value(await store.send(call('Replica.Op', { msg: op })))
+  value(await fromPeer(store, 'Replica.Op', { msg: op }))
   const stamps = { kind: 'object.stamps', bucket: 'b', keys: ['k'] }
-  assert.equal(value(await store.send(call('Replica.Op', { msg: stamps }))), [stamp(3000)])
+  assert.equal(value(await fromPeer(store, 'Replica.Op', { msg: stamps })), [stamp(3000)])
   // A node not in cluster mode serves no peer call.
   const single = await startStore()
-  assert.is(code(await single.send(call('Replica.Op', { msg: stamps }))), 'invalid_request')
+  assert.is(code(await fromPeer(single, 'Replica.Op', { msg: stamps })), 'invalid_request')
 })
 
 test.run()

@@ -12,6 +12,7 @@ import {
   type VersionEntry,
 } from '../../../protocol/anti-entropy.js'
 import { fail, ok, type Result } from '../../../protocol/errors.js'
+import { MANIFEST_ENTRIES_MAX } from '../../../protocol/wire/anti-entropy.js'
 import { treePlace } from './digests.js'
 import {
   keyDeletedPrefix,
@@ -31,8 +32,6 @@ import { decodeObject, decodeText, type ObjectRecord } from '../records.js'
 
 type Msg<K extends AntiEntropyMsg['kind']> = Extract<AntiEntropyMsg, { kind: K }>
 
-/** Versions and deletes by id one manifest lists at most, each. */
-export const MANIFEST_ENTRIES_MAX = 10_000
 const LEAVES = 256
 
 function hex(digest: Uint8Array): string {

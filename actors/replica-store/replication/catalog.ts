@@ -46,10 +46,6 @@ import { durably, type StoreState } from '../store-state.js'
 
 /** How long one node-to-node catalog call may take, within the request's own deadline. */
 export const CATALOG_CALL_MS = 2_000
-/** Records one snapshot page carries at most (each a few hundred bytes: far below 4 MiB). */
-export const SNAPSHOT_PAGE_MAX = 500
-/** Records one Apply carries at most: a request changes a few keys, a sync one page. */
-const APPLY_RECORDS_MAX = SNAPSHOT_PAGE_MAX
 
 type CreateBucketMsg = Extract<ObjectMsg, { kind: 'bucket.create' }>
 
@@ -153,9 +149,6 @@ export async function applyCatalog(
 ): Promise<Result<{ applied: number }>> {
   const catalog = state.catalog
   if (catalog === null) return fail('invalid_request', 'this node is not in cluster mode')
-  if (!Array.isArray(body.records) || body.records.length > APPLY_RECORDS_MAX) {
-    return fail('invalid_request', 'Catalog.Apply needs a bounded list of records')
-  }
   const newer = body.records.filter((record) => isNewer(ctx, catalog, record))
   if (newer.length === 0) return ok({ applied: 0 })
   const ops = applyOps(ctx, newer)
@@ -173,8 +166,8 @@ export async function applyCatalog(
 /** Whether `record` is well formed and newer than what this node holds; observing its stamp
  * keeps this node's clock ahead of every change it has seen. */
 function isNewer(ctx: Context, catalog: CatalogState, record: CatalogRecord): boolean {
-  if (typeof record.key !== 'string' || !isCatalogKey(record.key)) return false
-  const stamp = typeof record.stamp === 'string' ? parseHlc(record.stamp) : null
+  if (!isCatalogKey(record.key)) return false
+  const stamp = parseHlc(record.stamp)
   if (stamp === null || !catalog.clock.observe(stamp)) return false
   const held = ctx.kv.get(stampKey(record.key))
   if (held === undefined) return true
@@ -244,8 +237,12 @@ export function snapshotPage(
   ctx: Context,
   request: CatalogSnapshotRequest,
 ): Result<CatalogSnapshotPage> {
-  const limit = Math.max(1, Math.min(SNAPSHOT_PAGE_MAX, Math.floor(Number(request.limit) || 0)))
-  const after = typeof request.after === 'string' ? stampKey(request.after) : null
+  const { limit } = request
+  // A key from this node's own layout: one outside it would fail stampKey's assertion.
+  if (request.after !== null && !isCatalogKey(request.after)) {
+    return fail('invalid_argument', 'Catalog.Snapshot: `after` is not a catalog key')
+  }
+  const after = request.after === null ? null : stampKey(request.after)
   const range = after === null ? { gte: STAMP_PREFIX } : { gt: after }
   const rows = ctx.kv.scan({ ...range, lt: STAMP_END, limit })
   const keys = rows.map(([key]) => key.slice(STAMP_PREFIX.length))

@@ -1,0 +1,90 @@
+/** @module Fields that several node-to-node messages share (object metadata, checksums, tags,
+ * stamps), as zod schemas: each is both the TypeScript type of the field (`z.infer`) and its
+ * check at the gRPC boundary. Objects are strict: a field the schema does not name is refused, so
+ * a field added to a message is checked once it is added here. */
+import { z } from 'zod'
+import { KEY_BYTES_MAX } from '../limits.js'
+import { validateTags } from '../tagging.js'
+
+/** A message as it crosses: its own fields, and the sender's request id and deadline, which the
+ * receiver replaces with the call's own (a message may come without them). */
+export function message<S extends z.ZodRawShape>(shape: S) {
+  return z.strictObject({
+    ...shape,
+    requestId: z.string().exactOptional(),
+    deadlineMs: z.number().exactOptional(),
+  })
+}
+
+/** A message's fields without the request id and deadline its local form carries as `Request`. */
+export type Fields<S extends z.ZodType> = Omit<z.infer<S>, 'requestId' | 'deadlineMs'>
+
+/** A whole number from 0 up (a count, a size, an offset). */
+export const count = z.int().min(0)
+/** A byte, as partitions and leaves of the hash trees are numbered. */
+export const byte = z.int().min(0).max(255)
+/** A bucket's name: never empty, never a NUL (the store's keys separate names with it). */
+export const bucketName = z.string().regex(/^[^\0]+$/, 'a malformed bucket name')
+/** An object key: 1 to KEY_BYTES_MAX bytes, which are at most as many characters. */
+export const objectKey = z.string().min(1).max(KEY_BYTES_MAX)
+/** A hybrid-clock stamp as protocol/hlc.ts writes it. */
+export const stamp = z.string().regex(/^[0-9a-f]{24}$/, 'a malformed stamp')
+/** A blob's content address: the SHA-256 of its bytes in hex. */
+export const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'a malformed sha256')
+
+export const checksumAlgorithm = z.enum(['crc32', 'crc32c', 'crc64nvme', 'sha1', 'sha256'])
+/** Additional checksums (x-amz-checksum-*), base64 as on the wire. */
+export const checksums = z.strictObject({
+  crc32: z.string().exactOptional(),
+  crc32c: z.string().exactOptional(),
+  crc64nvme: z.string().exactOptional(),
+  sha1: z.string().exactOptional(),
+  sha256: z.string().exactOptional(),
+})
+/** x-amz-checksum-type: a checksum of the object's bytes, or (multipart) of its parts' checksums,
+ * written `<base64>-<parts>`. */
+export const checksumType = z.enum(['FULL_OBJECT', 'COMPOSITE'])
+
+/** Content-* and caching headers S3 stores with an object and returns on GET/HEAD. */
+export const httpMeta = z.strictObject({
+  contentType: z.string(),
+  contentEncoding: z.string().exactOptional(),
+  contentDisposition: z.string().exactOptional(),
+  contentLanguage: z.string().exactOptional(),
+  cacheControl: z.string().exactOptional(),
+  expires: z.string().exactOptional(),
+})
+
+/** x-amz-meta-* with the prefix removed, names lower-cased. */
+export const userMeta = z.record(z.string(), z.string())
+
+/** What a PUT's bytes must hash to; every field that is present is verified before commit. */
+export const expectations = z.strictObject({
+  md5Base64: z.string().exactOptional(),
+  sha256Hex: z.string().exactOptional(),
+  checksums: checksums.exactOptional(),
+  /** A checksum to compute and keep with nothing to check it against (a part copied into an
+   * upload created with that algorithm). */
+  compute: checksumAlgorithm.exactOptional(),
+  /** Exact byte count announced by the client (decoded length for aws-chunked). */
+  size: count.exactOptional(),
+})
+
+/** GET/HEAD/Copy preconditions (If-* headers), dates in ms since the epoch; a write's too. */
+export const conditions = z.strictObject({
+  ifMatch: z.string().exactOptional(),
+  ifNoneMatch: z.string().exactOptional(),
+  ifModifiedSinceMs: z.number().exactOptional(),
+  ifUnmodifiedSinceMs: z.number().exactOptional(),
+})
+
+/** A multipart upload's checksum: x-amz-checksum-algorithm and -type of CreateMultipartUpload. */
+export const uploadChecksum = z.strictObject({ algorithm: checksumAlgorithm, type: checksumType })
+
+export const tag = z.strictObject({ key: z.string(), value: z.string() })
+
+/** An object's tags, which S3's rules bound (protocol/tagging.ts). */
+export const objectTags = z.array(tag).superRefine((tags, context) => {
+  const valid = validateTags(tags, 'object')
+  if (!valid.ok) context.addIssue({ code: 'custom', message: valid.detail })
+})
