@@ -29,7 +29,7 @@ import type {
   recordsMerge,
 } from './wire/anti-entropy.js'
 
-export { AE_KEYS_PAGE_MAX } from './wire/anti-entropy.js'
+export { AE_KEYS_PAGE_MAX } from './wire/bounds.js'
 
 /** Where a leaf's keys are listed from: after this key (null: from the first). */
 export type KeyCursor = z.infer<typeof keyCursor>

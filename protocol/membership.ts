@@ -11,7 +11,7 @@ import type { Member, NodePhase } from './cluster.js'
 import type { PeerAnswer, PeerRequestMsg } from './cluster.js'
 import type { gossipEnvelope, pingReqAnswer, pingReqBody, pushPullBody } from './wire/gossip.js'
 
-export { MEMBERS_MAX, UPDATES_PER_MESSAGE_MAX } from './wire/gossip.js'
+export { MEMBERS_MAX, UPDATES_PER_MESSAGE_MAX } from './wire/bounds.js'
 
 export type GossipEnvelope = z.infer<typeof gossipEnvelope>
 /** Membership.Ping asks for an Ack; both are plain envelopes. */

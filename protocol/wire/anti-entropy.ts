@@ -4,12 +4,8 @@
  * its own tombstones, when its own anti-entropy found every other replica alike. */
 import { z } from 'zod'
 import { PARTITIONS } from '../placement.js'
+import { AE_KEYS_PAGE_MAX, MANIFEST_ENTRIES_MAX } from './bounds.js'
 import { bucketName, byte, message, objectKey, stamp } from './fields.js'
-
-/** Keys one ae.keys page lists at most. */
-export const AE_KEYS_PAGE_MAX = 1_000
-/** Versions, and versions deleted by id, that one key's records carry at most. */
-export const MANIFEST_ENTRIES_MAX = 10_000
 
 /** Where a leaf's keys are listed from: after this key (null: from the first). */
 export const keyCursor = z.strictObject({ bucket: bucketName, key: objectKey })

@@ -3,12 +3,8 @@
  * bucket name before its creation. Whether a record's key belongs to the catalog is the store's
  * own check, against its key layout. */
 import { z } from 'zod'
+import { APPLY_RECORDS_MAX, SNAPSHOT_PAGE_MAX } from './bounds.js'
 import { bucketName, count, stamp } from './fields.js'
-
-/** Records one snapshot page carries at most (each a few hundred bytes: far below 4 MiB). */
-export const SNAPSHOT_PAGE_MAX = 500
-/** Records one Apply carries at most: a request changes a few keys, a sync one page. */
-export const APPLY_RECORDS_MAX = SNAPSHOT_PAGE_MAX
 
 /** One catalog key's latest change. `value` is base64 (record bytes are not always text); null for
  * a deletion. */

@@ -5,12 +5,9 @@
  * with one (an Ack); PingReq asks the callee to ping `target` and answers whether it acked;
  * PushPull carries full state both ways. */
 import { z } from 'zod'
+import { MEMBERS_MAX, UPDATES_PER_MESSAGE_MAX } from './bounds.js'
 import { count } from './fields.js'
 
-/** Changes one message carries at most, besides the sender's own record. */
-export const UPDATES_PER_MESSAGE_MAX = 16
-/** Members a node keeps at most (and a PushPull carries at most). */
-export const MEMBERS_MAX = 1_024
 /** Ids, names, addresses and versions are short; anything longer is not ours. */
 const TEXT_CHARS_MAX = 256
 

@@ -12,7 +12,7 @@ import {
   type VersionEntry,
 } from '../../../protocol/anti-entropy.js'
 import { fail, ok, type Result } from '../../../protocol/errors.js'
-import { MANIFEST_ENTRIES_MAX } from '../../../protocol/wire/anti-entropy.js'
+import { MANIFEST_ENTRIES_MAX } from '../../../protocol/wire/bounds.js'
 import { treePlace } from './digests.js'
 import {
   keyDeletedPrefix,

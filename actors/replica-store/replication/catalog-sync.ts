@@ -7,7 +7,7 @@
 import type { Context } from '../../../protocol/actor.js'
 import type { CatalogSnapshotPage } from '../../../protocol/catalog.js'
 import { fail, ok, type Result } from '../../../protocol/errors.js'
-import { SNAPSHOT_PAGE_MAX } from '../../../protocol/wire/catalog.js'
+import { SNAPSHOT_PAGE_MAX } from '../../../protocol/wire/bounds.js'
 import { applyCatalog, CATALOG_CALL_MS, membership } from './catalog.js'
 import type { CatalogState } from './catalog-state.js'
 import { announcePhase, servingPhase } from './rejoin.js'

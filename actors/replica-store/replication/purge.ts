@@ -19,7 +19,7 @@ import {
 import { fail, ok, type Result } from '../../../protocol/errors.js'
 import { parseHlc } from '../../../protocol/hlc.js'
 import { PARTITIONS } from '../../../protocol/placement.js'
-import { MANIFEST_ENTRIES_MAX } from '../../../protocol/wire/anti-entropy.js'
+import { MANIFEST_ENTRIES_MAX } from '../../../protocol/wire/bounds.js'
 import { treePlace } from './digests.js'
 import {
   keyDeletedPrefix,
