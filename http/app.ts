@@ -69,18 +69,10 @@ export function createListener(
     })
   }
   const listener: Listener = (incoming, outgoing) => {
-    if (incoming.headers[FORWARDED_HEADER] === undefined) return serve(incoming, outgoing)
-    // A reset that came with the request is read by one of the next turns of the event loop (a
-    // read that does not fill its buffer ends the turn's reads; other sockets' reads may come
-    // first): then the gateway has given this node up and sent the request elsewhere, and it is
-    // not run here. Three turns cost microseconds.
-    setImmediate(() =>
-      setImmediate(() =>
-        setImmediate(() => {
-          if (!incoming.socket.destroyed) serve(incoming, outgoing)
-        }),
-      ),
-    )
+    // A gateway speaks HTTP/1.1; an HTTP/1.0 client must not be sent an interim answer.
+    const forwarded = incoming.headers[FORWARDED_HEADER] !== undefined
+    if (!forwarded || incoming.httpVersion !== '1.1') return serve(incoming, outgoing)
+    whileForwarded(incoming, outgoing, () => serve(incoming, outgoing))
   }
   const ordered = inOrder(listener)
   // As the request arrives, before it waits behind others of its connection: the gateway's
@@ -92,9 +84,38 @@ export function createListener(
   return { listener: arrive, keys: caches.keys }
 }
 
+/** Runs a request a gateway forwarded only while the gateway still waits for it. A gateway that
+ * gives this node up resets the connection (gateway.ts), and a frozen node reads the request and
+ * the reset together when it resumes: whether the reset is read before the request starts depends
+ * on how the kernel's reads fall into event-loop turns. Not so the kernel's own state: the reset
+ * closed the connection there as it arrived, and a send on it fails (ECONNRESET, EPIPE). So the
+ * node first sends an interim 102 Processing (which HTTP/1.1 clients skip) and runs the request
+ * only once the kernel took it. A reset that comes later (the node resumed before the gateway gave
+ * it up) finds the request running, as it would have without the freeze. Bounded by the
+ * connection: a send that never completes ends with the socket's close (the server's timeouts),
+ * and then nothing runs. */
+function whileForwarded(
+  incoming: IncomingMessage,
+  outgoing: ServerResponse,
+  run: () => void,
+): void {
+  const socket = incoming.socket
+  if (socket.destroyed) return
+  let decided = false
+  const decide = (live: boolean): void => {
+    if (decided) return
+    decided = true
+    socket.off('close', onClose)
+    if (live && !socket.destroyed) run()
+  }
+  const onClose = (): void => decide(false)
+  socket.once('close', onClose)
+  outgoing.writeProcessing((error?: Error | null) => decide(error === null || error === undefined))
+}
+
 /** Marks a request a gateway forwards. The gateway gives up a node that does not answer in time
  * with a TCP reset and sends the request to another; a frozen node reads the request and the
- * reset together when it resumes, and must not run what another node ran. */
+ * reset together when it resumes, and must not run what another node ran (whileForwarded). */
 export const FORWARDED_HEADER = 'x-svc-forwarded'
 
 /** Marks a 503 of a node that is not serving (starting or stopping): nothing of the request ran. */

@@ -130,9 +130,8 @@ export interface AntiEntropyStatus {
   /** Rounds ended since the actor started, and when the last one ended (null: none yet). */
   rounds: number
   lastRoundAtMs: number | null
-  /** Changes replayed to either replica of a pair, and differences no replay settles. */
+  /** Changes replayed to either replica of a pair. */
   itemsRepaired: number
-  unsupported: number
   /** Tombstones (key stamps and deletes by id) purged, SVC_GC_GRACE_DAYS after their change,
    * from partitions every replica held alike. */
   tombstonesPurged: number

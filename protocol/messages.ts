@@ -333,25 +333,20 @@ export interface BootstrapSynced {
   unreached: string[]
 }
 
-/** What `key.sync` did: the merges that changed either replica (`replayed`), and the differences
- * no merge settles (`unsupported`: none since replicas merge records; kept for repair-status). */
+/** What `key.sync` did: the merges that changed either replica (`replayed`). */
 export interface KeySynced {
   replayed: number
-  unsupported: number
   /** Bytes of the objects copied (what anti-entropy's throttle counts). */
   bytes: number
 }
 
-/** What `key.bring` did: the replica held the newest state already, or was brought to it
- * (`unsupported` is no longer answered: every state merges). */
-export type KeyBrought = 'current' | 'repaired' | 'unsupported'
+/** What `key.bring` did: the replica held the newest state already, or was brought to it. */
+export type KeyBrought = 'current' | 'repaired'
 
 /** What the hint queue counted since it started, for /metrics and repair-status. */
 export interface HintQueueCounters {
   delivered: number
   expired: number
-  /** Hints whose replica holds a state repair cannot replay (left for anti-entropy). */
-  unsupported: number
 }
 
 /** Requests to the hint queue. */

@@ -85,7 +85,6 @@ export const antiEntropy: Actor<AntiEntropyState, 'anti-entropy'> = {
         rounds: 0,
         lastRoundAtMs: null,
         itemsRepaired: 0,
-        unsupported: 0,
         tombstonesPurged: 0,
         throttle: { ...THROTTLE },
         peers: [],
@@ -263,7 +262,7 @@ async function comparePeer(
 
 interface PartitionOutcome {
   diverged: number
-  /** Every key that differed was synced with nothing left unsupported. */
+  /** Every key that differed was synced. */
   settled: boolean
   /** The pair holds the same records but for tombstones past the grace that one of them purged
    * (tombstone-gc.ts): key.sync had nothing to replay either way, or, where the peer syncs, the
@@ -327,9 +326,7 @@ async function syncPartition(
         continue
       }
       state.status.itemsRepaired += synced.value.replayed
-      if (synced.value.replayed > 0 || synced.value.unsupported > 0) outcome.alike = false
-      state.status.unsupported += synced.value.unsupported
-      if (synced.value.unsupported > 0) outcome.settled = false
+      if (synced.value.replayed > 0) outcome.alike = false
       await throttle(ctx, started, synced.value.bytes)
     }
   }

@@ -40,7 +40,7 @@ export async function syncKey(
   ])
   if (!one.ok) return one
   if (!other.ok) return other
-  const synced: KeySynced = { replayed: 0, unsupported: 0, bytes: 0 }
+  const synced: KeySynced = { replayed: 0, bytes: 0 }
   for (const [from, to, source, target] of [
     [first, second, one.value, other.value],
     [second, first, other.value, one.value],

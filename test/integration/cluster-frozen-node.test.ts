@@ -24,6 +24,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3'
 import { once } from 'node:events'
+import { readdirSync, readFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { FORWARDED_HEADER } from '../../http/app.js'
 import { startCluster, type TestCluster } from '../support/cluster.js'
@@ -55,6 +56,10 @@ const SEEDED = 20
 const ALIVE_WAIT_MS = 60_000
 /** How long a raw request sits in a frozen node's kernel before, and after, its reset. */
 const FROZEN_WRITE_MS = 200
+/** How long the kernel may take to stop every thread of a node after SIGSTOP: the stop starts once
+ * one of its threads takes the signal, which a loaded machine may not run at once (meanwhile the
+ * others run on). Far more than a stop takes. */
+const STOP_WAIT_MS = 5_000
 /** How long a node resumed may take to run what it read: the case waits this long for a run. */
 const LATE_RUN_WAIT_MS = 5_000
 /** How long a client holds the second half of a body: well over the second in which a gateway
@@ -286,6 +291,18 @@ test('one node of three frozen: large PUTs reach their quorum without it', async
   }
 })
 
+/** Whether every thread of process `pid` is stopped (state T in /proc; a thread gone counts). */
+function allStopped(pid: number): boolean {
+  return readdirSync(`/proc/${pid}/task`).every((task) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8')
+      return stat.slice(stat.lastIndexOf(')') + 2).startsWith('T')
+    } catch {
+      return true
+    }
+  })
+}
+
 /** Sends a signed PUT over a raw socket to `id` while it is frozen, then resets the connection
  * (as a gateway that gives the node up does) before the node resumes. */
 async function putResetWhileFrozen(id: string, key: string, forwarded: boolean): Promise<void> {
@@ -307,6 +324,8 @@ async function putResetWhileFrozen(id: string, key: string, forwarded: boolean):
   await once(socket, 'connect')
   process.kill(pid, 'SIGSTOP')
   try {
+    // The request must reach the node frozen, not in the moment before its threads stop.
+    assert.ok(await pollUntil(() => allStopped(pid), STOP_WAIT_MS, 5), `${id} did not stop`)
     const head = Object.entries(signed.headers).map(([name, value]) => `${name}: ${value}\r\n`)
     socket.write(`PUT ${signed.pathAndQuery} HTTP/1.1\r\n${head.join('')}\r\n${body}`)
     await sleep(FROZEN_WRITE_MS)

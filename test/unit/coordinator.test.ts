@@ -341,7 +341,6 @@ test('key.sync gives each replica what it lacks: versions, deletes, multipart', 
     const synced = value(
       await cluster.send<KeySynced>({ kind: 'key.sync', bucket: BUCKET, key, nodes: ['n1', 'n3'] }),
     )
-    assert.is(synced.unsupported, 0, key)
     assert.ok(synced.replayed > 0, key)
     const [held, theirs] = [
       await manifestOf(cluster, 'n3', key),
@@ -363,7 +362,7 @@ test('key.sync gives each replica what it lacks: versions, deletes, multipart', 
       nodes: ['n3', 'n1'],
     }),
   )
-  assert.equal(again, { replayed: 0, unsupported: 0, bytes: 0 })
+  assert.equal(again, { replayed: 0, bytes: 0 })
 })
 
 /** A bucket's objects and bytes as one store counts them (its own figures, asked directly), or
@@ -546,7 +545,7 @@ test('key.sync and key.bring leave a tombstone past the grace where it was purge
   const sync = (key: string) =>
     cluster.send<KeySynced>({ kind: 'key.sync', bucket: BUCKET, key, nodes: ['n1', 'n3'] })
   // Deleted everywhere, purged on n3, then past the grace: n1's tombstone is not replayed to n3,
-  // by a sync or by a hint's delivery, and nothing counts as unsupported.
+  // by a sync or by a hint's delivery.
   await put(cluster, 'old', text('old'))
   value(await cluster.send({ kind: 'object.delete', bucket: BUCKET, key: 'old' }))
   // Its stamp and its null tombstone.
@@ -554,7 +553,7 @@ test('key.sync and key.bring leave a tombstone past the grace where it was purge
   cluster.advance(GRACE_MS + 1_000)
   await cluster.settle()
   const tombstone = (await manifestOf(cluster, 'n1', 'old')).stamp as string
-  assert.equal(value(await sync('old')), { replayed: 0, unsupported: 0, bytes: 0 })
+  assert.equal(value(await sync('old')), { replayed: 0, bytes: 0 })
   const hint = { bucket: BUCKET, key: 'old', node: 'n3', stamp: tombstone }
   assert.is(value(await cluster.send<KeyBrought>({ kind: 'key.bring', ...hint })), 'current')
   assert.equal(await manifestOf(cluster, 'n3', 'old'), NOTHING)
@@ -599,7 +598,7 @@ test('an old delete by id is replayed where its version is, not where it was pur
   assert.equal(synced, await manifestOf(cluster, 'n1', 'v'))
   // n3 purges it: n1's is not replayed back; the version stays gone.
   assert.is(await purgeOnN3(cluster, 'v'), 1)
-  assert.equal(value(await sync()), { replayed: 0, unsupported: 0, bytes: 0 })
+  assert.equal(value(await sync()), { replayed: 0, bytes: 0 })
   const purged = await manifestOf(cluster, 'n3', 'v')
   assert.equal([purged.deleted, purged.versions], [[], synced.versions])
 })

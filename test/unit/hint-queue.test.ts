@@ -1,9 +1,9 @@
 /** Goal: the hint queue delivers a replica's hints once gossip shows it Alive (at once at start,
  * within 5 s of its coming back or of new hints for it, again 5 s after a pass that could not
  * reach it), its own node's among them, drops hints older than SVC_HINT_TTL_HOURS without
- * delivering them (also while their replica stays away), leaves hints repair cannot bring,
- * removes each delivered one, and tells the store which replicas have been away longer than the
- * TTL (no hint is recorded for them) until they are back.
+ * delivering them (also while their replica stays away), removes each delivered one (also one
+ * whose replica held its change already, as after anti-entropy), and tells the store which
+ * replicas have been away longer than the TTL (no hint is recorded for them) until they are back.
  * Method: the real hint-queue on a fake context whose calls the test answers: gossip's view (the
  * test sets each member's status), the store's hint pages and removals (a list the test keeps)
  * and the lists of replicas away past the TTL it is told, and the coordinator's key.bring (the
@@ -30,7 +30,8 @@ interface World {
   status: Map<string, MemberStatus>
   reachable: Set<string>
   brought: string[]
-  unsupported: Set<string>
+  /** Keys whose replica holds the newest state already (anti-entropy was there first). */
+  current: Set<string>
   /** The store fails hint pages and removals while set (restarting after the look's count). */
   storeDown: boolean
   /** Runs when the coordinator brings a key: a client's write meanwhile. */
@@ -53,7 +54,7 @@ function world(ttlHours = '1'): World {
     ]),
     reachable: new Set(['n2', 'n3']),
     brought: [],
-    unsupported: new Set(),
+    current: new Set(),
     storeDown: false,
     onBring: () => undefined,
     closed: [],
@@ -95,7 +96,7 @@ function world(ttlHours = '1'): World {
       const node = body['node'] as string
       if (!w.reachable.has(node)) return fail('unavailable', `${node} unreachable`)
       const key = body['key'] as string
-      if (w.unsupported.has(key)) return ok('unsupported')
+      if (w.current.has(key)) return ok('current')
       w.brought.push(`${node}/${key}`)
       w.onBring(key)
       return ok('repaired')
@@ -126,16 +127,16 @@ test('an Alive replica gets its hints; an expired one is dropped, not delivered'
   const now = w.ctx.now()
   w.hints.push(hint('n2', 'fresh', 60_000, now), hint('n2', 'old', 2 * HOUR_MS, now))
   w.hints.push(hint('n3', 'later', 1_000, now))
-  w.unsupported.add('multipart')
-  w.hints.push(hint('n2', 'multipart', 1_000, now))
+  w.current.add('synced')
+  w.hints.push(hint('n2', 'synced', 1_000, now))
   const state = await hintQueue.init(w.ctx)
   await step(w, LOOK_MS)
-  assert.equal(w.brought, ['n2/fresh'])
-  assert.equal(state.counters, { delivered: 1, expired: 1, unsupported: 1 })
+  assert.equal(w.brought, ['n2/fresh'], 'a replica current already has nothing brought')
+  assert.equal(state.counters, { delivered: 2, expired: 1 })
   assert.equal(
     w.hints.map((one) => one.key),
-    ['later', 'multipart'],
-    'the Dead replica keeps its hint, and so does the one repair cannot bring',
+    ['later'],
+    'the Dead replica keeps its hint; the current one is done with',
   )
   // n3 comes back: its pass starts within the 0-5 s jitter.
   w.status.set('n3', 'Alive')
