@@ -569,7 +569,7 @@ async function changeVersioning(
       done = answer.ok
     }
     if (done) changes.acknowledged = status
-    else changes.unsure = true
+    changes.unsure = !done
   }
   return changes
 }
