@@ -298,7 +298,8 @@ function uploadsLeftOpen(nodes: readonly SimNode[], writeQuorum: number): string
       )
       if (completedOn.length >= writeQuorum) {
         const where = completedOn.map((other) => other.id).join(', ')
-        problems.push(`${node.id} holds upload ${uploadId} open, completed on ${where}`)
+        const name = key.slice(UPLOAD_PREFIX.length, key.lastIndexOf('\0')).replace('\0', '/')
+        problems.push(`${node.id} holds upload ${uploadId} of ${name} open, completed on ${where}`)
       }
     }
   }
