@@ -22,6 +22,11 @@ import type { SimNode } from './sim-node.js'
 
 export const PLAIN_BUCKET = 'sim-plain'
 export const VERSIONED_BUCKET = 'sim-versioned'
+/** A bucket created without versioning whose versioning is Enabled, then Suspended, while the
+ * clients run: objects written before versioning, versions written while Enabled and `null`
+ * versions written while Suspended live side by side. */
+export const SUSPENDED_BUCKET = 'sim-suspended'
+export const SIM_BUCKETS = [PLAIN_BUCKET, VERSIONED_BUCKET, SUSPENDED_BUCKET] as const
 export const SIM_KEYS = ['a', 'b', 'c/d', 'e', 'f'] as const
 /** A body this large is kept as a blob file rather than inline, and travels on a stream. */
 const LARGE_BYTES = 100_000
@@ -151,7 +156,8 @@ export class SimClient {
 
   private async randomOp(): Promise<void> {
     const node = this.random.pick(this.world.nodes)
-    const bucket = this.random.chance(0.3) ? VERSIONED_BUCKET : PLAIN_BUCKET
+    const which = this.random.float()
+    const bucket = which < 0.2 ? VERSIONED_BUCKET : which < 0.45 ? SUSPENDED_BUCKET : PLAIN_BUCKET
     const key = this.random.pick(SIM_KEYS)
     const roll = this.random.float()
     if (roll < 0.35) return this.put(node, bucket, key)

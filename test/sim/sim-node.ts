@@ -6,11 +6,12 @@
  * Each actor gets its requests through the runtime's own Mailbox (bounded, deadlines, a thrown
  * assertion is a crash), as on a worker thread.
  *
- * A crash of an actor drops its state and its timers, fails the calls it was handling with
- * `unavailable` (as a dead thread's are), and starts it again after the supervisor's backoff, on
- * the same kv (a thread's death loses nothing the store handed to RocksDB). A crash of the node
- * does that to every actor at once and keeps only what was durable: the kv's landed batches and
- * the blob files as they were (a file not yet promoted may keep some of its unsynced bytes). */
+ * A crash of an actor drops its state and its timers, fails the calls it was handling and the
+ * other ends of the streams it held with `unavailable` (as a dead thread's are), and starts it
+ * again after the supervisor's backoff, on the same kv (a thread's death loses nothing the store
+ * handed to RocksDB). A crash of the node does that to every actor at once and keeps only what
+ * was durable: the kv's landed batches and the blob files as they were (a file not yet promoted
+ * may keep some of its unsynced bytes). */
 import { AssertionError } from 'node:assert'
 import { antiEntropy } from '../../actors/anti-entropy/anti-entropy.js'
 import { coordinator } from '../../actors/coordinator/coordinator.js'
@@ -102,6 +103,9 @@ interface RunningActor {
   state: unknown
   /** Calls this actor is handling, to fail with `unavailable` when it dies. */
   handling: Set<(answer: Result<unknown>) => void>
+  /** The stream ends it took (ctx.sink, ctx.source): a dead thread's ports close, which fails
+   * the other ends. Kept for the actor's life, a run's worth at most. */
+  streams: Map<MemoryStream, 'sink' | 'source'>
   restarts: number
 }
 
@@ -257,6 +261,13 @@ export class SimNode {
     running.owner.alive = false
     for (const answer of [...running.handling]) answer(fail('unavailable', 'the actor died'))
     running.handling.clear()
+    // As stream-port.ts's ends do when their port closes: a stream it sent on fails at its
+    // receiver, one it read is cancelled at its sender (a stream that ended keeps its outcome).
+    for (const [stream, end] of running.streams) {
+      if (end === 'sink') stream.asSink().abort('unavailable', 'stream peer gone')
+      else stream.cancel('unavailable', 'stream peer gone')
+    }
+    running.streams.clear()
   }
 
   private async startActor(name: SimActorName, life: Owner): Promise<void> {
@@ -268,11 +279,12 @@ export class SimNode {
       mailbox: null,
       state: null,
       handling: new Set(),
+      streams: new Map(),
       restarts: (previous?.restarts ?? -1) + 1,
     }
     this.actors.set(name, running)
     const actor = ACTORS[name]
-    const ctx = this.contextOf(name, owner)
+    const ctx = this.contextOf(name, running)
     let state: unknown
     try {
       state = await actor.init(ctx)
@@ -305,7 +317,13 @@ export class SimNode {
     )
   }
 
-  private contextOf(self: SimActorName, owner: Owner): Context {
+  private contextOf(self: SimActorName, running: RunningActor): Context {
+    const { owner, streams } = running
+    const take = (handle: unknown, end: 'sink' | 'source'): MemoryStream => {
+      const stream = streamOf(handle)
+      streams.set(stream, end)
+      return stream
+    }
     const scheduler = this.scheduler
     const randomBytes = (length: number): Uint8Array => this.random.bytes(length)
     const ctx: Context = {
@@ -330,8 +348,8 @@ export class SimNode {
         const stream = memoryStream()
         return [stream.handle, stream.handle]
       },
-      source: (handle) => streamOf(handle).asSource(),
-      sink: (handle) => streamOf(handle).asSink(),
+      source: (handle) => take(handle, 'source').asSource(),
+      sink: (handle) => take(handle, 'sink').asSink(),
       log: {
         info: () => undefined,
         warn: (fields, message) =>

@@ -18,6 +18,9 @@
  *   its bucket's storage beside the object);
  * - each store's count of hints (its pending hints, in all and per replica) is the number of its
  *   hint records, and none is left: with every node up and calm, every hint was delivered.
+ * - every node's catalog holds the same versioning for each bucket, the last change acknowledged
+ *   (sim-suspended's goes Enabled, then Suspended, while the faults happen: objects from before
+ *   versioning, versions and `null` versions of one key are compared as the others are).
  * Tombstones are purged GC_GRACE_MS after their change, mostly while faults still happen: a
  * deleted key that came back would show in the history (a read of an overwritten or deleted
  * value) or in what the replicas hold.
@@ -45,8 +48,10 @@ import type { Result } from '../../protocol/errors.js'
 import type { AbsentResult, GetResult, MarkerResult, StoreMsg } from '../../protocol/messages.js'
 import {
   PLAIN_BUCKET,
+  SIM_BUCKETS,
   SIM_KEYS,
   SimClient,
+  SUSPENDED_BUCKET,
   Values,
   VERSIONED_BUCKET,
   type ClientWorld,
@@ -185,6 +190,7 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
   const faultsUntil = scheduler.nowMs + FAULT_PHASE_MS
   scheduleFaults(plan, world, network, random.fork(5), trace, faultsUntil, quorums.write)
   if (plan.storeKills) scheduleStoreKills(world, random.fork(6), faultsUntil)
+  const versioning = changeVersioning(world, admin, random.fork(7), trace, faultsUntil)
   const clients = Array.from(
     { length: plan.clients },
     (_, index) => new SimClient(index + 1, world, random.fork(10 + index)),
@@ -224,6 +230,8 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
     problems.push(...hintsLeft(node))
   }
   problems.push(...uploadsLeftOpen(nodes, quorums.write))
+  const changes = await drive(scheduler, versioning)
+  problems.push(...(await drive(scheduler, versioningAgrees(world, changes))))
   const history = world.history
   const fingerprint = formatHistory(history)
   return {
@@ -290,7 +298,8 @@ function uploadsLeftOpen(nodes: readonly SimNode[], writeQuorum: number): string
       )
       if (completedOn.length >= writeQuorum) {
         const where = completedOn.map((other) => other.id).join(', ')
-        problems.push(`${node.id} holds upload ${uploadId} open, completed on ${where}`)
+        const name = key.slice(UPLOAD_PREFIX.length, key.lastIndexOf('\0')).replace('\0', '/')
+        problems.push(`${node.id} holds upload ${uploadId} of ${name} open, completed on ${where}`)
       }
     }
   }
@@ -373,6 +382,7 @@ async function setUp(world: ClientWorld, admin: SimClient): Promise<void> {
     { kind: 'bucket.create', bucket: PLAIN_BUCKET, owner: 'root' },
     { kind: 'bucket.create', bucket: VERSIONED_BUCKET, owner: 'root' },
     { kind: 'bucket.versioning.put', bucket: VERSIONED_BUCKET, status: 'Enabled' },
+    { kind: 'bucket.create', bucket: SUSPENDED_BUCKET, owner: 'root' },
   ]
   for (const step of steps) {
     let answer: Result<unknown> = { ok: false, code: 'unavailable', detail: 'not asked' }
@@ -402,7 +412,7 @@ async function drive<T>(scheduler: Scheduler, promise: Promise<T>): Promise<T> {
 /** Reads every key through every node, and lists each bucket through each. */
 async function sweepReads(world: ClientWorld, admin: SimClient): Promise<void> {
   for (const node of world.nodes) {
-    for (const bucket of [PLAIN_BUCKET, VERSIONED_BUCKET]) {
+    for (const bucket of SIM_BUCKETS) {
       for (const key of SIM_KEYS) await admin.read(node, bucket, key)
       await admin.list(node, bucket)
     }
@@ -417,7 +427,7 @@ async function compareReplicas(world: ClientWorld, when: string): Promise<string
     world.nodes.map((node) => node.id),
     3,
   )
-  for (const bucket of [PLAIN_BUCKET, VERSIONED_BUCKET]) {
+  for (const bucket of SIM_BUCKETS) {
     for (const key of SIM_KEYS) {
       const replicas = table[partitionOf(bucket, key)] as string[]
       const held: { node: string; stamp: string; record: string }[] = []
@@ -524,6 +534,86 @@ function disagreements(
   return problems
 }
 
+/** What became of the versioning changes of SUSPENDED_BUCKET: the last one acknowledged, and
+ * whether one asked after it failed (it may have taken effect or not). */
+interface VersioningChanges {
+  acknowledged: 'Enabled' | 'Suspended' | null
+  unsure: boolean
+}
+
+/** While the clients run, SUSPENDED_BUCKET's versioning is Enabled in the first third of the fault
+ * phase and Suspended in the second, each asked through a random node until one acknowledges it
+ * (a node down, cut off or without a quorum of the catalog's peers refuses), a second apart. */
+async function changeVersioning(
+  world: ClientWorld,
+  admin: SimClient,
+  random: SimRandom,
+  trace: Trace,
+  untilMs: number,
+): Promise<VersioningChanges> {
+  const { scheduler } = world
+  const third = (untilMs - scheduler.nowMs) / 3
+  const changes: VersioningChanges = { acknowledged: null, unsure: false }
+  const steps = [
+    { status: 'Enabled' as const, atMs: scheduler.nowMs + random.float() * third },
+    { status: 'Suspended' as const, atMs: scheduler.nowMs + third + random.float() * third },
+  ]
+  for (const { status, atMs } of steps) {
+    await sleep(scheduler, atMs - scheduler.nowMs)
+    let done = false
+    for (let attempt = 0; attempt < VERSIONING_ATTEMPTS_MAX && !done; attempt++) {
+      if (attempt > 0) await sleep(scheduler, 1_000)
+      const node = random.pick(world.nodes)
+      const step = { kind: 'bucket.versioning.put', bucket: SUSPENDED_BUCKET, status }
+      const answer = await admin.control(node, step)
+      trace.add(scheduler.nowMs, node.id, `versioning ${status} asked: ${answerOf(answer)}`)
+      done = answer.ok
+    }
+    if (done) changes.acknowledged = status
+    changes.unsure = !done
+  }
+  return changes
+}
+
+const VERSIONING_ATTEMPTS_MAX = 10
+
+function answerOf(answer: Result<unknown>): string {
+  return answer.ok ? 'ok' : answer.code
+}
+
+function sleep(scheduler: Scheduler, ms: number): Promise<void> {
+  return new Promise((resolve) => scheduler.after(Math.max(0, ms), resolve))
+}
+
+/** After the calm every node's catalog holds the same versioning for each bucket: the last change
+ * acknowledged, or one asked after it (which may have failed after taking effect). */
+async function versioningAgrees(world: ClientWorld, changes: VersioningChanges): Promise<string[]> {
+  const problems: string[] = []
+  for (const bucket of SIM_BUCKETS) {
+    const statuses: string[] = []
+    for (const node of world.nodes) {
+      const msg: StoreMsg = {
+        kind: 'bucket.versioning.get',
+        bucket,
+        requestId: 'check',
+        deadlineMs: node.now() + 30_000,
+      }
+      const answer = (await node.deliver('replica-store', msg, { alive: true })) as Result<{
+        status: string | null
+      }>
+      statuses.push(answer.ok ? String(answer.value.status) : `a read that failed: ${answer.code}`)
+    }
+    const held = world.nodes.map((node, index) => `${node.id}: ${statuses[index]}`).join(', ')
+    if (new Set(statuses).size > 1)
+      problems.push(`${bucket}: nodes hold different versioning: ${held}`)
+    const expected = String(changes.acknowledged)
+    if (bucket === SUSPENDED_BUCKET && !changes.unsure && statuses[0] !== expected) {
+      problems.push(`${bucket}: versioning ${expected} was acknowledged last, nodes hold ${held}`)
+    }
+  }
+  return problems
+}
+
 /** Starts a bootstrap on every node that needs one. */
 async function bootstrapStale(world: ClientWorld, trace: Trace): Promise<void> {
   for (const node of world.nodes) {
@@ -545,7 +635,7 @@ async function compareDigests(world: ClientWorld, gcGraceMs: number): Promise<st
     world.nodes.map((node) => node.id),
     REPLICATION_FACTOR,
   )
-  for (const bucket of [PLAIN_BUCKET, VERSIONED_BUCKET]) {
+  for (const bucket of SIM_BUCKETS) {
     for (const key of SIM_KEYS) {
       const held: string[] = []
       const kept = new Set<string>()

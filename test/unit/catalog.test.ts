@@ -15,6 +15,11 @@ import type { Member, MemberStatus, PeerMethod, PeerTarget } from '../../protoco
 import { fail, type Result } from '../../protocol/errors.js'
 import type { StoreMsg } from '../../protocol/messages.js'
 import { fakeContext, type FakeContext } from '../support/fake-context.js'
+import {
+  PULL_GAP_MS,
+  SYNC_INTERVAL_MS,
+  WATCH_MS,
+} from '../../actors/replica-store/replication/catalog-sync.js'
 
 type Distribute<T> = T extends unknown ? Omit<T, 'requestId' | 'deadlineMs'> : never
 type Body = Distribute<StoreMsg>
@@ -35,6 +40,10 @@ class Cluster {
   readonly status = new Map<Id, MemberStatus>(IDS.map((id) => [id, 'Alive']))
   /** Nodes whose peer calls fail (killed or cut off), whatever gossip says of them. */
   readonly down = new Set<Id>()
+  /** Nodes cut off whose gossip finds every other node Dead. */
+  readonly alone = new Set<Id>()
+  /** Catalog pages each node asked a peer for. */
+  readonly pulls = new Map<Id, number>()
   /** Pool and free bytes of each node, as gossip tells them. */
   readonly pool = new Map<Id, string>()
   readonly free = new Map<Id, number>()
@@ -64,7 +73,9 @@ class Cluster {
     const node: Node = { id, ctx, state: undefined as never, iam: [] }
     ctx.onCall((to, msg) => {
       if (to === 'gossiper' && msg.kind === 'membership.view') {
-        const members = IDS.map((other) => this.member(other))
+        const members = IDS.map((other) => this.member(other)).map((member) =>
+          this.alone.has(id) && member.id !== id ? { ...member, status: 'Dead' as const } : member,
+        )
         return { ok: true, value: { self: this.member(id), members } }
       }
       if (to === 'gossiper') return { ok: true, value: null }
@@ -87,6 +98,7 @@ class Cluster {
     body: object,
   ): Promise<Result<unknown>> {
     const to = this.nodes.get(target.id as Id)
+    if (method === 'Catalog.Snapshot') this.pulls.set(from, (this.pulls.get(from) ?? 0) + 1)
     if (to === undefined || this.down.has(to.id) || this.down.has(from)) {
       return fail('unavailable', `${target.id} unreachable`)
     }
@@ -253,6 +265,55 @@ async function idle(cluster: Cluster): Promise<void> {
     await new Promise((resolve) => setImmediate(resolve))
     for (const node of cluster.nodes.values()) node.ctx.advance(0)
   }
+}
+
+test('a node back from a partition, or that sees a peer come back, pulls at once', async () => {
+  const cluster = await threeNodes()
+  const n3 = cluster.nodes.get('n3') as Node
+  await settle(cluster, 0)
+  assert.ok((await cluster.send('n1', { kind: 'bucket.create', bucket: 'b', owner: 'u' })).ok)
+  // n3 is cut off: the others find it Dead, it finds them Dead, and misses a change.
+  cluster.down.add('n3')
+  cluster.alone.add('n3')
+  cluster.status.set('n3', 'Dead')
+  await settle(cluster, 2 * WATCH_MS)
+  const suspended = { kind: 'bucket.versioning.put', bucket: 'b', status: 'Suspended' } as const
+  assert.ok((await cluster.send('n1', suspended)).ok)
+  assert.is(await versioningOn(cluster, 'n3'), null)
+  // The partition heals: n3 pulls within a gap, not a sync interval, after its last pull.
+  cluster.down.delete('n3')
+  cluster.alone.delete('n3')
+  cluster.status.set('n3', 'Alive')
+  await settle(cluster, PULL_GAP_MS + WATCH_MS)
+  assert.is(await versioningOn(cluster, 'n3'), 'Suspended')
+  // A peer away and back (n1 restarted) brings a pull too, on every node that saw it go.
+  cluster.status.set('n1', 'Dead')
+  cluster.down.add('n1')
+  await settle(cluster, 2 * WATCH_MS)
+  cluster.status.set('n1', 'Alive')
+  cluster.down.delete('n1')
+  const before = cluster.pulls.get('n3') ?? 0
+  await settle(cluster, PULL_GAP_MS + WATCH_MS)
+  assert.ok((cluster.pulls.get('n3') ?? 0) > before, 'a pull when n1 came back')
+  // All of it well within a sync interval of the first pull.
+  assert.ok(4 * WATCH_MS + 2 * (PULL_GAP_MS + WATCH_MS) < SYNC_INTERVAL_MS)
+})
+
+/** Moves every node's clock by `ms`, a WATCH_MS at a time, letting each step's work run. */
+async function settle(cluster: Cluster, ms: number): Promise<void> {
+  for (let moved = 0; moved <= ms; moved += WATCH_MS) {
+    for (const node of cluster.nodes.values()) node.ctx.advance(moved === 0 ? 0 : WATCH_MS)
+    await idle(cluster)
+  }
+}
+
+async function versioningOn(cluster: Cluster, id: Id): Promise<string | null> {
+  const answer = await cluster.send<{ status: string | null }>(id, {
+    kind: 'bucket.versioning.get',
+    bucket: 'b',
+  })
+  assert.ok(answer.ok)
+  return answer.value.status
 }
 
 test('object replica calls answer invalid_request until objects replicate', async () => {

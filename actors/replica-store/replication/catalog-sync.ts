@@ -3,9 +3,17 @@
  * cut off catches up on changes published without it, and how a new node learns the catalog. The
  * first pull ends the node's joining phase: iam may then create the root user (none existed in
  * the cluster), and gossip announces the node as serving. A node that finds no live peer within
- * FIRST_SYNC_WAIT_MS is the first of its cluster, and serves with what it has. */
+ * FIRST_SYNC_WAIT_MS is the first of its cluster, and serves with what it has.
+ *
+ * A change is published to the nodes Alive at the time (catalog.ts), so a node back from a
+ * partition, or one that sees a peer come back, may hold a catalog older than the cluster's for as
+ * long as a sync interval: a bucket's versioning it missed would have its replica write versions
+ * the others write as `null`. The store looks at gossip's view every WATCH_MS, and a storage peer
+ * Alive that was not at the last look (this node's partition healed, a peer restarted) brings a
+ * pull at once, PULL_GAP_MS at least after the last (a peer that flaps costs a pull per gap). */
 import type { Context } from '../../../protocol/actor.js'
 import type { CatalogSnapshotPage } from '../../../protocol/catalog.js'
+import type { Member } from '../../../protocol/cluster.js'
 import { fail, ok, type Result } from '../../../protocol/errors.js'
 import { SNAPSHOT_PAGE_MAX } from '../../../protocol/wire/bounds.js'
 import { applyCatalog, CATALOG_CALL_MS, membership } from './catalog.js'
@@ -14,6 +22,10 @@ import { announcePhase, servingPhase } from './rejoin.js'
 import type { StoreState } from '../store-state.js'
 
 export const SYNC_INTERVAL_MS = 30_000
+/** How often the store looks at gossip's view for a peer that came back. */
+export const WATCH_MS = 1_000
+/** The least time between two pulls a peer's return brings. */
+export const PULL_GAP_MS = 5_000
 /** Retries of the first pull: gossip needs a moment to find the peers. */
 const FIRST_SYNC_RETRY_MS = 1_000
 export const FIRST_SYNC_WAIT_MS = 10_000
@@ -24,7 +36,12 @@ export function startCatalogSync(state: StoreState, ctx: Context): void {
   const catalog = state.catalog
   if (catalog === null) return
   const startedMs = ctx.now()
+  /** When the next pull is due, and the storage peers Alive at the last look (none yet). */
+  let pullAtMs = startedMs
+  let lastPullMs = startedMs
+  let alive: Set<string> | null = null
   const round = async (): Promise<void> => {
+    lastPullMs = ctx.now()
     const pulled = await pullCatalog(state, catalog, ctx)
     // While the node starts, gossip may not be up yet: only a later failure is worth a warning.
     const starting = !catalog.synced && ctx.now() - startedMs < FIRST_SYNC_WAIT_MS
@@ -33,11 +50,24 @@ export function startCatalogSync(state: StoreState, ctx: Context): void {
     }
     const alone = pulled === null && ctx.now() - startedMs >= FIRST_SYNC_WAIT_MS
     if (!catalog.synced && (pulled?.ok === true || alone)) await finishJoining(state, catalog, ctx)
-    if (state.stopping) return
-    const nextMs = catalog.synced ? SYNC_INTERVAL_MS : FIRST_SYNC_RETRY_MS
-    catalog.cancelSync = ctx.after(nextMs, () => void round())
+    pullAtMs = lastPullMs + (catalog.synced ? SYNC_INTERVAL_MS : FIRST_SYNC_RETRY_MS)
   }
-  catalog.cancelSync = ctx.after(0, () => void round())
+  const look = async (): Promise<void> => {
+    if (catalog.synced) {
+      const members = await membership(ctx, ctx.now() + CATALOG_CALL_MS)
+      if (members.ok) {
+        const now = new Set(livePeers(members.value, catalog.nodeId).map((peer) => peer.id))
+        const back = alive !== null && [...now].some((id) => alive?.has(id) === false)
+        alive = now
+        if (back) pullAtMs = Math.min(pullAtMs, lastPullMs + PULL_GAP_MS)
+      }
+    }
+    if (state.stopping) return
+    if (ctx.now() >= pullAtMs) await round()
+    if (state.stopping) return
+    catalog.cancelSync = ctx.after(WATCH_MS, () => void look())
+  }
+  catalog.cancelSync = ctx.after(0, () => void look())
 }
 
 async function finishJoining(
@@ -66,9 +96,7 @@ async function pullCatalog(
 ): Promise<Result<string> | null> {
   const members = await membership(ctx, ctx.now() + CATALOG_CALL_MS)
   if (!members.ok) return members
-  const peers = members.value.filter(
-    (member) => member.id !== catalog.nodeId && member.kind === 'node' && member.status === 'Alive',
-  )
+  const peers = livePeers(members.value, catalog.nodeId)
   if (peers.length === 0) return null
   const start = (ctx.randomBytes(1)[0] ?? 0) % peers.length
   let last: Result<string> = fail('unavailable', 'no peer answered')
@@ -79,6 +107,13 @@ async function pullCatalog(
     if (last.ok) return last
   }
   return last
+}
+
+/** Storage nodes other than this one that gossip finds Alive: those a pull may read from. */
+function livePeers(members: readonly Member[], self: string): Member[] {
+  return members.filter(
+    (member) => member.id !== self && member.kind === 'node' && member.status === 'Alive',
+  )
 }
 
 async function pullFrom(
