@@ -6,9 +6,9 @@
  * seeds and the tidiness checks among them).
  *
  * Jobs share the machine's cores as slots: most take one; a suite that bounds how fast something
- * must happen takes every slot, so nothing runs beside it, and one job at a time may start a
- * cluster or several nodes, fill a volume or move a GiB. Within those classes the jobs that took
- * longest in the last run here start first (dist/test/job-times.json). Each
+ * must happen takes every slot, so nothing runs beside it. Those run first; then the others, the
+ * jobs that took longest in the last run here first (dist/test/job-times.json), so that the run
+ * does not end on a long one. Each
  * suite has a time limit; a suite past it is killed and counted as failed, and one that exits
  * non-zero without a uvu summary counts as one failure. A case that cannot run on this machine
  * says so (test/support/skip.ts): it is counted as skipped, not passed, and named before the
@@ -28,10 +28,8 @@ const quick = process.argv.includes('--quick')
 const SUITE_TIMEOUT_MS = 10 * 60 * 1000
 /** A lint run is a few tens of seconds; this bounds a hung one. */
 const LINT_TIMEOUT_MS = 5 * 60 * 1000
-/** Jobs at once: the machine's cores, at least two. */
-const SLOTS = Math.max(2, availableParallelism())
-/** Jobs that start clusters or several nodes at once: each keeps about a core busy. */
-const CLUSTERS_AT_ONCE = 1
+/** Jobs at once: the machine's cores, at least two, or TEST_SLOTS. */
+const SLOTS = Number(process.env['TEST_SLOTS'] ?? Math.max(2, availableParallelism()))
 
 interface Outcome {
   label: string
@@ -113,8 +111,6 @@ interface Job {
   label: string
   /** Slots it holds while it runs: 1, or SLOTS to run alone. */
   slots: number
-  /** Whether it starts a cluster or several nodes: at most CLUSTERS_AT_ONCE such jobs run. */
-  cluster: boolean
   run(): Promise<Outcome[]>
 }
 
@@ -133,18 +129,16 @@ function report(outcome: Outcome): void {
   skipped.push(...outcome.skipped)
 }
 
-/** Runs the jobs, each as soon as its slots (and, for a cluster job, a cluster's turn) are free,
- * taking them in their order: a later job may start before an earlier one that does not fit yet,
- * but none passes a job that runs alone. Prints each outcome as it ends. */
+/** Runs the jobs, each as soon as its slots are free, taking them in their order: a later job may
+ * start before an earlier one that does not fit yet, but none passes a job that runs alone. Prints
+ * each outcome as it ends. */
 async function runJobs(jobs: readonly Job[]): Promise<void> {
   const pending = [...jobs]
   let freeSlots = SLOTS
-  let clusters = 0
   const running = new Set<Promise<void>>()
   const start = (job: Job): void => {
     const slots = Math.min(job.slots, SLOTS)
     freeSlots -= slots
-    if (job.cluster) clusters += 1
     const startedMs = Date.now()
     const done: Promise<void> = job
       .run()
@@ -155,7 +149,6 @@ async function runJobs(jobs: readonly Job[]): Promise<void> {
       .finally(() => {
         times[job.label] = Date.now() - startedMs
         freeSlots += slots
-        if (job.cluster) clusters -= 1
         running.delete(done)
       })
     running.add(done)
@@ -163,9 +156,7 @@ async function runJobs(jobs: readonly Job[]): Promise<void> {
   while (pending.length > 0) {
     for (let index = 0; index < pending.length; index++) {
       const job = pending[index] as Job
-      const fits =
-        Math.min(job.slots, SLOTS) <= freeSlots && (!job.cluster || clusters < CLUSTERS_AT_ONCE)
-      if (fits) {
+      if (Math.min(job.slots, SLOTS) <= freeSlots) {
         start(job)
         pending.splice(index--, 1)
       } else if (job.slots >= SLOTS) {
@@ -193,18 +184,9 @@ function suitesOf(group: string): string[] {
 /** Integration suites that run with nothing beside them: those that bound how fast something must
  * happen (an answer within a bound of a kill or a freeze, a status within a bound of a stop). */
 const ALONE = ['actor-death', 'chaos', 'cluster-frozen-node', 'cluster-membership']
-/** Suites that start clusters or several nodes, fill a volume or move a GiB. */
-const HEAVY = ['full-disk', 'large-object', 'local-cluster']
 
 function runsAlone(file: string): boolean {
   return ALONE.some((name) => nameOf(file) === `${name}.test.js`)
-}
-
-function isHeavy(file: string): boolean {
-  return (
-    HEAVY.some((name) => nameOf(file) === `${name}.test.js`) ||
-    readFileSync(file, 'utf8').includes('startCluster(')
-  )
 }
 
 /** One pass of the S3 suites, one after another, against a cluster the pass starts and ends
@@ -214,7 +196,6 @@ function clusterPass(target: 'cluster' | 'gateway', suites: string[]): Job {
   return {
     label,
     slots: 1,
-    cluster: true,
     async run() {
       const gateway = target === 'gateway'
       const startedMs = Date.now()
@@ -251,13 +232,12 @@ function suiteJob(file: string, group: string): Job {
   return {
     label,
     slots: integration && runsAlone(file) ? SLOTS : 1,
-    cluster: integration && isHeavy(file),
     run: async () => [await runSuite(file, label)],
   }
 }
 
 function lintJob(label: string, command: string, args: string[]): Job {
-  return { label, slots: 1, cluster: false, run: async () => [await runLint(label, command, args)] }
+  return { label, slots: 1, run: async () => [await runLint(label, command, args)] }
 }
 
 /** Each job's wall time in the last run here (a cache beside the build): the longest start first,
@@ -297,18 +277,10 @@ if (quick) {
           lintJob('lint: eslint', 'eslint', ['.']),
         ]
       : []
-  // Those that run alone first, on a machine nothing else has loaded yet; then the cluster jobs,
-  // one at a time beside the rest.
+  // Those that run alone first, on a machine nothing else has loaded yet.
   jobs.push(...suites.filter((job) => job.slots >= SLOTS))
   jobs.push(
-    ...longestFirst([...suites.filter((job) => job.slots < SLOTS && job.cluster), ...passes]),
-  )
-  jobs.push(
-    ...longestFirst([
-      ...lint,
-      ...unit,
-      ...suites.filter((job) => !job.cluster && job.slots < SLOTS),
-    ]),
+    ...longestFirst([...passes, ...lint, ...unit, ...suites.filter((job) => job.slots < SLOTS)]),
   )
 }
 const startedMs = Date.now()
