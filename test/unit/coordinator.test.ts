@@ -6,7 +6,8 @@
  * deleted where one replica missed the delete, and shows a key only one replica holds; of two
  * racing If-None-Match PUTs one wins; DeleteObjects reaches every partition's replicas; a silent
  * replica costs a read the hedge, not its deadline; a relayed read whose replica's copy fails its
- * CRC32 before the first byte takes the same version from the next replica that holds it.
+ * CRC32 before the first byte takes the same version from the next replica that holds it; a put
+ * and a delete go by the versioning the coordinator read, where a replica's own catalog leads.
  * Method: test/support/coordinated-cluster.ts: three real replica-stores and n1's real
  * coordinator in this thread on fake contexts sharing one manual clock; a test cuts nodes (their
  * calls answer `unavailable`) or holds their answers, and reads each store's own record back. */
