@@ -40,8 +40,9 @@ export function keepsDigests(kv: KvStore): boolean {
 }
 
 export const DIGEST_BYTES = 32
-/** The form of the items below, kept as the mark of complete digests: a store whose digests were
- * made in another form (before version ids were hashed, form 2) rebuilds them at init. */
+/** The form of the items below, kept as the mark of complete digests: a store whose digests are
+ * of another form rebuilds them at init. Form 2 hashes version ids; the first left its mark
+ * empty. */
 const DIGEST_FORM = '2'
 /** The record kinds that make up a key's digest. */
 export const DIGESTED_PREFIXES = ['O\0', 'V\0', 'Q\0', 'W\0'] as const
