@@ -17,7 +17,7 @@ import type { BucketInfo, BucketListing, Conditions, HttpMeta, ListPage } from '
 import type { Role } from './identity.js'
 import type { BlobMsg } from './scrubbing.js'
 import type { Tag } from './tagging.js'
-import type { Fields } from './wire/fields.js'
+import type { decidedVersioning, Fields } from './wire/fields.js'
 import type * as answers from './wire/replica-answers.js'
 import type * as wire from './wire/replica.js'
 
@@ -29,6 +29,8 @@ export const END_STAMP_TRAILER = 'x-svc-stamp'
 /* The answers a replica gives a peer too have their schemas in wire/replica-answers.ts, which says
  * what each field means; their types are those schemas'. */
 export type PutResult = z.infer<typeof answers.putResult>
+/** A bucket's versioning as a stamped change's coordinator decided it (null: never configured). */
+export type DecidedVersioning = z.infer<typeof decidedVersioning>
 export type GetResult = z.infer<typeof answers.getResult> & {
   /** Whole body of a small object, sent with a local reply (to a peer, on the call's stream);
    * otherwise the bytes come on the stream after the receiver asks for a range. */

@@ -11,6 +11,7 @@ import {
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import {
   END_STAMP_TRAILER,
+  type DecidedVersioning,
   type DeleteManyResult,
   type DeletedEntry,
   type ObjectMsg,
@@ -27,6 +28,7 @@ import { poolLayout, replicasOf, type Replica, type ReplicaSet } from './replica
 import { hintMisses, type Change } from './hints.js'
 import { holdKey, type Release } from './key-hold.js'
 import { freshStamp, stampAbove } from './stamps.js'
+import { decideVersioning } from './versioning.js'
 
 type BodyMsg = Extract<ObjectMsg, { kind: 'object.put' | 'upload.part' }>
 
@@ -164,7 +166,12 @@ async function stampAndWrite(
   const { conditions: _conditions, ...unconditional } = msg as BodyMsg & {
     conditions?: WriteConditions
   }
-  const stamped = { ...unconditional, stamp: stamp.value } as BodyMsg
+  let stamped = { ...unconditional, stamp: stamp.value } as BodyMsg
+  if (msg.kind === 'object.put') {
+    const versioning = await decideVersioning(ctx, msg.bucket, msg)
+    if (!versioning.ok) return refuse(versioning)
+    stamped = { ...stamped, versioning: versioning.value } as BodyMsg
+  }
   const writes = reachable.map((replica) =>
     writeToReplica<PutResult | PartInfo>(ctx, replica, stamped),
   )
@@ -253,6 +260,11 @@ async function stampAndChange<T>(
     : ok(freshStamp(cluster))
   if (!stamp.ok) return stamp
   let stamped: ReplicaMsg = { ...msg, stamp: stamp.value }
+  if (msg.kind === 'object.delete' || msg.kind === 'upload.complete') {
+    const versioning = await decideVersioning(ctx, msg.bucket, msg)
+    if (!versioning.ok) return versioning
+    stamped = { ...msg, stamp: stamp.value, versioning: versioning.value }
+  }
   if (msg.kind === 'upload.create') {
     stamped = { ...msg, stamp: stamp.value, uploadId: uploadIdOf(ctx, stamp.value) }
   }
@@ -308,6 +320,9 @@ export async function deleteMany(
 ): Promise<Result<DeleteManyResult>> {
   const layout = await poolLayout(cluster, ctx, msg.bucket, msg.deadlineMs)
   if (!layout.ok) return layout
+  // One versioning for the whole request, whichever group a key falls in.
+  const versioning = await decideVersioning(ctx, msg.bucket, msg)
+  if (!versioning.ok) return versioning
   const groups = new Map<number, typeof msg.objects>()
   for (const object of msg.objects) {
     const p = partitionOf(msg.bucket, object.key)
@@ -319,7 +334,7 @@ export async function deleteMany(
     [...groups].map(async ([p, objects]) => {
       const all = layout.value.table[p] as string[]
       const reachable = layout.value.reachable.filter((replica) => all.includes(replica.id))
-      return deleteGroup(cluster, ctx, msg, objects, { all, reachable })
+      return deleteGroup(cluster, ctx, msg, objects, versioning.value, { all, reachable })
     }),
   )
   const merged: DeleteManyResult = { deleted: [], errors: [] }
@@ -340,6 +355,7 @@ async function deleteGroup(
   ctx: Context,
   msg: Extract<ObjectMsg, { kind: 'object.delete-many' }>,
   objects: typeof msg.objects,
+  versioning: DecidedVersioning,
   { reachable, all }: ReplicaSet,
 ): Promise<DeleteManyResult> {
   const failed = (detail: string): DeleteManyResult => ({
@@ -359,9 +375,10 @@ async function deleteGroup(
     msg.deadlineMs,
   )
   if (!stamp.ok) return failed(stamp.detail)
+  const decided = { objects, stamp: stamp.value, versioning }
   const sent = reachable.map((replica) => ({
     replica,
-    answer: askReplica<DeleteManyResult>(ctx, replica, { ...msg, objects, stamp: stamp.value }),
+    answer: askReplica<DeleteManyResult>(ctx, replica, { ...msg, ...decided }),
   }))
   const change = { bucket: msg.bucket, keys, stamp: stamp.value }
   const result = await writeQuorumOf(cluster, ctx, sent, change, all)

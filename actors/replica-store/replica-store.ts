@@ -49,7 +49,7 @@ import { keyDigests, keyManifest, leafDigests, rootDigests } from './replication
 import { copyObject } from './engine/copy.js'
 import { startDigests } from './replication/digests.js'
 import { deleteCors, getCors, putCors } from './engine/cors.js'
-import { deleteObject, deleteObjects } from './engine/delete.js'
+import { deleteObject, deleteObjects, deleteStampOf } from './engine/delete.js'
 import { getObject } from './engine/get.js'
 import {
   bucketKey,
@@ -170,10 +170,10 @@ export const replicaStore: Actor<StoreState, 'replica-store'> = {
     'object.get': getObject,
     'object.delete': (state, msg, ctx) => {
       const target = msg.versionId === undefined ? { key: msg.key } : msg
-      return deleteObject(state, msg.bucket, target, ctx, msg.stamp)
+      return deleteObject(state, msg.bucket, target, ctx, deleteStampOf(msg))
     },
     'object.delete-many': (state, msg, ctx) =>
-      deleteObjects(state, msg.bucket, msg.objects, ctx, msg.stamp),
+      deleteObjects(state, msg.bucket, msg.objects, ctx, deleteStampOf(msg)),
     'object.list-versions': (_state, msg, ctx) => listVersions(msg, ctx),
     'object.copy': copyObject,
     'object.list': (_state, msg, ctx) => listObjects(msg, ctx),

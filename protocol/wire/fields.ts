@@ -29,6 +29,10 @@ export const bucketName = z.string().regex(/^[^\0]+$/, 'a malformed bucket name'
 export const objectKey = z.string().min(1).max(KEY_BYTES_MAX)
 /** A hybrid-clock stamp as protocol/hlc.ts writes it. */
 export const stamp = z.string().regex(/^[0-9a-f]{24}$/, 'a malformed stamp')
+/** Cluster mode: the bucket's versioning as the coordinator of a stamped change read it on its
+ * own node (null: never configured), decided once for every replica: each writes the change's
+ * version id by it, not by its own copy of the catalog, which may lag or lead. */
+export const decidedVersioning = z.enum(['Enabled', 'Suspended']).nullable()
 /** A blob's content address: the SHA-256 of its bytes in hex. */
 export const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'a malformed sha256')
 

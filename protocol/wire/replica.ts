@@ -13,6 +13,7 @@ import {
   checksums,
   conditions,
   count,
+  decidedVersioning,
   expectations,
   httpMeta,
   message,
@@ -44,6 +45,7 @@ export const objectPut = message({
   conditions: conditions.exactOptional(),
   /** Cluster mode: the coordinator's stamp of this change (see protocol/messages.ts). */
   stamp: stamp.exactOptional(),
+  versioning: decidedVersioning.exactOptional(),
 })
 
 export const objectGet = message({
@@ -67,6 +69,7 @@ export const objectDelete = message({
   key: objectKey,
   versionId: z.string().exactOptional(),
   stamp: stamp.exactOptional(),
+  versioning: decidedVersioning.exactOptional(),
 })
 
 export const objectDeleteMany = message({
@@ -77,6 +80,7 @@ export const objectDeleteMany = message({
     .max(DELETE_OBJECTS_KEYS_MAX),
   /** Cluster mode: one stamp for every key of the batch (each key is changed once). */
   stamp: stamp.exactOptional(),
+  versioning: decidedVersioning.exactOptional(),
 })
 
 /** Cluster mode: the stamp of the newest change of each key this replica holds (null: none),
@@ -200,6 +204,7 @@ export const uploadComplete = message({
   /** The whole object's checksum the client expects (x-amz-checksum-* on Complete). */
   expect: checksums.exactOptional(),
   stamp: stamp.exactOptional(),
+  versioning: decidedVersioning.exactOptional(),
 })
 
 export const uploadAbort = message({

@@ -6,7 +6,8 @@
  * deleted where one replica missed the delete, and shows a key only one replica holds; of two
  * racing If-None-Match PUTs one wins; DeleteObjects reaches every partition's replicas; a silent
  * replica costs a read the hedge, not its deadline; a relayed read whose replica's copy fails its
- * CRC32 before the first byte takes the same version from the next replica that holds it.
+ * CRC32 before the first byte takes the same version from the next replica that holds it; a put
+ * and a delete go by the versioning the coordinator read, where a replica's own catalog leads.
  * Method: test/support/coordinated-cluster.ts: three real replica-stores and n1's real
  * coordinator in this thread on fake contexts sharing one manual clock; a test cuts nodes (their
  * calls answer `unavailable`) or holds their answers, and reads each store's own record back. */
@@ -795,6 +796,46 @@ test('a replica that stays silent costs a read the hedge, then the next one is a
   )
   slow.release()
   await cluster.settle()
+})
+
+test("a write goes by the versioning its coordinator read, not a replica's own", async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  // A change asked of n2 while it was cut off fails, but took effect there first: n2's catalog
+  // leads the others', and n1 coordinates.
+  cluster.cut('n1')
+  cluster.cut('n3')
+  const change = { kind: 'bucket.versioning.put', bucket: BUCKET, status: 'Enabled' } as const
+  assert.is(code(await cluster.sendTo('n2', change)), 'unavailable')
+  cluster.heal('n1')
+  cluster.heal('n3')
+  const status = async (id: NodeId) =>
+    value(
+      await cluster.sendTo<{ status: string | null }>(id, {
+        kind: 'bucket.versioning.get',
+        bucket: BUCKET,
+      }),
+    ).status
+  assert.equal([await status('n1'), await status('n2')], [null, 'Enabled'])
+  const written = await put(cluster, 'k', text('one object'))
+  assert.is(written.versionId, undefined)
+  await cluster.settle()
+  for (const id of NODE_IDS) {
+    const held = await heldBy(cluster, id, 'k')
+    assert.ok('info' in held, id)
+    // n2 names a version by its own view, so the object written without versioning is `null`.
+    assert.is((held as GetResult).info.versionId ?? 'null', 'null', id)
+  }
+  const removed = value(
+    await cluster.send<{ deleteMarker: boolean }>({
+      kind: 'object.delete',
+      bucket: BUCKET,
+      key: 'k',
+    }),
+  )
+  assert.is(removed.deleteMarker, false)
+  await cluster.settle()
+  for (const id of NODE_IDS) assert.ok(await isAbsent(cluster, id, 'k'), `no marker on ${id}`)
 })
 
 test.run()

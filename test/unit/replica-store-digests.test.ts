@@ -4,7 +4,8 @@
 // roots, leaves and key digests, and those a rebuild from the records gives; a store that missed
 // one change differs in exactly that key, its leaf and its root; deleting everything leaves no
 // digest; single mode keeps none; archiving and promoting a version written before versioning
-// leaves its key's digest as it was; key.manifest lists what was written; Replica.Op serves the
+// leaves its key's digest as it was; one stamp written as a version and as `null` differs, and
+// digests of an older form are rebuilt; key.manifest lists what was written; Replica.Op serves the
 // questions to peers and refuses malformed ones.
 // Method: replica-store actors in this thread on fake contexts (test/support/store-harness.ts),
 // sent stamped messages as a coordinator would; the digests are read back through the store's
@@ -310,6 +311,27 @@ test('a version from before versioning keeps its digest, archived and promoted',
   assert.is(promoted.digest, before)
 })
 
+test('one stamp as a version and as null differs; older digests are rebuilt', async () => {
+  const holders: Store[] = []
+  for (const versioning of ['Enabled', 'Suspended'] as const) {
+    const store = await clusterStore()
+    value(await store.send({ kind: 'bucket.create', bucket: 'w' }))
+    const written = { ...put('w', 'k', 'same bytes', 1000), versioning } as Body
+    value(await store.send(written))
+    holders.push(store)
+  }
+  const [versioned, suspended] = holders as [Store, Store]
+  const digest = async (store: Store) => (await manifest(store, 'w', 'k')).digest
+  assert.ok((await digest(versioned)) !== (await digest(suspended)))
+  // A store whose mark names no form (digests made before version ids were hashed) rebuilds
+  // them at its next start; they come out as those kept change by change.
+  const kept = await digestsOf(versioned)
+  await versioned.ctx.kv.commit([{ type: 'put', key: DIGESTS_KEPT_KEY, value: new Uint8Array(0) }])
+  await versioned.ctx.kv.commit([{ type: 'del', key: rows(versioned, 'E')[0] as string }])
+  const restarted = await clusterStore({ kv: versioned.ctx.kv, blobs: versioned.ctx.blobs })
+  assert.equal(await digestsOf(restarted), kept)
+})
+
 test('key.manifest lists the stamp, versions and deletes by id a replica holds', async () => {
   const store = await replica(await clusterStore(), false)
   const digests = await digestsOf(store)
@@ -357,7 +379,7 @@ test('key.manifest lists the stamp, versions and deletes by id a replica holds',
   assert.is(gone.digest, itemsDigest(goneItems))
   const [token, etag] = [stampToken(stamp(1100)), byId.versions[0]?.etag as string]
   const items = [
-    `v\0${token}\0${stamp(1100)}\0${etag}\0${0}\0${0}`,
+    `v\0${token}\0${stamp(1100)}\0${etag}\0${0}\0${0}\0id\0${token}`,
     `q\0${stamp(1300)}`,
     `w\0${stampToken(stamp(1000))}\0${stamp(1300)}`,
   ]

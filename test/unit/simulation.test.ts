@@ -94,6 +94,19 @@ const FOUND_SEEDS: { seed: number; found: string }[] = [
       'Enabled until its next catalog pull, 30 s on: its replica wrote a version the others ' +
       'wrote as null (a node now pulls once gossip finds a peer Alive again)',
   },
+  {
+    seed: 5151,
+    found:
+      'a write 240 ms after a partition healed, before the healed node pulled the catalog: each ' +
+      'replica read versioning from its own copy, so one stamp held a version id on one and ' +
+      'null on the others (the coordinator now decides it once and sends it with the write)',
+  },
+  {
+    seed: 5172,
+    found:
+      'the same with a delete marker, after a Suspended change that failed had taken effect on ' +
+      'the node asked: the replicas held the marker under a version id and under null',
+  },
 ]
 
 test('every seed that once found a bug runs without a problem', async () => {

@@ -63,7 +63,7 @@ export async function completeUpload(
     if (!listed.has(partNumber)) mutation.deletePart(msg.bucket, msg.uploadId, partNumber)
   }
   // A stamped complete that its stamp places nowhere (stamps.ts) frees the parts instead.
-  const change = msg.stamp === undefined ? null : stampedChange(msg.stamp)
+  const change = msg.stamp === undefined ? null : stampedChange(msg.stamp, msg.versioning)
   const placement = change === null ? null : placeStamped(mutation, msg, change)
   const blobs: PartRef[] = []
   const etags: string[] = []

@@ -12,11 +12,28 @@ import type { DeleteManyResult, DeleteResult } from '../../../protocol/messages.
 import { Mutation } from '../mutation.js'
 import { commitMutation, type StoreState } from '../store-state.js'
 import { deleteByIdStamped, deleteStamped, stampedChange } from '../replication/stamps.js'
-import { deleteById, deleteCurrent } from './versions.js'
+import { deleteById, deleteCurrent, type StampedChange } from './versions.js'
 
 export interface DeleteTarget {
   key: string
   versionId?: string
+}
+
+/** A stamped delete's stamp, and the versioning its coordinator decided (stamps.ts). */
+export interface DeleteStamp {
+  stamp: string
+  versioning?: StampedChange['versioning']
+}
+
+/** What a delete message chose for every replica: its stamp, if any, and its versioning. */
+export function deleteStampOf(msg: {
+  stamp?: string
+  versioning?: StampedChange['versioning']
+}): DeleteStamp | undefined {
+  if (msg.stamp === undefined) return undefined
+  return msg.versioning === undefined
+    ? { stamp: msg.stamp }
+    : { stamp: msg.stamp, versioning: msg.versioning }
 }
 
 /** Prepares one delete in `mutation`; a stamped one as stamps.ts says. */
@@ -26,15 +43,19 @@ function prepareDelete(
   mutation: Mutation,
   bucket: string,
   target: DeleteTarget,
-  stamp: string | undefined,
+  stamped: DeleteStamp | undefined,
 ): Result<DeleteResult> {
   const at = { bucket, key: target.key }
   if (target.versionId === undefined) {
-    if (stamp !== undefined)
-      return ok(deleteStamped(state, ctx, mutation, at, stampedChange(stamp)))
+    if (stamped !== undefined) {
+      const change = stampedChange(stamped.stamp, stamped.versioning)
+      return ok(deleteStamped(state, ctx, mutation, at, change))
+    }
     return ok(deleteCurrent(state, ctx, mutation, at))
   }
-  if (stamp !== undefined) return deleteByIdStamped(ctx, mutation, at, target.versionId, stamp)
+  if (stamped !== undefined) {
+    return deleteByIdStamped(ctx, mutation, at, target.versionId, stamped.stamp)
+  }
   return deleteById(ctx, mutation, at, target.versionId)
 }
 
@@ -43,13 +64,13 @@ export async function deleteObject(
   bucket: string,
   target: DeleteTarget,
   ctx: Context,
-  stamp?: string,
+  stamped?: DeleteStamp,
 ): Promise<Result<DeleteResult>> {
   const mutation = new Mutation(ctx.kv)
   if (mutation.bucket(bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${bucket} does not exist`)
   }
-  const outcome = prepareDelete(state, ctx, mutation, bucket, target, stamp)
+  const outcome = prepareDelete(state, ctx, mutation, bucket, target, stamped)
   if (!outcome.ok) return outcome
   if (mutation.hasWrites()) await commitMutation(state, ctx, mutation)
   return outcome
@@ -60,7 +81,7 @@ export async function deleteObjects(
   bucket: string,
   targets: readonly DeleteTarget[],
   ctx: Context,
-  stamp?: string,
+  stamped?: DeleteStamp,
 ): Promise<Result<DeleteManyResult>> {
   assert(targets.length <= DELETE_OBJECTS_KEYS_MAX, 'delete-many over its key limit')
   const mutation = new Mutation(ctx.kv)
@@ -69,7 +90,7 @@ export async function deleteObjects(
   }
   const result: DeleteManyResult = { deleted: [], errors: [] }
   for (const target of targets) {
-    const outcome = prepareDelete(state, ctx, mutation, bucket, target, stamp)
+    const outcome = prepareDelete(state, ctx, mutation, bucket, target, stamped)
     const requested = target.versionId === undefined ? {} : { requestedVersionId: target.versionId }
     if (outcome.ok) result.deleted.push({ key: target.key, ...requested, ...outcome.value })
     else result.errors.push({ key: target.key, code: outcome.code, detail: outcome.detail })

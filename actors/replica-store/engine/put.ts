@@ -121,7 +121,7 @@ function putStamped(
   record: ObjectRecord,
   created: NewBlob | undefined,
 ): Result<{ value: PutResult; createdBlob: boolean }> {
-  const change = stampedChange(stamp)
+  const change = stampedChange(stamp, msg.versioning)
   const placement = placeStamped(mutation, msg, change)
   const sha256 = record.sha256 as string
   const createdBlob = placement.where === 'nowhere' ? false : mutation.addReference(sha256, created)

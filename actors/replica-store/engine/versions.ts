@@ -40,11 +40,13 @@ export interface DeleteOutcome {
 }
 
 /** What a stamped change writes with (stamps.ts): its stamp, the version token derived from it
- * and its wall clock, which is the Last-Modified of what it writes. */
+ * and its wall clock, which is the Last-Modified of what it writes; and the bucket's versioning
+ * its coordinator decided (null: never configured), absent when the store reads its own. */
 export interface StampedChange {
   stamp: string
   token: string
   wallMs: number
+  versioning?: VersioningStatus | null
 }
 
 /** A version found for a GET, HEAD or copy: an object, or a delete marker. */
@@ -54,6 +56,17 @@ export type FoundVersion =
 
 export function versioningOf(mutation: Mutation, bucket: string): VersioningStatus | undefined {
   return mutation.bucket(bucket)?.versioning
+}
+
+/** The versioning a write goes by: what its coordinator decided for every replica, else this
+ * store's own (a single node, an unstamped change). */
+export function versioningFor(
+  mutation: Mutation,
+  bucket: string,
+  change?: Pick<StampedChange, 'versioning'>,
+): VersioningStatus | undefined {
+  if (change?.versioning === undefined) return versioningOf(mutation, bucket)
+  return change.versioning ?? undefined
 }
 
 /** A new version token: the write's time in microseconds, strictly increasing in this store
@@ -77,21 +90,22 @@ export function tokenOf(record: ObjectRecord): string {
 
 /** Writes `record` as the key's new current object, its references already added, as the
  * bucket's versioning asks. Returns the version id, undefined for a never-versioned bucket. A
- * stamped change names its version token; otherwise one is drawn. */
+ * stamped change names its version token and may bring its versioning; otherwise a token is
+ * drawn. */
 export function writeCurrent(
   state: StoreState,
   ctx: Context,
   mutation: Mutation,
   at: { bucket: string; key: string },
   record: ObjectRecord,
-  stampToken?: string,
+  change?: StampedChange,
 ): string | undefined {
-  const status = versioningOf(mutation, at.bucket)
+  const status = versioningFor(mutation, at.bucket, change)
   if (status === undefined) {
     mutation.putObject(at.bucket, at.key, record)
     return undefined
   }
-  const token = stampToken ?? newVersionToken(state, ctx)
+  const token = change?.token ?? newVersionToken(state, ctx)
   const versionId = newVersionId(status, token)
   if (replacesNullVersion(status)) removeNullVersion(mutation, at)
   const current = mutation.object(at.bucket, at.key)
@@ -124,7 +138,7 @@ export function deleteCurrent(
   at: { bucket: string; key: string },
   change?: StampedChange,
 ): DeleteOutcome {
-  const status = versioningOf(mutation, at.bucket)
+  const status = versioningFor(mutation, at.bucket, change)
   const outcome = deleteWithoutId(status, () => change?.token ?? newVersionToken(state, ctx))
   if (!outcome.marker) {
     mutation.deleteObject(at.bucket, at.key)

@@ -5,6 +5,7 @@
  * repair):
  *   an object or version   v\0<token>\0<stamp or ''>\0<etag>\0<delete marker 0/1>\0<tags count>
  *                          [\0<stamp of its tags' change>, when they changed after the write]
+ *                          [\0id\0<version id>, when it is not the `null` version]
  *   a key stamp            q\0<stamp>
  *   a version deleted      w\0<token>\0<stamp of the delete>
  * A current object is named by the token archiving would give it (versions.ts tokenOf), so that
@@ -28,6 +29,7 @@ import {
 } from '../keys.js'
 import { decodeObject, decodeText, type ObjectRecord } from '../records.js'
 import { tokenOf } from '../engine/versions.js'
+import { isNullVersion } from './record-merge.js'
 
 /** The kv instances whose mutations keep digests: registered by each init in cluster mode (a
  * simulated node's kv is replaced after a crash, and several nodes share one thread). */
@@ -38,6 +40,10 @@ export function keepsDigests(kv: KvStore): boolean {
 }
 
 export const DIGEST_BYTES = 32
+/** The form of the items below, kept as the mark of complete digests: a store whose digests are
+ * of another form rebuilds them at init. Form 2 hashes version ids; the first left its mark
+ * empty. */
+const DIGEST_FORM = '2'
 /** The record kinds that make up a key's digest. */
 export const DIGESTED_PREFIXES = ['O\0', 'V\0', 'Q\0', 'W\0'] as const
 
@@ -71,7 +77,11 @@ function objectItem(record: ObjectRecord, token: string): string {
   const tags = record.tags?.length ?? 0
   // A later change of its tags is named too; a record without one hashes as it always did.
   const retagged = record.tagsStamp === undefined ? '' : `\0${record.tagsStamp}`
-  return `v\0${token}\0${record.stamp ?? ''}\0${record.etag}\0${marker}\0${tags}${retagged}`
+  // Its version id too: one stamp written as a version and as `null` are two records, which a
+  // key sync settles (record-merge.ts). A `null` version (or one before versioning) hashes as
+  // it always did, so that archiving it, which names it, leaves the digest as it was.
+  const named = isNullVersion(record) ? '' : `\0id\0${record.versionId as string}`
+  return `v\0${token}\0${record.stamp ?? ''}\0${record.etag}\0${marker}\0${tags}${retagged}${named}`
 }
 
 /** The item a record of O\0, V\0, Q\0 or W\0 is, or null for a record of any other kind. */
@@ -193,17 +203,17 @@ const REBUILD_BATCHES_MAX = 2 ** 24
  * later start in cluster mode rebuilds them). Answers how many records a rebuild read, or null. */
 export async function startDigests(ctx: Context): Promise<number | null> {
   const kv = ctx.kv
-  const complete = kv.get(DIGESTS_KEPT_KEY) !== undefined
+  const mark = kv.get(DIGESTS_KEPT_KEY)
   if (ctx.config['SVC_MODE'] !== 'cluster') {
-    if (complete) await kv.commit([{ type: 'del', key: DIGESTS_KEPT_KEY }])
+    if (mark !== undefined) await kv.commit([{ type: 'del', key: DIGESTS_KEPT_KEY }])
     return null
   }
   keeping.add(kv)
-  if (complete) return null
+  if (mark !== undefined && Buffer.from(mark).toString('utf8') === DIGEST_FORM) return null
   for (const kind of ['E', 'Z']) await clearRange(kv, `${kind}\0`, `${kind}\x01`)
   let records = 0
   for (const prefix of DIGESTED_PREFIXES) records += await digestRange(kv, prefix)
-  await kv.commit([{ type: 'put', key: DIGESTS_KEPT_KEY, value: new Uint8Array(0) }])
+  await kv.commit([{ type: 'put', key: DIGESTS_KEPT_KEY, value: Buffer.from(DIGEST_FORM) }])
   return records
 }
 

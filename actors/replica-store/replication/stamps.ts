@@ -5,8 +5,9 @@
  * change newer than Q applies as an unstamped one would, with the stamp's version token and wall
  * clock; one that is not is stale: in a bucket with versioning Enabled it becomes an older version
  * in its place by age (unless it was deleted by id), and elsewhere nothing is written. Equal
- * stamps are one change sent again, answered as applied and written once. Every function
- * prepares a Mutation with no await. */
+ * stamps are one change sent again, answered as applied and written once. Which versioning a
+ * change goes by is its coordinator's (StampedChange.versioning), decided once for every replica,
+ * and this store's own only when none came. Every function prepares a Mutation with no await. */
 import type { Context } from '../../../protocol/actor.js'
 import {
   deleteWithoutId,
@@ -31,7 +32,7 @@ import {
   holdsVersion,
   insertOlder,
   markerRecord,
-  versioningOf,
+  versioningFor,
   writeCurrent,
   type DeleteOutcome,
   type StampedChange,
@@ -42,9 +43,15 @@ interface At {
   key: string
 }
 
-/** A stamp the dispatcher validated (keys.ts isStamp), with what derives from it. */
-export function stampedChange(stamp: string): StampedChange {
-  return { stamp, token: stampToken(stamp), wallMs: stampWallMs(stamp) }
+/** A stamp the dispatcher validated (keys.ts isStamp), with what derives from it, and the
+ * versioning its coordinator decided, when it sent one. */
+export function stampedChange(
+  stamp: string,
+  versioning?: StampedChange['versioning'],
+): StampedChange {
+  const change: StampedChange = { stamp, token: stampToken(stamp), wallMs: stampWallMs(stamp) }
+  if (versioning !== undefined) change.versioning = versioning
+  return change
 }
 
 const encoder = new TextEncoder()
@@ -117,7 +124,7 @@ export interface Placement {
 }
 
 export function placeStamped(mutation: Mutation, at: At, change: StampedChange): Placement {
-  const status = versioningOf(mutation, at.bucket)
+  const status = versioningFor(mutation, at.bucket, change)
   const versionId = newVersionId(status, change.token)
   const named = versionId === undefined ? {} : { versionId }
   if (isVersionDeleted(mutation, at, change.token))
@@ -144,7 +151,7 @@ export function writeStamped(
 ): void {
   const stamped = { ...record, lastModifiedMs: change.wallMs, stamp: change.stamp }
   if (placement.where === 'current') {
-    writeCurrent(state, ctx, mutation, at, stamped, change.token)
+    writeCurrent(state, ctx, mutation, at, stamped, change)
   } else if (placement.where === 'older') {
     const versionId = placement.versionId ?? change.token
     insertOlder(ctx, mutation, at, change.token, { ...stamped, versionId })
@@ -161,7 +168,7 @@ export function deleteStamped(
   change: StampedChange,
 ): DeleteOutcome {
   const placement = placeStamped(mutation, at, change)
-  const outcome = deleteWithoutId(versioningOf(mutation, at.bucket), () => change.token)
+  const outcome = deleteWithoutId(versioningFor(mutation, at.bucket, change), () => change.token)
   const answer: DeleteOutcome = outcome.marker
     ? { versionId: outcome.versionId, deleteMarker: true }
     : { deleteMarker: false }
