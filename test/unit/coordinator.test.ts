@@ -1,5 +1,6 @@
 /** Goal: the cluster coordinator's quorum logic. A PUT answers after W acknowledgements and every
- * replica ends with the same record; a replica that misses a change is hinted, and without a
+ * replica ends with the same record; a replica that misses a change is hinted (also one that
+ * misses a complete whose quorum failed before the replica that took it answered), and without a
  * quorum the PUT is refused before its body is read; a tombstone wins over a replica's stale
  * object and read repair removes it; a newer object the local store missed is relayed from a
  * replica, and read repair writes it there with the same record; a merged listing hides a key
@@ -395,17 +396,13 @@ async function listedFigures(cluster: CoordinatedCluster) {
   return { objects: sizes.length, bytes: sizes.reduce((sum, size) => sum + size, 0) }
 }
 
-/** A multipart upload through the coordinator, its parts streamed, with `userMeta`;
- * `afterPart` runs after each part and `beforeComplete` before the complete. */
-async function uploadThrough(
+/** A multipart upload begun through the coordinator, its parts streamed, with `userMeta`;
+ * `afterPart` runs after each part. */
+async function uploadParts(
   cluster: CoordinatedCluster,
   key: string,
   parts: Uint8Array[],
-  between: {
-    userMeta?: Record<string, string>
-    afterPart?: (partNumber: number) => void
-    beforeComplete?: () => void
-  },
+  between: { userMeta?: Record<string, string>; afterPart?: (partNumber: number) => void },
 ) {
   const created = value(
     await cluster.send<{ uploadId: string }>({
@@ -435,17 +432,33 @@ async function uploadThrough(
     completed.push({ partNumber: index + 1, etag: part.etag })
     between.afterPart?.(index + 1)
   }
+  return { uploadId: created.uploadId, parts: completed }
+}
+
+/** A multipart upload through the coordinator (uploadParts); `beforeComplete` runs before the
+ * complete. */
+async function uploadThrough(
+  cluster: CoordinatedCluster,
+  key: string,
+  parts: Uint8Array[],
+  between: {
+    userMeta?: Record<string, string>
+    afterPart?: (partNumber: number) => void
+    beforeComplete?: () => void
+  },
+) {
+  const { uploadId, parts: completed } = await uploadParts(cluster, key, parts, between)
   between.beforeComplete?.()
   const done = value(
     await cluster.send<PutResult>({
       kind: 'upload.complete',
       bucket: BUCKET,
       key,
-      uploadId: created.uploadId,
+      uploadId,
       parts: completed,
     }),
   )
-  return { uploadId: created.uploadId, etag: done.etag }
+  return { uploadId, etag: done.etag }
 }
 
 test('a multipart object a hint brings to a replica that held its upload counts once', async () => {
@@ -515,6 +528,67 @@ test('a replica that refused a complete the quorum took ends the upload there', 
   assert.ok(hint !== undefined, 'n3 is hinted the complete it refused')
   assert.equal(value(await cluster.send<KeyBrought>({ kind: 'key.bring', ...hint })), 'repaired')
   await cluster.settle()
+  const listed = await listedFigures(cluster)
+  assert.equal(listed, { objects: 1, bytes: size })
+  for (const id of NODE_IDS) assert.equal(await figuresOf(cluster, id), listed, id)
+})
+
+test('a complete that failed its quorum before a replica took it is hinted to others', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  const parts = [new Uint8Array(5 * 1024 * 1024).fill(7), large(8)]
+  const size = parts.reduce((sum, part) => sum + part.byteLength, 0)
+  // Every replica holds the upload and its parts; the complete is stamped with n2 still reachable.
+  const { uploadId, parts: completed } = await uploadParts(cluster, 'big', parts, {})
+  cluster.cut('n3')
+  const stamps = cluster.hold('n2', ['object.stamps'])
+  const local = cluster.hold('n1', ['upload.complete'])
+  const request = cluster.send<PutResult>({
+    kind: 'upload.complete',
+    bucket: BUCKET,
+    key: 'big',
+    uploadId,
+    parts: completed,
+  })
+  await cluster.settle()
+  assert.is(stamps.waiting(), 1, 'n2 answered the stamp read')
+  // Then cut off: the complete fails on n2 and n3 at once, while n1, which took it, answers late.
+  cluster.cut('n2')
+  stamps.release()
+  await cluster.settle()
+  assert.is(local.waiting(), 1, 'n1 took the complete and keeps its answer')
+  assert.is(code(await request), 'unavailable', 'no quorum acknowledged the complete')
+  local.release()
+  await cluster.settle()
+  cluster.heal('n2')
+  cluster.heal('n3')
+  const hints = value(
+    await cluster.send<Hint[]>({ kind: 'hint.page', node: 'n2', after: null, limit: 10 }),
+  ).concat(
+    value(await cluster.send<Hint[]>({ kind: 'hint.page', node: 'n3', after: null, limit: 10 })),
+  )
+  assert.equal(
+    hints.map((hint) => [hint.node, hint.key]),
+    [
+      ['n2', 'big'],
+      ['n3', 'big'],
+    ],
+    'both replicas that missed the complete are hinted once n1 took it',
+  )
+  for (const hint of hints) {
+    assert.is(value(await cluster.send<KeyBrought>({ kind: 'key.bring', ...hint })), 'repaired')
+  }
+  await cluster.settle()
+  for (const id of NODE_IDS) {
+    const states = value(
+      await cluster.sendTo<string[]>(id, {
+        kind: 'upload.states',
+        bucket: BUCKET,
+        uploadIds: [uploadId],
+      }),
+    )
+    assert.equal(states, ['ended'], `${id} no longer holds the upload open`)
+  }
   const listed = await listedFigures(cluster)
   assert.equal(listed, { objects: 1, bytes: size })
   for (const id of NODE_IDS) assert.equal(await figuresOf(cluster, id), listed, id)
