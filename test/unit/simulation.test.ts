@@ -108,6 +108,20 @@ const FOUND_SEEDS: { seed: number; found: string }[] = [
       'the node asked: the replicas held the marker under a version id and under null',
   },
   {
+    seed: 2000,
+    found:
+      'a delete sent as without versioning by a node whose catalog had not seen a failed Enabled ' +
+      'that took effect elsewhere removed the current version alone: an older one, written with ' +
+      'an id, came back (a key holding versions with ids now takes a null marker, as Suspended)',
+  },
+  {
+    seed: 9284,
+    found:
+      'then the replica that lacked those versions made that delete a null tombstone, and a ' +
+      "merge let the tombstone remove the others' null marker of the same delete (a marker of " +
+      "the tombstone's own stamp now stays)",
+  },
+  {
     seed: 2299,
     found:
       'a complete whose call to one replica and answer from another were lost failed its quorum ' +

@@ -83,7 +83,10 @@ export function mergeRecords(
   ] as const) {
     for (const [token, record] of side.versions) {
       const removedAt = deleted.get(isNullVersion(record) ? NULL_TOMBSTONE_TOKEN : token)
-      if (removedAt !== undefined && removedAt >= (record.stamp ?? '')) continue
+      // A null marker of the tombstone's own stamp is that delete, as a replica that held
+      // versions with ids made it (stamps.ts, onceVersioned): it stays, and the key reads deleted.
+      const sameDelete = record.deleteMarker === true && removedAt === record.stamp
+      if (removedAt !== undefined && removedAt >= (record.stamp ?? '') && !sameDelete) continue
       const otherHolds = other.versions.has(token)
       if (!versioned && !otherHolds && other.stamp !== null) {
         // Without versioning the other replica's newer stamp is this object's deletion.

@@ -19,9 +19,11 @@ import {
   deletedVersionKey,
   isVersionToken,
   keyStampKey,
+  keyVersionsPrefix,
   NULL_TOMBSTONE_TOKEN,
   stampToken,
   stampWallMs,
+  successor,
 } from '../keys.js'
 import type { Mutation } from '../mutation.js'
 import { decodeText, encodeRecord, type ObjectRecord } from '../records.js'
@@ -101,6 +103,28 @@ export function deleteByIdStamped(
   return removed
 }
 
+/** A delete its coordinator sent as without versioning, to a key that holds versions with ids:
+ * versioning was configured for the bucket where they were written (a change of it still
+ * spreading, or a failed one that took effect there), and a bucket never goes back to having none.
+ * It deletes as a Suspended bucket does (a `null` delete marker, the older versions kept), so that
+ * the key reads as deleted whichever view of the bucket a replica or a later merge holds; removing
+ * the current version alone would let an older one, or a replica that missed this delete, give
+ * the key back. */
+function onceVersioned(
+  ctx: Context,
+  mutation: Mutation,
+  at: At,
+  change: StampedChange,
+): StampedChange {
+  if (versioningFor(mutation, at.bucket, change) !== undefined) return change
+  const current = mutation.object(at.bucket, at.key)?.versionToken
+  const prefix = keyVersionsPrefix(at.bucket, at.key)
+  const end = successor(prefix)
+  const older = end === null ? [] : ctx.kv.scan({ gte: prefix, lt: end, limit: 1 })
+  const withIds = (current !== undefined && isVersionToken(current)) || older.length > 0
+  return withIds ? { ...change, versioning: 'Suspended' } : change
+}
+
 /** The key's null tombstone (W\0 under NULL_TOMBSTONE_TOKEN) becomes the newest stamp of a change
  * that removed its `null` version for good (a delete without versioning, a delete by id of
  * `null`), whether or not this store held that version or the change was stale here: every null
@@ -165,8 +189,9 @@ export function deleteStamped(
   ctx: Context,
   mutation: Mutation,
   at: At,
-  change: StampedChange,
+  stamped: StampedChange,
 ): DeleteOutcome {
+  const change = onceVersioned(ctx, mutation, at, stamped)
   const placement = placeStamped(mutation, at, change)
   const outcome = deleteWithoutId(versioningFor(mutation, at.bucket, change), () => change.token)
   const answer: DeleteOutcome = outcome.marker
