@@ -246,17 +246,21 @@ export async function waitHealthy(
   let gone = false
   void exited?.then(() => (gone = true))
   const deadline = Date.now() + waitMs
+  // What the last probe saw, for a failure to say: no answer (not listening, or too slow), or the
+  // status of a node that listens but does not serve.
+  let last = 'no answer'
   while (Date.now() < deadline) {
     if (gone) throw new Error('server exited before it became healthy')
     try {
       const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1_000) })
       if (response.status === 200) return
-    } catch {
-      // Not listening yet.
+      last = `${response.status} ${await response.text()}`
+    } catch (error) {
+      last = `no answer (${error instanceof Error ? error.message : String(error)})`
     }
     await sleep(50)
   }
-  throw new Error(`server at ${url} not healthy within ${waitMs} ms`)
+  throw new Error(`server at ${url} not healthy within ${waitMs} ms; the last probe: ${last}`)
 }
 
 /** What one /health probe saw: a status, or 'no answer' when the port refused the connection or
