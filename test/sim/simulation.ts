@@ -535,11 +535,16 @@ function disagreements(
 }
 
 /** What became of the versioning changes of SUSPENDED_BUCKET: the last one acknowledged, and
- * whether one asked after it failed (it may have taken effect or not). */
+ * every attempt that failed. A failed change may have reached a replica of the catalog and still
+ * spread from it, last writer wins: it ends the history when its stamp can be above the
+ * acknowledged one's. Acknowledged changes are ordered among themselves whatever the clocks
+ * (their quorums meet and a stale answer restamps), failed ones only by their stamps. */
 interface VersioningChanges {
-  acknowledged: 'Enabled' | 'Suspended' | null
-  unsure: boolean
+  acknowledged: { status: VersioningStatus; stampAtLeastMs: number } | null
+  failed: { status: VersioningStatus; stampAtMostMs: number }[]
 }
+
+type VersioningStatus = 'Enabled' | 'Suspended'
 
 /** While the clients run, SUSPENDED_BUCKET's versioning is Enabled in the first third of the fault
  * phase and Suspended in the second, each asked through a random node until one acknowledges it
@@ -553,26 +558,42 @@ async function changeVersioning(
 ): Promise<VersioningChanges> {
   const { scheduler } = world
   const third = (untilMs - scheduler.nowMs) / 3
-  const changes: VersioningChanges = { acknowledged: null, unsure: false }
+  const changes: VersioningChanges = { acknowledged: null, failed: [] }
+  // A stamp is the hybrid clock of the node that made it, which its peers' stamps can raise to
+  // theirs but no further: at most the fastest clock of the cluster, at least its own.
+  const fastestSkewMs = Math.max(...world.nodes.map((node) => node.skewMs))
   const steps = [
     { status: 'Enabled' as const, atMs: scheduler.nowMs + random.float() * third },
     { status: 'Suspended' as const, atMs: scheduler.nowMs + third + random.float() * third },
   ]
   for (const { status, atMs } of steps) {
     await sleep(scheduler, atMs - scheduler.nowMs)
-    let done = false
-    for (let attempt = 0; attempt < VERSIONING_ATTEMPTS_MAX && !done; attempt++) {
+    for (let attempt = 0; attempt < VERSIONING_ATTEMPTS_MAX; attempt++) {
       if (attempt > 0) await sleep(scheduler, 1_000)
       const node = random.pick(world.nodes)
       const step = { kind: 'bucket.versioning.put', bucket: SUSPENDED_BUCKET, status }
+      const askedMs = scheduler.nowMs
       const answer = await admin.control(node, step)
       trace.add(scheduler.nowMs, node.id, `versioning ${status} asked: ${answerOf(answer)}`)
-      done = answer.ok
+      if (answer.ok) {
+        changes.acknowledged = { status, stampAtLeastMs: askedMs + node.skewMs }
+        break
+      }
+      changes.failed.push({ status, stampAtMostMs: scheduler.nowMs + fastestSkewMs })
     }
-    if (done) changes.acknowledged = status
-    changes.unsure = !done
   }
   return changes
+}
+
+/** The statuses SUSPENDED_BUCKET may end with: the last acknowledged, or that of a failed change
+ * whose stamp can be above it. */
+function possibleEnds(changes: VersioningChanges): Set<string> {
+  const last = changes.acknowledged
+  const ends = new Set([String(last?.status ?? null)])
+  for (const failed of changes.failed) {
+    if (last === null || failed.stampAtMostMs >= last.stampAtLeastMs) ends.add(failed.status)
+  }
+  return ends
 }
 
 const VERSIONING_ATTEMPTS_MAX = 10
@@ -585,8 +606,8 @@ function sleep(scheduler: Scheduler, ms: number): Promise<void> {
   return new Promise((resolve) => scheduler.after(Math.max(0, ms), resolve))
 }
 
-/** After the calm every node's catalog holds the same versioning for each bucket: the last change
- * acknowledged, or one asked after it (which may have failed after taking effect). */
+/** After the calm every node's catalog holds the same versioning for each bucket, one that
+ * SUSPENDED_BUCKET's changes may end with. */
 async function versioningAgrees(world: ClientWorld, changes: VersioningChanges): Promise<string[]> {
   const problems: string[] = []
   for (const bucket of SIM_BUCKETS) {
@@ -606,9 +627,10 @@ async function versioningAgrees(world: ClientWorld, changes: VersioningChanges):
     const held = world.nodes.map((node, index) => `${node.id}: ${statuses[index]}`).join(', ')
     if (new Set(statuses).size > 1)
       problems.push(`${bucket}: nodes hold different versioning: ${held}`)
-    const expected = String(changes.acknowledged)
-    if (bucket === SUSPENDED_BUCKET && !changes.unsure && statuses[0] !== expected) {
-      problems.push(`${bucket}: versioning ${expected} was acknowledged last, nodes hold ${held}`)
+    const ends = possibleEnds(changes)
+    if (bucket === SUSPENDED_BUCKET && !ends.has(statuses[0] as string)) {
+      const last = String(changes.acknowledged?.status ?? null)
+      problems.push(`${bucket}: versioning ${last} was acknowledged last, nodes hold ${held}`)
     }
   }
   return problems
