@@ -12,7 +12,7 @@
  * front end (http/s3/object-attributes.ts). Pure functions, without zod. */
 import type { z } from 'zod'
 import { ok, type Result } from './errors.js'
-import { validateTags } from './tagging.js'
+import { validateTags, type Tag } from './tagging.js'
 import type { attributeSummary, objectAttributes } from './wire/fields.js'
 
 export type ObjectAttributes = z.infer<typeof objectAttributes>
@@ -25,6 +25,8 @@ export type AttributeStamps = Partial<Record<AttributeName, string>>
 type Value<N extends AttributeName> = NonNullable<ObjectAttributes[N]>
 
 interface AttributeRule<N extends AttributeName> {
+  /** Whether a value read from outside the process (a record on disk, a peer's) has its shape. */
+  isValue(value: unknown): value is Value<N>
   validate(value: Value<N>): Result<unknown>
   /** A value that means none, which a record does not carry (an empty tag set). */
   isNone(value: Value<N>): boolean
@@ -39,6 +41,11 @@ interface AttributeRule<N extends AttributeName> {
 
 const RULES: { [N in AttributeName]: AttributeRule<N> } = {
   tags: {
+    isValue: (tags): tags is Tag[] =>
+      Array.isArray(tags) &&
+      tags.every((tag: Partial<Tag> | null) => {
+        return typeof tag?.key === 'string' && typeof tag.value === 'string'
+      }),
     validate: (tags) => validateTags(tags, 'object'),
     isNone: (tags) => tags.length === 0,
     summary: (tags) => tags.length,
@@ -63,6 +70,27 @@ export function validateAttributes(attributes: ObjectAttributes): Result<ObjectA
     if (!valid.ok) return valid
   }
   return ok(attributes)
+}
+
+/** Whether attributes read from outside the process (a record on disk, a peer's) are well formed:
+ * only attributes of the registry, each of its shape and within its rules. */
+export function isAttributes(value: unknown): value is ObjectAttributes {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  for (const [name, held] of Object.entries(value)) {
+    if (!(ATTRIBUTE_NAMES as string[]).includes(name)) return false
+    const rule = ruleOf(name as AttributeName)
+    if (!rule.isValue(held) || !rule.validate(held).ok) return false
+  }
+  return true
+}
+
+/** Whether stamps of attributes read from outside the process name only attributes of the
+ * registry, each with a string. */
+export function isAttributeStamps(value: unknown): value is AttributeStamps {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  return Object.entries(value).every(
+    ([name, stamp]) => (ATTRIBUTE_NAMES as string[]).includes(name) && typeof stamp === 'string',
+  )
 }
 
 /** The attributes a record keeps: those that are not none; absent when none is left, so a record

@@ -13,6 +13,8 @@ import type {
 } from '../../protocol/objects.js'
 import type { PartInfo } from '../../protocol/messages.js'
 import {
+  isAttributes,
+  isAttributeStamps,
   summaryOf,
   type AttributeStamps,
   type ObjectAttributes,
@@ -248,13 +250,11 @@ function readAttributes(record: Record<string, unknown>, what: string): void {
     delete record['tagsStamp']
   }
   const { attributes, attributeStamps } = record
-  if (attributes !== undefined) requireObjects(record, what, ['attributes'])
-  if (attributeStamps !== undefined) {
-    requireObjects(record, what, ['attributeStamps'])
-    const stamps = Object.values(attributeStamps as object) as unknown[]
-    if (!stamps.every((stamp) => typeof stamp === 'string')) {
-      throw new ServiceError('corrupt', `${what} record: bad attribute stamps`)
-    }
+  if (attributes !== undefined && !isAttributes(attributes)) {
+    throw new ServiceError('corrupt', `${what} record: bad attributes`)
+  }
+  if (attributeStamps !== undefined && !isAttributeStamps(attributeStamps)) {
+    throw new ServiceError('corrupt', `${what} record: bad attribute stamps`)
   }
 }
 

@@ -2,7 +2,8 @@
 // the stamp of their change as `tagsStamp`, an upload's tags as `tags`) read as before: decoding
 // gives them as `attributes` and `attributeStamps`, a key's digest item hashes as it did (so the
 // digests a store keeps stay valid), and a store on a data directory of that form answers their
-// tags, reports their count, and completes an upload with its tags.
+// tags, reports their count, and completes an upload with its tags; attributes read from disk or
+// a peer of a shape the registry does not know are corrupt.
 // Method: records of the earlier form written into a store's kv (as the earlier code wrote them:
 // the new record with its attributes renamed), then read by the codecs and by a store started
 // afresh on that kv.
@@ -77,6 +78,31 @@ test('a record of the earlier form decodes with its tags and their stamp as attr
   const hash = createHash('sha256').update(earlierItem).digest()
   assert.equal(recordItem(stored, earlier)?.hash, hash)
   assert.equal(recordItem(stored, now)?.hash, hash)
+})
+
+test('attributes read from outside the process are checked: a bad one is corrupt', () => {
+  const record = {
+    size: 1,
+    etag: '"e"',
+    lastModifiedMs: 1,
+    http: HTTP,
+    userMeta: {},
+    checksums: {},
+    sha256: 'a'.repeat(64),
+  }
+  const bad: [string, Record<string, unknown>][] = [
+    ['an attribute the registry lacks', { attributes: { colour: 'blue' } }],
+    ['tags that are no tags', { attributes: { tags: [{ key: 1 }] } }],
+    ['tags S3 refuses', { attributes: { tags: [{ key: 'aws:x', value: '' }] } }],
+    ['earlier tags that are no array', { tags: 'blue' }],
+    ['a stamp of an attribute the registry lacks', { attributeStamps: { colour: STAMP } }],
+    ['a stamp that is no string', { attributeStamps: { tags: 7 } }],
+  ]
+  for (const [name, fields] of bad) {
+    assert.throws(() => decodeObject(encodeRecord({ ...record, ...fields })), /record: bad/, name)
+  }
+  const upload = { initiatedMs: 1, http: HTTP, userMeta: {}, attributes: { colour: 'blue' } }
+  assert.throws(() => decodeUpload(encodeRecord(upload)), /bad attributes/)
 })
 
 async function rewritten(store: TestStore, key: string, bytes: Uint8Array): Promise<void> {
