@@ -15,6 +15,7 @@ import type { WriteConditions } from './s3-rules/conditions.js'
 import type { CorsConfiguration } from './cors.js'
 import type { BucketInfo, BucketListing, Conditions, HttpMeta, ListPage } from './objects.js'
 import type { Role } from './identity.js'
+import type { ObjectAttributes } from './object-attributes.js'
 import type { BlobMsg } from './scrubbing.js'
 import type { Tag } from './tagging.js'
 import type { decidedVersioning, Fields } from './wire/fields.js'
@@ -59,7 +60,7 @@ export type PartListing = z.infer<typeof answers.partListing>
  * checksums it names. */
 export type CompletedPart = z.infer<typeof wire.completedPart>
 
-export type TaggingResult = z.infer<typeof answers.taggingResult>
+export type AttributesResult = z.infer<typeof answers.attributesResult>
 export type MarkerResult = z.infer<typeof answers.markerResult>
 export type DeleteResult = z.infer<typeof answers.deleteResult>
 export type DeletedEntry = z.infer<typeof answers.deletedEntry>
@@ -120,16 +121,17 @@ export type ObjectMsg =
       target: { bucket: string; key: string }
       /** Replacement metadata (REPLACE directive); absent means COPY. */
       replace?: { http: HttpMeta; userMeta: Record<string, string> }
-      /** The copy's tags (x-amz-tagging-directive REPLACE); absent, the source's are kept. */
-      tags?: Tag[]
+      /** The attributes the request names; the others as S3's copy rule says
+       * (protocol/object-attributes.ts). */
+      attributes?: ObjectAttributes
       /** x-amz-copy-source-if-*: checked against the source. */
       conditions: Conditions
       /** If-Match, If-None-Match, If-Unmodified-Since: checked against the target's current
        * object, as object.put's conditions. */
       targetConditions?: WriteConditions
     })
-  | (Request & Fields<typeof wire.objectTaggingPut>)
-  | (Request & Fields<typeof wire.objectTaggingGet>)
+  | (Request & Fields<typeof wire.objectAttributesPut>)
+  | (Request & Fields<typeof wire.objectAttributesGet>)
   /** A bucket's tags, validated by the ingress; an empty set deletes them. */
   | (Request & { kind: 'bucket.tagging.put'; bucket: string; tags: Tag[] })
   | (Request & { kind: 'bucket.tagging.get'; bucket: string })
@@ -225,8 +227,8 @@ export type ObjectReply = {
   'hint.done': number
   'object.copy': PutResult
   'object.list': ListPage
-  'object.tagging.put': TaggingResult
-  'object.tagging.get': TaggingResult
+  'object.attributes.put': AttributesResult
+  'object.attributes.get': AttributesResult
   'bucket.tagging.put': null
   'bucket.tagging.get': Tag[]
   'bucket.versioning.put': null

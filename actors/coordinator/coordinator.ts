@@ -8,9 +8,14 @@
 import assert from 'node:assert/strict'
 import type { Actor, Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
-import type { CoordinatorMsg, PartInfo, PutResult, TaggingResult } from '../../protocol/messages.js'
+import type {
+  AttributesResult,
+  CoordinatorMsg,
+  PartInfo,
+  PutResult,
+} from '../../protocol/messages.js'
 import type { Handled, KindOf, MessageOf, ReplyOf } from '../../protocol/protocols.js'
-import { markerHasNoTags } from '../../protocol/s3-rules/versioning.js'
+import { markerHasNoAttributes } from '../../protocol/s3-rules/versioning.js'
 import { bringKey } from './bring.js'
 import { syncKey } from './key-sync.js'
 import { deleteBucket } from './bucket-delete.js'
@@ -43,14 +48,14 @@ export const coordinator: Actor<CoordinatorState, 'coordinator'> = {
       writeBody(inCluster(state), ctx, msg) as Promise<Result<PartInfo>>,
     'object.get': (state, msg, ctx) => getObject(inCluster(state), ctx, msg),
     'object.delete': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
-    'object.tagging.put': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
+    'object.attributes.put': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
     'upload.create': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
     'upload.complete': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
     'upload.abort': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
     'object.delete-many': (state, msg, ctx) => deleteMany(inCluster(state), ctx, msg),
     'object.copy': (state, msg, ctx) => copyObject(inCluster(state), ctx, msg),
     'upload.part-copy': (state, msg, ctx) => copyPart(inCluster(state), ctx, msg),
-    'object.tagging.get': (state, msg, ctx) => taggingOf(inCluster(state), ctx, msg),
+    'object.attributes.get': (state, msg, ctx) => attributesOf(inCluster(state), ctx, msg),
     'object.list': (state, msg, ctx) => listObjects(inCluster(state), ctx, msg),
     'object.list-versions': (state, msg, ctx) => listVersions(inCluster(state), ctx, msg),
     'upload.list': (state, msg, ctx) => listUploads(inCluster(state), ctx, msg),
@@ -135,12 +140,12 @@ async function counted<T>(cluster: ClusterState, answer: Handled<T>): Promise<Re
   return result
 }
 
-/** GetObjectTagging: the tags of the version a quorum read finds newest. */
-async function taggingOf(
+/** The attributes of the version a quorum read finds newest. */
+async function attributesOf(
   cluster: ClusterState,
   ctx: Context,
-  msg: Extract<CoordinatorMsg, { kind: 'object.tagging.get' }>,
-): Promise<Result<TaggingResult>> {
+  msg: Extract<CoordinatorMsg, { kind: 'object.attributes.get' }>,
+): Promise<Result<AttributesResult>> {
   const set = await replicasOf(cluster, ctx, msg, msg.deadlineMs)
   if (!set.ok) return set
   const head = { ...msg, kind: 'object.get' as const }
@@ -148,9 +153,9 @@ async function taggingOf(
   if (!read.ok) return read
   const answer = clientAnswer(head, read.value.winner.answer)
   if (!answer.ok) return answer
-  if ('marker' in answer.value) return markerHasNoTags(msg, answer.value.marker)
+  if ('marker' in answer.value) return markerHasNoAttributes(msg, answer.value.marker)
   const versionId = answer.value.info.versionId
-  return askReplica<TaggingResult>(ctx, read.value.winner.replica, {
+  return askReplica<AttributesResult>(ctx, read.value.winner.replica, {
     ...msg,
     ...(versionId === undefined ? {} : { versionId }),
   })

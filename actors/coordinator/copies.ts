@@ -13,18 +13,24 @@ import {
   checkCopySourceSize,
   checkSelfCopy,
   checksumsOfBytes,
-  copiedAttributes,
+  copiedMetadata,
   copiedPartExpect,
   markerAsSource,
   partCopyRange,
 } from '../../protocol/s3-rules/copy-source.js'
 import type {
+  AttributesResult,
   GetResult,
   ObjectMsg,
   PartInfo,
   PutResult,
-  TaggingResult,
 } from '../../protocol/messages.js'
+import {
+  copiedAttributes,
+  copyReadsSource,
+  withAttributes,
+  type ObjectAttributes,
+} from '../../protocol/object-attributes.js'
 import type { ClusterState } from './cluster-state.js'
 import { listParts } from './listing.js'
 import { clientAnswer, readQuorum, type ReplicaAnswer } from './reads.js'
@@ -89,23 +95,27 @@ function sourceBytes(
   return readRange(ctx, found.winner.replica, msg, range, (head) => head.info.etag === etag)
 }
 
-/** The source's tags, when the copy keeps them. */
-async function sourceTags(
+/** The copy's attributes: the request's, and the source's it keeps, read from the replica that
+ * holds the version only when it has one (its summary says so). */
+async function copyAttributes(
   ctx: Context,
-  source: Source,
+  msg: CopyMsg,
   found: FoundSource,
   request: { requestId: string; deadlineMs: number },
-): Promise<Result<TaggingResult['tags']>> {
-  if (found.found.info.tagCount === undefined) return ok([])
-  const versionId = found.found.info.versionId
-  const tags = await askReplica<TaggingResult>(ctx, found.winner.replica, {
-    kind: 'object.tagging.get',
-    bucket: source.bucket,
-    key: source.key,
-    ...(versionId === undefined ? {} : { versionId }),
+): Promise<Result<ObjectAttributes>> {
+  const { info } = found.found
+  if (!copyReadsSource(info.attributes, msg.attributes)) {
+    return ok(copiedAttributes(undefined, msg.attributes))
+  }
+  const source = await askReplica<AttributesResult>(ctx, found.winner.replica, {
+    kind: 'object.attributes.get',
+    bucket: msg.source.bucket,
+    key: msg.source.key,
+    ...(info.versionId === undefined ? {} : { versionId: info.versionId }),
     ...request,
   })
-  return tags.ok ? ok(tags.value.tags) : tags
+  if (!source.ok) return source
+  return ok(copiedAttributes(source.value.attributes, msg.attributes))
 }
 
 export async function copyObject(
@@ -122,10 +132,9 @@ export async function copyObject(
   const { info } = found.value.found
   const sized = checkCopySourceSize(info.size)
   if (!sized.ok) return sized
-  const copied = copiedAttributes(info, msg)
-  const tags =
-    copied.tags === 'source' ? await sourceTags(ctx, source, found.value, request) : ok(copied.tags)
-  if (!tags.ok) return tags
+  const copied = copiedMetadata(info, msg)
+  const attributes = await copyAttributes(ctx, msg, found.value, request)
+  if (!attributes.ok) return attributes
   const body = await bodyOf(ctx, source, found.value, { start: 0, end: info.size - 1 }, request)
   if (!body.ok) return body
   const written = await writeBody(
@@ -137,7 +146,7 @@ export async function copyObject(
       key: target.key,
       http: copied.http,
       userMeta: copied.userMeta,
-      ...(tags.value.length === 0 ? {} : { tags: tags.value }),
+      ...withAttributes(attributes.value),
       expect: { size: info.size, ...wholeChecksums(info) },
       ...(msg.targetConditions === undefined ? {} : { conditions: msg.targetConditions }),
       ...body.value.inline,

@@ -204,7 +204,11 @@ type KeyChangeMsg = Extract<
   ObjectMsg,
   {
     kind:
-      'object.delete' | 'object.tagging.put' | 'upload.complete' | 'upload.abort' | 'upload.create'
+      | 'object.delete'
+      | 'object.attributes.put'
+      | 'upload.complete'
+      | 'upload.abort'
+      | 'upload.create'
   }
 >
 

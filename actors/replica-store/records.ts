@@ -12,7 +12,13 @@ import type {
   ObjectInfo,
 } from '../../protocol/objects.js'
 import type { PartInfo } from '../../protocol/messages.js'
-import type { Tag } from '../../protocol/tagging.js'
+import {
+  isAttributes,
+  isAttributeStamps,
+  summaryOf,
+  type AttributeStamps,
+  type ObjectAttributes,
+} from '../../protocol/object-attributes.js'
 import { shownVersionId } from '../../protocol/s3-rules/versioning.js'
 
 export type VersioningStatus = 'Enabled' | 'Suspended'
@@ -63,11 +69,13 @@ export interface ObjectRecord {
   versionToken?: string
   /** A delete marker: a version without bytes (size 0, no blob), only ever under V\0. */
   deleteMarker?: true
-  /** The version's tags (tagging.ts); absent when it has none. */
-  tags?: Tag[]
-  /** Cluster mode: the stamp of the change that last set its tags after it was written (absent:
-   * they are the write's own): replicas keep the newest tags whatever order they came in. */
-  tagsStamp?: string
+  /** The version's attributes (protocol/object-attributes.ts, engine/attributes.ts); absent when
+   * it has none. */
+  attributes?: ObjectAttributes
+  /** Cluster mode: for each attribute changed after the version was written, the stamp of its
+   * last change (absent: it is the write's own): replicas keep the newest of each attribute
+   * whatever order the changes came in. */
+  attributeStamps?: AttributeStamps
   /** Cluster mode: the stamp of the change that wrote it (absent: written unstamped). */
   stamp?: string
 }
@@ -77,7 +85,7 @@ export interface UploadRecord {
   initiatedMs: number
   http: HttpMeta
   userMeta: Record<string, string>
-  tags?: Tag[]
+  attributes?: ObjectAttributes
   /** x-amz-checksum-algorithm and -type of CreateMultipartUpload. */
   checksum?: UploadChecksum
 }
@@ -204,9 +212,7 @@ export function decodeObject(encoded: Encoded): ObjectRecord {
   requireFields(record, 'object', ['size', 'lastModifiedMs'], ['etag'])
   requireObjects(record, 'object', ['http', 'userMeta', 'checksums'])
   const parts = record['parts']
-  if (record['tags'] !== undefined && !Array.isArray(record['tags'])) {
-    throw new ServiceError('corrupt', 'object record: bad tags')
-  }
+  readAttributes(record, 'object')
   if (record['deleteMarker'] === true) {
     if (record['sha256'] !== undefined || parts !== undefined || record['size'] !== 0) {
       throw new ServiceError('corrupt', 'object record: a delete marker with bytes')
@@ -226,6 +232,32 @@ export function decodeObject(encoded: Encoded): ObjectRecord {
   return record as unknown as ObjectRecord
 }
 
+/** Checks a record's attributes and their stamps, and reads a record written before attributes
+ * were one family, whose tags were `tags` and their stamp `tagsStamp`, as its `attributes` and
+ * `attributeStamps` (in place), so that a data directory of that form reads as before. */
+function readAttributes(record: Record<string, unknown>, what: string): void {
+  const { tags, tagsStamp } = record
+  if (tags !== undefined) {
+    if (!Array.isArray(tags)) throw new ServiceError('corrupt', `${what} record: bad tags`)
+    record['attributes'] = { ...(record['attributes'] as object | undefined), tags }
+    delete record['tags']
+  }
+  if (tagsStamp !== undefined) {
+    record['attributeStamps'] = {
+      ...(record['attributeStamps'] as object | undefined),
+      tags: tagsStamp,
+    }
+    delete record['tagsStamp']
+  }
+  const { attributes, attributeStamps } = record
+  if (attributes !== undefined && !isAttributes(attributes)) {
+    throw new ServiceError('corrupt', `${what} record: bad attributes`)
+  }
+  if (attributeStamps !== undefined && !isAttributeStamps(attributeStamps)) {
+    throw new ServiceError('corrupt', `${what} record: bad attribute stamps`)
+  }
+}
+
 /** The blobs that hold an object's bytes, in order. */
 export function blobsOf(record: ObjectRecord): BlobRef[] {
   if (record.deleteMarker === true) return []
@@ -238,6 +270,7 @@ export function decodeUpload(encoded: Encoded): UploadRecord {
   const record = decodeJson(encoded, 'upload')
   requireFields(record, 'upload', ['initiatedMs'])
   requireObjects(record, 'upload', ['http', 'userMeta'])
+  readAttributes(record, 'upload')
   return record as unknown as UploadRecord
 }
 
@@ -285,11 +318,6 @@ export function decodeText(bytes: Uint8Array, what: string): string {
   }
 }
 
-/** The `tags` field of a record: absent for none, so records without tags stay as they were. */
-export function withTags(tags: Tag[] | undefined): { tags?: Tag[] } {
-  return tags === undefined || tags.length === 0 ? {} : { tags }
-}
-
 /** `versioned`: the bucket has versioning configured, so the answer names the version. */
 export function objectInfo(key: string, record: ObjectRecord, versioned = false): ObjectInfo {
   const info: ObjectInfo = {
@@ -303,7 +331,8 @@ export function objectInfo(key: string, record: ObjectRecord, versioned = false)
   }
   if (record.parts !== undefined) info.partsCount = record.parts.length
   if (record.checksumType !== undefined) info.checksumType = record.checksumType
-  if (record.tags !== undefined && record.tags.length > 0) info.tagCount = record.tags.length
+  const attributes = summaryOf(record.attributes)
+  if (attributes !== undefined) info.attributes = attributes
   const versionId = shownVersionId(versioned, record.versionId)
   if (versionId !== undefined) info.versionId = versionId
   // Read repair writes a stale replica the winner's object again under this same stamp.

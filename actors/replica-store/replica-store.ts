@@ -46,6 +46,7 @@ import {
 import { replaceBlob } from './blobs/blob-replace.js'
 import { listBlobs, markBlob, readBlob } from './blobs/blobs.js'
 import { keyDigests, keyManifest, leafDigests, rootDigests } from './replication/anti-entropy.js'
+import { getObjectAttributes, putObjectAttributes } from './engine/attributes.js'
 import { copyObject } from './engine/copy.js'
 import { startDigests } from './replication/digests.js'
 import { deleteCors, getCors, putCors } from './engine/cors.js'
@@ -68,12 +69,7 @@ import { uploadPart, uploadPartCopy } from './engine/parts.js'
 import { scheduleExpiry } from './engine/expiry.js'
 import { getVersioning, putVersioning } from './engine/buckets.js'
 import { listVersions } from './engine/versions-list.js'
-import {
-  getBucketTagging,
-  getObjectTagging,
-  putBucketTagging,
-  putObjectTagging,
-} from './engine/tagging.js'
+import { getBucketTagging, putBucketTagging } from './engine/tagging.js'
 import {
   abortUpload,
   createUpload,
@@ -177,8 +173,8 @@ export const replicaStore: Actor<StoreState, 'replica-store'> = {
     'object.list-versions': (_state, msg, ctx) => listVersions(msg, ctx),
     'object.copy': copyObject,
     'object.list': (_state, msg, ctx) => listObjects(msg, ctx),
-    'object.tagging.put': putObjectTagging,
-    'object.tagging.get': (_state, msg, ctx) => getObjectTagging(msg, ctx),
+    'object.attributes.put': putObjectAttributes,
+    'object.attributes.get': (_state, msg, ctx) => getObjectAttributes(msg, ctx),
     'upload.create': createUpload,
     'upload.part': uploadPart,
     'upload.part-copy': uploadPartCopy,

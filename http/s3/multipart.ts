@@ -31,7 +31,7 @@ import {
 } from './exchange.js'
 import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
 import { expectations, headerChecksums, parseCopySource, sendBody } from './objects.js'
-import { requestTags } from './tagging.js'
+import { requestAttributes } from './object-attributes.js'
 import { conditionsFrom, writeConditions } from './conditions.js'
 import { parseUploadChecksum } from '../../protocol/multipart-checksum.js'
 
@@ -52,15 +52,15 @@ export async function createMultipartUpload(ex: S3Exchange, at: ObjectTarget): P
     ex.headers['x-amz-checksum-type'],
   )
   if (!checksum.ok) return sendError(ex, checksum.code, checksum.detail)
-  const tags = requestTags(ex.headers)
-  if (!tags.ok) return sendError(ex, tags.code, tags.detail)
+  const attributes = requestAttributes(ex.headers)
+  if (!attributes.ok) return sendError(ex, attributes.code, attributes.detail)
   const reply = await askCoordinator(ex, {
     kind: 'upload.create',
     ...at,
     http: parseHttpMeta(ex.headers),
     userMeta: userMeta.value,
     ...(checksum.value === null ? {} : { checksum: checksum.value }),
-    ...tags.value,
+    ...attributes.value,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   if (checksum.value !== null) {

@@ -6,6 +6,7 @@ import { USER_METADATA_BYTES_MAX } from '../../protocol/limits.js'
 import type { ChecksumType, HttpMeta, ObjectInfo } from '../../protocol/objects.js'
 import { checksumHeaderName } from '../../protocol/checksums.js'
 import { metaValueFromHeader, metaValueToHeader } from './meta-text.js'
+import { attributeHeaders } from './object-attributes.js'
 
 /** Amazon S3's type for objects uploaded without one. */
 const DEFAULT_CONTENT_TYPE = 'binary/octet-stream'
@@ -80,7 +81,7 @@ export function objectHeaders(info: ObjectInfo, query: URLSearchParams): Record<
     headers['x-amz-meta-' + name] = metaValueToHeader(value)
   }
   if (info.versionId !== undefined) headers['x-amz-version-id'] = info.versionId
-  if (info.tagCount !== undefined) headers['x-amz-tagging-count'] = String(info.tagCount)
+  Object.assign(headers, attributeHeaders(info.attributes))
   for (const [param, header] of OVERRIDES) {
     const value = query.get(param)
     if (value !== null) headers[header] = value

@@ -30,7 +30,7 @@ import {
   versionHeaders,
 } from './object-headers.js'
 import { resolveRange } from './range.js'
-import { copyTags, requestTags } from './tagging.js'
+import { copyAttributes, requestAttributes } from './object-attributes.js'
 import { conditionsFrom, writeConditions } from './conditions.js'
 
 interface ObjectTarget {
@@ -79,8 +79,8 @@ export async function putObject(
 ): Promise<void> {
   const userMeta = parseUserMeta(ex.headers)
   if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
-  const tags = requestTags(ex.headers)
-  if (!tags.ok) return sendError(ex, tags.code, tags.detail)
+  const attributes = requestAttributes(ex.headers)
+  if (!attributes.ok) return sendError(ex, attributes.code, attributes.detail)
   const size = declaredSize(ex, auth)
   if (!size.ok) return sendError(ex, size.code, size.detail)
   if (size.value > SINGLE_PUT_BYTES_MAX) {
@@ -99,7 +99,7 @@ export async function putObject(
     http: parseHttpMeta(ex.headers),
     userMeta: userMeta.value,
     ...(conditions === null ? {} : { conditions }),
-    ...tags.value,
+    ...attributes.value,
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   send(ex, 200, {
@@ -434,8 +434,8 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
   if (directive !== 'COPY' && directive !== 'REPLACE') {
     return sendError(ex, 'invalid_argument', 'Unknown metadata directive.')
   }
-  const tags = copyTags(ex.headers)
-  if (!tags.ok) return sendError(ex, tags.code, tags.detail)
+  const attributes = copyAttributes(ex.headers)
+  if (!attributes.ok) return sendError(ex, attributes.code, attributes.detail)
   let replace
   if (directive === 'REPLACE') {
     const userMeta = parseUserMeta(ex.headers)
@@ -448,7 +448,7 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
     source: source.value,
     target: at,
     ...(replace === undefined ? {} : { replace }),
-    ...tags.value,
+    ...attributes.value,
     conditions: conditionsFrom(ex.headers, 'x-amz-copy-source-'),
     ...(targetConditions === null ? {} : { targetConditions }),
   })

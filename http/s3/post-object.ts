@@ -16,13 +16,13 @@ import type { PutResult } from '../../protocol/messages.js'
 import { checkPostPolicy, parsePostPolicy, sizeRange } from './xml/post-policy.js'
 import { storedObjectXml } from './xml/s3-xml.js'
 import type { HttpMeta } from '../../protocol/objects.js'
-import type { Tag } from '../../protocol/tagging.js'
-import { parseTagging } from './xml/tagging-xml.js'
+import type { ObjectAttributes } from '../../protocol/object-attributes.js'
 import { streamDeadlineMs } from '../../protocol/timing.js'
 import { lookupKey, mayAccess, type AuthCaches } from './authenticate.js'
 import { Chunker } from './body.js'
 import { objectLocation, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { isKeyTooLong } from './names.js'
+import { formAttributes } from './object-attributes.js'
 import { parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
 import { readPostForm, type PostForm } from './post-form.js'
 import { ALGORITHM, hmacSha256Hex, parseCredential, signaturesEqual } from './sigv4.js'
@@ -91,10 +91,10 @@ interface FormObject {
   key: string
   http: HttpMeta
   userMeta: Record<string, string>
-  tags?: Tag[]
+  attributes?: ObjectAttributes
 }
 
-/** What the form says of the object: its key (`${filename}` replaced), metadata and tags. */
+/** What the form says of the object: its key (`${filename}` replaced), metadata and attributes. */
 function objectOf(form: PostForm): Result<FormObject> {
   const key = form.fields.get('key')
   if (key === undefined) return missingField('key')
@@ -104,11 +104,10 @@ function objectOf(form: PostForm): Result<FormObject> {
   const record = Object.fromEntries(form.fields)
   const userMeta = parseUserMeta(record)
   if (!userMeta.ok) return userMeta
-  const tagging = form.fields.get('tagging')
-  const tags = tagging === undefined ? undefined : parseTagging(tagging, 'object')
-  if (tags !== undefined && !tags.ok) return tags
+  const attributes = formAttributes(form.fields)
+  if (!attributes.ok) return attributes
   const http = parseHttpMeta(record)
-  return ok({ key: named, http, userMeta: userMeta.value, ...(tags && { tags: tags.value }) })
+  return ok({ key: named, http, userMeta: userMeta.value, ...attributes.value })
 }
 
 export async function postObject(ex: S3Exchange, caches: AuthCaches): Promise<void> {

@@ -1,35 +1,16 @@
 /** @module S3 tagging: `?tagging` on an object (Put/Get/DeleteObjectTagging, with `versionId`) and
- * on a bucket (Put/Get/DeleteBucketTagging), and the `x-amz-tagging` header of the writes that
- * take tags (PutObject, CopyObject with `x-amz-tagging-directive`, CreateMultipartUpload). Tags are
- * validated here (protocol/tagging.ts) and travel to the store as object.tagging.* and
- * bucket.tagging.* messages. */
+ * on a bucket (Put/Get/DeleteBucketTagging). Tags are validated here (protocol/tagging.ts) and
+ * travel to the store as the object's `tags` attribute (object.attributes.*,
+ * protocol/object-attributes.ts) and as bucket.tagging.* messages; the `x-amz-tagging` header of
+ * the writes that take tags is read with the other attributes (object-attributes.ts). */
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { XML_BODY_BYTES_MAX } from '../../protocol/limits.js'
-import { parseTaggingHeader, type Tag, type TagOwner } from '../../protocol/tagging.js'
+import type { Tag, TagOwner } from '../../protocol/tagging.js'
 import { parseTagging, taggingXml } from './xml/tagging-xml.js'
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
 import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { versionHeaders } from './object-headers.js'
-
-/** The tags a write names in `x-amz-tagging`: `{}` without the header. */
-export function requestTags(headers: Record<string, string>): Result<{ tags?: Tag[] }> {
-  const header = headers['x-amz-tagging']
-  if (header === undefined) return ok({})
-  const tags = parseTaggingHeader(header)
-  return tags.ok ? ok({ tags: tags.value }) : tags
-}
-
-/** CopyObject's tags: the source's (COPY, the default), or `x-amz-tagging`'s (REPLACE; none
- * without the header), as `{ tags }` for the message. */
-export function copyTags(headers: Record<string, string>): Result<{ tags?: Tag[] }> {
-  const directive = (headers['x-amz-tagging-directive'] ?? 'COPY').toUpperCase()
-  if (directive === 'COPY') return ok({})
-  if (directive !== 'REPLACE') return fail('invalid_argument', 'Unknown tagging directive.')
-  const tags = requestTags(headers)
-  if (!tags.ok) return tags
-  return ok({ tags: tags.value.tags ?? [] })
-}
 
 /** The tags a PUT sets (its body), or none for a DELETE. */
 async function tagsToSet(
@@ -52,16 +33,17 @@ export async function objectTagging(
   const versionId = ex.query.get('versionId')
   const version = { ...at, ...(versionId === null ? {} : { versionId }) }
   if (ex.method === 'GET') {
-    const reply = await askCoordinator(ex, { kind: 'object.tagging.get', ...version })
+    const reply = await askCoordinator(ex, { kind: 'object.attributes.get', ...version })
     if (!reply.ok) return sendError(ex, reply.code, reply.detail)
-    return sendXml(ex, 200, taggingXml(reply.value.tags), versionHeaders(reply.value))
+    const tags = reply.value.attributes.tags ?? []
+    return sendXml(ex, 200, taggingXml(tags), versionHeaders(reply.value))
   }
   const tags = await tagsToSet(ex, auth, 'object')
   if (!tags.ok) return sendError(ex, tags.code, tags.detail)
   const reply = await askCoordinator(ex, {
-    kind: 'object.tagging.put',
+    kind: 'object.attributes.put',
     ...version,
-    tags: tags.value,
+    attributes: { tags: tags.value },
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   send(ex, ex.method === 'PUT' ? 200 : 204, versionHeaders(reply.value))

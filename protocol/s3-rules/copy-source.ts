@@ -8,8 +8,8 @@
  *   version NoSuchKey;
  * - x-amz-copy-source-if-* decide as RFC 7232 for a read, but every failure is 412;
  * - CopyObject copies at most SINGLE_PUT_BYTES_MAX (larger objects copy by UploadPartCopy);
- * - metadata is the source's (COPY) or the request's (REPLACE), tags the source's unless the
- *   request replaces them (x-amz-tagging-directive REPLACE);
+ * - metadata is the source's (COPY) or the request's (REPLACE); the version's attributes (its
+ *   tags ...) as protocol/object-attributes.ts says;
  * - a copy's ETag, and a copied part's, is the MD5 of its data: a copy of an object
  *   CompleteMultipartUpload made is one new object, and keeps only the checksums of its bytes;
  * - UploadPartCopy's range is within the source, and a COMPOSITE checksum, which is one of the
@@ -25,7 +25,6 @@ import type {
   Conditions,
   HttpMeta,
 } from '../objects.js'
-import type { Tag } from '../tagging.js'
 import { evaluateConditions } from './conditions.js'
 import { checksumToCompute } from './multipart.js'
 
@@ -90,15 +89,14 @@ export function checkCopySourceSize(size: number): Result<null> {
   )
 }
 
-/** The copy's metadata and tags; `tags: 'source'` keeps the source version's own. */
-export function copiedAttributes(
+/** The copy's metadata: the source's, or the request's (REPLACE). */
+export function copiedMetadata(
   source: { http: HttpMeta; userMeta: Record<string, string> },
-  request: { replace?: { http: HttpMeta; userMeta: Record<string, string> }; tags?: Tag[] },
-): { http: HttpMeta; userMeta: Record<string, string>; tags: Tag[] | 'source' } {
+  request: { replace?: { http: HttpMeta; userMeta: Record<string, string> } },
+): { http: HttpMeta; userMeta: Record<string, string> } {
   return {
     http: request.replace?.http ?? source.http,
     userMeta: request.replace?.userMeta ?? source.userMeta,
-    tags: request.tags ?? 'source',
   }
 }
 

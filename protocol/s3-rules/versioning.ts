@@ -12,8 +12,8 @@
  *   current, and deleting a marker by id undeletes the key;
  * - only Enabled keeps history: a change that arrives after a newer one of its key is kept as an
  *   older version there, and dropped elsewhere (a `null` version is always the newest change);
- * - a delete marker has no tags: 405 MethodNotAllowed named by version id, 404 NoSuchKey as the
- *   key's current version (a copy's source: copy-source.ts). */
+ * - a delete marker has no attributes (tags ...): 405 MethodNotAllowed named by version id, 404
+ *   NoSuchKey as the key's current version (a copy's source: copy-source.ts). */
 import { fail, type Result } from '../errors.js'
 
 /** A bucket's versioning: undefined when never configured (a bucket never goes back). */
@@ -61,11 +61,11 @@ export function shownVersionId(
   return versioned ? (versionId ?? 'null') : undefined
 }
 
-/** What a tagging request answers when the version it names is a delete marker. */
-export function markerHasNoTags(
+/** What a request of a version's attributes answers when that version is a delete marker. */
+export function markerHasNoAttributes(
   at: { bucket: string; key: string },
   marker: { byId: boolean },
 ): Result<never> {
-  if (marker.byId) return fail('method_not_allowed', 'a delete marker has no tags')
+  if (marker.byId) return fail('method_not_allowed', 'a delete marker has no attributes')
   return fail('no_such_key', `no key ${at.key} in ${at.bucket}`)
 }

@@ -1,10 +1,10 @@
-/** @module Fields that several node-to-node messages share (object metadata, checksums, tags,
- * stamps), as zod schemas: each is both the TypeScript type of the field (`z.infer`) and its
- * check at the gRPC boundary. Objects are strict: a field the schema does not name is refused, so
- * a field added to a message is checked once it is added here. */
+/** @module Fields that several node-to-node messages share (object metadata, checksums, object
+ * attributes, stamps), as zod schemas: each is both the TypeScript type of the field
+ * (`z.infer`) and its check at the gRPC boundary. Objects are strict: a field the schema does not
+ * name is refused, so a field added to a message is checked once it is added here. */
 import { z } from 'zod'
 import { KEY_BYTES_MAX } from '../limits.js'
-import { validateTags } from '../tagging.js'
+import { validateAttributes } from '../object-attributes.js'
 
 /** A message as it crosses: its own fields, and the sender's request id and deadline, which the
  * receiver replaces with the call's own (a message may come without them). */
@@ -87,8 +87,17 @@ export const uploadChecksum = z.strictObject({ algorithm: checksumAlgorithm, typ
 
 export const tag = z.strictObject({ key: z.string(), value: z.string() })
 
-/** An object's tags, which S3's rules bound (protocol/tagging.ts). */
-export const objectTags = z.array(tag).superRefine((tags, context) => {
-  const valid = validateTags(tags, 'object')
-  if (!valid.ok) context.addIssue({ code: 'custom', message: valid.detail })
+/** An object version's attributes, each checked by its own rules (protocol/object-attributes.ts,
+ * which names them and what each means). */
+export const objectAttributes = z
+  .strictObject({ tags: z.array(tag).exactOptional() })
+  .superRefine((attributes, context) => {
+    const valid = validateAttributes(attributes)
+    if (!valid.ok) context.addIssue({ code: 'custom', message: valid.detail })
+  })
+
+/** What GET and HEAD report of a version's attributes (ObjectInfo.attributes). */
+export const attributeSummary = z.strictObject({
+  /** How many tags it has. */
+  tags: count.exactOptional(),
 })

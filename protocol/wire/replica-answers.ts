@@ -5,14 +5,15 @@ import { z } from 'zod'
 import type { ErrorCode } from '../errors.js'
 import { keyRecords } from './anti-entropy.js'
 import {
+  attributeSummary,
   bucketName,
   checksums,
   checksumType,
   count,
   httpMeta,
+  objectAttributes,
   objectKey,
   stamp,
-  tag,
   uploadChecksum,
   userMeta,
 } from './fields.js'
@@ -38,8 +39,8 @@ export const objectInfo = z.strictObject({
   partsCount: count.exactOptional(),
   /** The version's id (`null` for the null version) when the bucket has versioning configured. */
   versionId: text.exactOptional(),
-  /** How many tags the version has (x-amz-tagging-count); absent when none. */
-  tagCount: count.exactOptional(),
+  /** What GET and HEAD report of the version's attributes; absent when it has none. */
+  attributes: attributeSummary.exactOptional(),
   /** Cluster mode: the stamp of the write that made this version. */
   stamp: stamp.exactOptional(),
 })
@@ -166,9 +167,9 @@ export const partListing = z.strictObject({
   checksum: uploadChecksum.exactOptional(),
 })
 
-/** An object version's tags, and which version it was when the bucket has versioning. */
-export const taggingResult = z.strictObject({
-  tags: z.array(tag),
+/** An object version's attributes, and which version it was when the bucket has versioning. */
+export const attributesResult = z.strictObject({
+  attributes: objectAttributes,
   versionId: text.exactOptional(),
 })
 
@@ -269,8 +270,8 @@ export const aeVersionEntry = z.strictObject({
   marker: z.boolean(),
   /** Parts of a multipart object, 0 for an object of one blob. */
   parts: count,
-  /** Tags it carries. */
-  tags: count,
+  /** What it reports of its attributes, as ObjectInfo does; absent when it has none. */
+  attributes: attributeSummary.exactOptional(),
   current: z.boolean(),
 })
 
@@ -303,8 +304,8 @@ export const REPLICA_ANSWERS = {
   'object.versions-deleted': z.array(z.boolean()),
   'object.list': listPage,
   'object.list-versions': versionListing,
-  'object.tagging.put': taggingResult,
-  'object.tagging.get': taggingResult,
+  'object.attributes.put': attributesResult,
+  'object.attributes.get': attributesResult,
   'upload.create': uploadCreated,
   'upload.complete': putResult,
   'upload.abort': z.null(),

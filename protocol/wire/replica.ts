@@ -17,8 +17,8 @@ import {
   expectations,
   httpMeta,
   message,
+  objectAttributes,
   objectKey,
-  objectTags,
   sha256Hex,
   stamp,
   uploadChecksum,
@@ -33,8 +33,8 @@ export const objectPut = message({
   key: objectKey,
   http: httpMeta,
   userMeta,
-  /** x-amz-tagging, validated by the ingress (protocol/tagging.ts). */
-  tags: objectTags.exactOptional(),
+  /** The version's attributes (protocol/object-attributes.ts), validated by the ingress. */
+  attributes: objectAttributes.exactOptional(),
   expect: expectations,
   /** The sender hashes the streamed body with MD5 and sends the digest with the stream's end,
    * so the store need not: MD5 is the slowest of its hashes, and it then runs on another
@@ -130,18 +130,19 @@ export const objectListVersions = message({
   maxKeys: count,
 })
 
-/** An object version's tags: replaced whole (an empty set deletes them); its bytes untouched. */
-export const objectTaggingPut = message({
-  kind: z.literal('object.tagging.put'),
+/** Sets attributes of an object version (protocol/object-attributes.ts): each one named is
+ * replaced whole (a value that is none removes it), the others and the bytes untouched. */
+export const objectAttributesPut = message({
+  kind: z.literal('object.attributes.put'),
   bucket: bucketName,
   key: objectKey,
   versionId: z.string().exactOptional(),
-  tags: objectTags,
+  attributes: objectAttributes,
   stamp: stamp.exactOptional(),
 })
 
-export const objectTaggingGet = message({
-  kind: z.literal('object.tagging.get'),
+export const objectAttributesGet = message({
+  kind: z.literal('object.attributes.get'),
   bucket: bucketName,
   key: objectKey,
   versionId: z.string().exactOptional(),
@@ -155,8 +156,8 @@ export const uploadCreate = message({
   userMeta,
   /** x-amz-checksum-algorithm and -type: every part must carry that checksum. */
   checksum: uploadChecksum.exactOptional(),
-  /** The object's tags once completed (x-amz-tagging). */
-  tags: objectTags.exactOptional(),
+  /** The attributes of the object it completes, validated by the ingress. */
+  attributes: objectAttributes.exactOptional(),
   /** Cluster mode: the stamp, and the upload id the coordinator chose (equal everywhere): 32 hex
    * digits, as the store makes them. */
   stamp: stamp.exactOptional(),
@@ -303,8 +304,8 @@ export const replicaOp = z.strictObject({
       objectVersionsDeleted,
       objectList,
       objectListVersions,
-      objectTaggingPut,
-      objectTaggingGet,
+      objectAttributesPut,
+      objectAttributesGet,
       uploadCreate,
       uploadComplete,
       uploadAbort,

@@ -64,7 +64,8 @@ function del(bucket: string, ms: number, versionId?: string): Body {
 function tag(bucket: string, value: string, ms: number, versionId?: string): Body {
   const named = versionId === undefined ? {} : { versionId }
   const tags = [{ key: 'colour', value }]
-  return { kind: 'object.tagging.put', bucket, key: KEY, tags, stamp: stamp(ms), ...named }
+  const attributes = { tags }
+  return { kind: 'object.attributes.put', bucket, key: KEY, attributes, stamp: stamp(ms), ...named }
 }
 
 function versioning(bucket: string, status: 'Enabled' | 'Suspended'): Body {
@@ -449,13 +450,13 @@ for (const one of CASES) {
     for (const store of [a, b]) assert.equal(auditStore(store.ctx.kv), [], 'consistent metadata')
     if (one.tagged !== undefined) {
       for (const store of [a, b]) {
-        const got = await store.send<{ tags: { value: string }[] }>({
-          kind: 'object.tagging.get',
+        const got = await store.send<{ attributes: { tags?: { value: string }[] } }>({
+          kind: 'object.attributes.get',
           bucket: one.bucket,
           key: KEY,
         })
         assert.equal(
-          value(got).tags.map((t) => t.value),
+          (value(got).attributes.tags ?? []).map((t) => t.value),
           [one.tagged],
           'the newest tags',
         )

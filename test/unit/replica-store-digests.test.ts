@@ -133,11 +133,11 @@ const HISTORY: { steps: Step[]; ordered?: true }[] = [
     steps: [
       send(put('v', 'e', 'tagged', 1000)),
       send({
-        kind: 'object.tagging.put',
+        kind: 'object.attributes.put',
         bucket: 'v',
         key: 'e',
         versionId: stampToken(stamp(1000)),
-        tags: [{ key: 'colour', value: 'blue' }],
+        attributes: { tags: [{ key: 'colour', value: 'blue' }] },
         stamp: stamp(1400),
       }),
     ],
@@ -348,7 +348,6 @@ test('key.manifest lists the stamp, versions and deletes by id a replica holds',
         size: 6,
         marker: false,
         parts: 0,
-        tags: 0,
         current: true,
       },
     ],
@@ -384,7 +383,7 @@ test('key.manifest lists the stamp, versions and deletes by id a replica holds',
     `w\0${stampToken(stamp(1000))}\0${stamp(1300)}`,
   ]
   assert.is(byId.digest, itemsDigest(items))
-  assert.is((await manifest(store, 'v', 'e')).versions[0]?.tags, 1)
+  assert.is((await manifest(store, 'v', 'e')).versions[0]?.attributes?.tags, 1)
   const completed = await manifest(store, 'p', 'm')
   assert.equal([completed.stamp, completed.versions[0]?.parts], [stamp(1200), 1])
   assert.equal(await manifest(store, 'p', 'never'), {

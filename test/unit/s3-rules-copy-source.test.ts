@@ -1,7 +1,7 @@
 /** Goal: S3's copy rules decide as Amazon S3 documents them, for a single node's copy and a
  * cluster's alike: a copy onto itself must change something (or name a source version), a delete
  * marker is no source, x-amz-copy-source-if-* fail with 412 only, 5 GiB at most, COPY and REPLACE
- * of metadata and tags, a multipart source copied as new bytes, UploadPartCopy's range, and which
+ * of metadata, a multipart source copied as new bytes, UploadPartCopy's range, and which
  * checksums a copied part keeps or has computed. Method: protocol/s3-rules/copy-source.ts called
  * on tables of requests; each row names the S3 error code it must give, or none. */
 import { test } from 'uvu'
@@ -12,7 +12,7 @@ import {
   checkCopySourceSize,
   checkSelfCopy,
   checksumsOfBytes,
-  copiedAttributes,
+  copiedMetadata,
   etagIsMd5OfBytes,
   copiedPartExpect,
   markerAsSource,
@@ -71,14 +71,11 @@ test('x-amz-copy-source-if-*: as a read, but 412 where a read says 304', () => {
   }
 })
 
-test('metadata: COPY keeps the source, REPLACE takes the request; tags likewise', () => {
+test('metadata: COPY keeps the source, REPLACE takes the request', () => {
   const source = { http: { contentType: 'text/plain' }, userMeta: { a: '1' } }
   const replace = { http: { contentType: 'image/png' }, userMeta: { b: '2' } }
-  assert.equal(copiedAttributes(source, {}), { ...source, tags: 'source' })
-  assert.equal(copiedAttributes(source, { replace }), { ...replace, tags: 'source' })
-  const tags = [{ key: 't', value: 'v' }]
-  assert.equal(copiedAttributes(source, { tags }), { ...source, tags })
-  assert.equal(copiedAttributes(source, { tags: [] }), { ...source, tags: [] })
+  assert.equal(copiedMetadata(source, {}), source)
+  assert.equal(copiedMetadata(source, { replace }), replace)
 })
 
 test('CopyObject copies at most 5 GiB, as S3 does', () => {

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert'
 import {
   deleteWithoutId,
   keepsOlderChanges,
-  markerHasNoTags,
+  markerHasNoAttributes,
   newestIsCurrent,
   newVersionId,
   replacesNullVersion,
@@ -58,11 +58,11 @@ test('the newest version is the current object unless it is a delete marker', ()
   assert.is(newestIsCurrent({ deleteMarker: true }), false)
 })
 
-test('a delete marker has no tags: 405 by version id, 404 as the current version', () => {
+test('a delete marker has no attributes: 405 by version id, 404 as the current version', () => {
   const at = { bucket: 'b', key: 'k' }
-  const byId = markerHasNoTags(at, { byId: true })
+  const byId = markerHasNoAttributes(at, { byId: true })
   assert.ok(!byId.ok && byId.code === 'method_not_allowed')
-  const current = markerHasNoTags(at, { byId: false })
+  const current = markerHasNoAttributes(at, { byId: false })
   assert.ok(!current.ok && current.code === 'no_such_key')
 })
 

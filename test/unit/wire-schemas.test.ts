@@ -21,7 +21,7 @@ const objectPut = {
   ...head,
   http,
   userMeta: { owner: 'me' },
-  tags: [{ key: 'project', value: 'x' }],
+  attributes: { tags: [{ key: 'project', value: 'x' }] },
   expect: { md5Base64: '1B2M2Y8AsgTpgAmY7PhCfg==', size: 0, checksums: { crc32: 'AAAAAA==' } },
   streamMd5: true,
   conditions: { ifNoneMatch: '*' },
@@ -95,8 +95,8 @@ const WELL_FORMED: Record<PeerMethod, object[]> = {
         maxKeys: 10,
       },
     },
-    { msg: { kind: 'object.tagging.put', ...head, tags: [], stamp: STAMP } },
-    { msg: { kind: 'object.tagging.get', ...head, versionId: 'v1' } },
+    { msg: { kind: 'object.attributes.put', ...head, attributes: { tags: [] }, stamp: STAMP } },
+    { msg: { kind: 'object.attributes.get', ...head, versionId: 'v1' } },
     {
       msg: {
         kind: 'upload.create',
@@ -288,8 +288,14 @@ const MALFORMED: Malformed[] = [
   ],
   [
     'Replica.Op',
-    { msg: { kind: 'object.tagging.put', ...head, tags: [{ key: 'aws:x', value: '' }] } },
-    'msg.tags:',
+    {
+      msg: {
+        kind: 'object.attributes.put',
+        ...head,
+        attributes: { tags: [{ key: 'aws:x', value: '' }] },
+      },
+    },
+    'msg.attributes:',
   ],
   ['Replica.Op', { msg: { kind: 'bucket.delete', bucket: 'b' } }, 'msg.force: a peer deletes'],
   // A kind the method does not take.

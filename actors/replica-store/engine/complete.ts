@@ -20,11 +20,12 @@ import {
   distinctParts,
   multipartEtag,
 } from '../../../protocol/s3-rules/multipart.js'
+import { withAttributes } from '../../../protocol/object-attributes.js'
 import { completedPartsDigest, recordCompletion, retriedCompletion } from './completed-uploads.js'
 import { expiryKey, uploadKey } from '../keys.js'
 import { Mutation } from '../mutation.js'
 import { NO_ROOM, stampedResult } from './put.js'
-import { withTags, type ObjectRecord, type PartRecord, type PartRef } from '../records.js'
+import { type ObjectRecord, type PartRecord, type PartRef } from '../records.js'
 import { commitMutation, type StoreState } from '../store-state.js'
 import { placeStamped, stampedChange, writeStamped } from '../replication/stamps.js'
 import { findUpload, forgetOpenUpload, partNumbers } from './uploads.js'
@@ -88,7 +89,7 @@ export async function completeUpload(
     userMeta: upload.value.userMeta,
     checksums: checksum.value?.checksums ?? {},
     parts: blobs,
-    ...withTags(upload.value.tags),
+    ...withAttributes(upload.value.attributes),
   }
   if (checksum.value !== null) record.checksumType = checksum.value.type
   mutation.del(uploadKey(msg.bucket, msg.key, msg.uploadId))

@@ -10,20 +10,24 @@ import { fail, ok, type Result } from '../../../protocol/errors.js'
 import type { ObjectMsg, PutResult } from '../../../protocol/messages.js'
 import type { HttpMeta } from '../../../protocol/objects.js'
 import {
+  copiedAttributes,
+  withAttributes,
+  type ObjectAttributes,
+} from '../../../protocol/object-attributes.js'
+import {
   checkCopySourceConditions,
   checkCopySourceSize,
   checkSelfCopy,
   checksumsOfBytes,
-  copiedAttributes,
+  copiedMetadata,
   etagIsMd5OfBytes,
   markerAsSource,
 } from '../../../protocol/s3-rules/copy-source.js'
 import { shownVersionId } from '../../../protocol/s3-rules/versioning.js'
-import type { Tag } from '../../../protocol/tagging.js'
 import { streamBlobs } from './get.js'
 import { Mutation } from '../mutation.js'
 import { NO_ROOM, putObject, type PutMsg } from './put.js'
-import { blobsOf, withTags, type ObjectRecord } from '../records.js'
+import { blobsOf, type ObjectRecord } from '../records.js'
 import { commitMutation, type StoreState } from '../store-state.js'
 import { findVersion, writeCurrent } from './versions.js'
 import { checkWriteConditions } from './write-conditions.js'
@@ -55,18 +59,23 @@ export async function copyObject(
   }
   const allowed = checkWriteConditions(mutation, target, msg.targetConditions)
   if (!allowed.ok) return allowed
-  const { http, userMeta, tags } = copiedAttributes(original, msg)
+  const { http, userMeta } = copiedMetadata(original, msg)
+  const attributes = copiedAttributes(original.attributes, msg.attributes)
   const sourceVersionId = shownVersionId(versioned, original.versionId)
   if (!etagIsMd5OfBytes({ partsCount: original.parts?.length })) {
-    const copied = { http, userMeta, tags: tags === 'source' ? original.tags : tags }
+    const copied = { http, userMeta, attributes }
     const written = await copyBytes(state, msg, ctx, mutation, original, copied)
     if (!written.ok || sourceVersionId === undefined) return written
     return ok({ ...written.value, sourceVersionId })
   }
-  const record: ObjectRecord = { ...original, lastModifiedMs: ctx.now(), http, userMeta }
-  if (tags !== 'source') {
-    delete record.tags
-    Object.assign(record, withTags(tags))
+  // A new version: the source's attributes and their stamps are not the copy's.
+  const { attributes: _source, attributeStamps: _stamps, ...bytes } = original
+  const record: ObjectRecord = {
+    ...bytes,
+    lastModifiedMs: ctx.now(),
+    http,
+    userMeta,
+    ...withAttributes(attributes),
   }
   for (const blob of blobsOf(original)) mutation.addReference(blob.sha256)
   const versionId = writeCurrent(state, ctx, mutation, target, record)
@@ -88,7 +97,7 @@ function copyBytes(
   ctx: Context,
   view: Mutation,
   source: ObjectRecord,
-  copied: { http: HttpMeta; userMeta: Record<string, string>; tags: Tag[] | undefined },
+  copied: { http: HttpMeta; userMeta: Record<string, string>; attributes: ObjectAttributes },
 ): Promise<Result<PutResult>> {
   const checksums = checksumsOfBytes(source)
   const put: PutMsg = {
@@ -99,7 +108,7 @@ function copyBytes(
     key: msg.target.key,
     http: copied.http,
     userMeta: copied.userMeta,
-    ...withTags(copied.tags),
+    ...withAttributes(copied.attributes),
     expect: { size: source.size, ...(Object.keys(checksums).length === 0 ? {} : { checksums }) },
     ...(msg.targetConditions === undefined ? {} : { conditions: msg.targetConditions }),
   }

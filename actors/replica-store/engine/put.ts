@@ -22,9 +22,10 @@ import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../../pr
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../../protocol/limits.js'
 import { END_STAMP_TRAILER, type ObjectMsg, type PutResult } from '../../../protocol/messages.js'
 import type { ChecksumAlgorithm, Checksums } from '../../../protocol/objects.js'
+import { withAttributes } from '../../../protocol/object-attributes.js'
 import { fileKey, garbageKey, isStamp } from '../keys.js'
 import { Mutation, type NewBlob } from '../mutation.js'
-import { withTags, type ObjectRecord } from '../records.js'
+import { type ObjectRecord } from '../records.js'
 import { commitMutation, promoteInBackground, type StoreState } from '../store-state.js'
 import { placeStamped, stampedChange, writeStamped, type Placement } from '../replication/stamps.js'
 import { writeCurrent, type StampedChange } from './versions.js'
@@ -95,7 +96,7 @@ export function putObject(
       userMeta: msg.userMeta,
       checksums: verified.checksums,
       sha256: verified.sha256,
-      ...withTags(msg.tags),
+      ...withAttributes(msg.attributes),
     }
     if (msg.stamp !== undefined) {
       return putStamped(state, ctx, mutation, msg, msg.stamp, record, created)

@@ -37,6 +37,7 @@ import {
 } from '../keys.js'
 import { forgetCompletion } from './completed-uploads.js'
 import { compareUtf8 } from '../../../protocol/key-order.js'
+import { withAttributes } from '../../../protocol/object-attributes.js'
 import { Mutation } from '../mutation.js'
 import { checkPointList } from '../replication/point-checks.js'
 import {
@@ -45,7 +46,6 @@ import {
   decodeUpload,
   encodeRecord,
   partInfo,
-  withTags,
   type UploadRecord,
 } from '../records.js'
 import { commitMutation, type StoreState } from '../store-state.js'
@@ -86,7 +86,7 @@ export async function createUpload(
     initiatedMs,
     http: msg.http,
     userMeta: msg.userMeta,
-    ...withTags(msg.tags),
+    ...withAttributes(msg.attributes),
   }
   if (msg.checksum !== undefined) record.checksum = msg.checksum
   mutation.put(uploadKey(msg.bucket, msg.key, uploadId), encodeRecord(record))

@@ -12,6 +12,7 @@ import {
   type VersionEntry,
 } from '../../../protocol/anti-entropy.js'
 import { fail, ok, type Result } from '../../../protocol/errors.js'
+import { summaryOf } from '../../../protocol/object-attributes.js'
 import { MANIFEST_ENTRIES_MAX } from '../../../protocol/wire/bounds.js'
 import { treePlace } from './digests.js'
 import {
@@ -131,9 +132,10 @@ function versionEntry(
     size: record.size,
     marker: record.deleteMarker === true,
     parts: record.parts?.length ?? 0,
-    tags: record.tags?.length ?? 0,
     current,
   }
+  const attributes = summaryOf(record.attributes)
+  if (attributes !== undefined) entry.attributes = attributes
   if (versioned) entry.versionId = record.versionId ?? 'null'
   if (record.stamp !== undefined) entry.stamp = record.stamp
   return entry

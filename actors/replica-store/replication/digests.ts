@@ -3,8 +3,9 @@
  * versions (V\0), its stamp (Q\0) and its versions deleted by id (W\0), each hashed from the fields
  * every replica writes alike, whatever path the write took (a client's request, a replay by
  * repair):
- *   an object or version   v\0<token>\0<stamp or ''>\0<etag>\0<delete marker 0/1>\0<tags count>
- *                          [\0<stamp of its tags' change>, when they changed after the write]
+ *   an object or version   v\0<token>\0<stamp or ''>\0<etag>\0<delete marker 0/1><attributes>
+ *                          (as each attribute's rule names it and its change after the
+ *                          write, protocol/object-attributes.ts: \0<tags count>[\0<their stamp>])
  *                          [\0id\0<version id>, when it is not the `null` version]
  *   a key stamp            q\0<stamp>
  *   a version deleted      w\0<token>\0<stamp of the delete>
@@ -20,6 +21,7 @@ import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import type { Context, KvOp, KvStore } from '../../../protocol/actor.js'
 import { ServiceError } from '../../../protocol/errors.js'
+import { attributesDigest } from '../../../protocol/object-attributes.js'
 import {
   DIGESTS_KEPT_KEY,
   keyDigestKey,
@@ -74,14 +76,14 @@ export interface KeyItem {
 
 function objectItem(record: ObjectRecord, token: string): string {
   const marker = record.deleteMarker === true ? 1 : 0
-  const tags = record.tags?.length ?? 0
-  // A later change of its tags is named too; a record without one hashes as it always did.
-  const retagged = record.tagsStamp === undefined ? '' : `\0${record.tagsStamp}`
+  // Its attributes, and the stamps of their changes after the write, as each one's rule names
+  // them (protocol/object-attributes.ts): a record without any hashes as it always did.
+  const attributes = attributesDigest(record.attributes, record.attributeStamps)
   // Its version id too: one stamp written as a version and as `null` are two records, which a
   // key sync settles (record-merge.ts). A `null` version (or one before versioning) hashes as
   // it always did, so that archiving it, which names it, leaves the digest as it was.
   const named = isNullVersion(record) ? '' : `\0id\0${record.versionId as string}`
-  return `v\0${token}\0${record.stamp ?? ''}\0${record.etag}\0${marker}\0${tags}${retagged}${named}`
+  return `v\0${token}\0${record.stamp ?? ''}\0${record.etag}\0${marker}${attributes}${named}`
 }
 
 /** The item a record of O\0, V\0, Q\0 or W\0 is, or null for a record of any other kind. */

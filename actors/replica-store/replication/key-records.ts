@@ -1,8 +1,8 @@
 /** @module records.get: a key's stamped records as this replica keeps them (KeyRecords of
  * protocol/anti-entropy.ts), the unit replicas exchange; and their reading back from another
  * replica, checked field by field since they come from another process. Every version is its
- * stored record: an object with its stamp, its tags and their stamp, a multipart object's parts,
- * a delete marker. */
+ * stored record: an object with its stamp, its attributes and their stamps, a multipart object's
+ * parts, a delete marker. */
 import type { Context } from '../../../protocol/actor.js'
 import type { KeyRecords } from '../../../protocol/anti-entropy.js'
 import { fail, ok, ServiceError, type Result } from '../../../protocol/errors.js'
@@ -89,7 +89,8 @@ export function receivedRecords(records: KeyRecords): Result<HeldRecords> {
     if (!isVersionToken(token) || held.versions.has(token)) {
       return fail('invalid_request', 'a bad or repeated version token')
     }
-    if (!isOptionalStamp(decoded.stamp) || !isOptionalStamp(decoded.tagsStamp)) {
+    const stamps = [decoded.stamp, ...Object.values(decoded.attributeStamps ?? {})]
+    if (!stamps.every(isOptionalStamp)) {
       return fail('invalid_request', `version ${token}: a bad stamp`)
     }
     held.versions.set(token, decoded)

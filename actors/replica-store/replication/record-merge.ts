@@ -5,7 +5,7 @@
  * - The key's stamp is the newer of the two; a version deleted by id keeps the newer delete.
  * - Versions are the union by token, less those a delete by id removed (its stamp not older than
  *   the version's; a `null` version's is the key's null tombstone, stamps.ts). A token both hold
- *   is one write: the record whose tags changed last wins.
+ *   is one write: each of its attributes (protocol/object-attributes.ts) is the one changed last.
  * - A key has at most one `null` version (written before versioning was configured, or while it
  *   was suspended): the newest by stamp.
  * - In a bucket without versioning, the object one replica holds and the other does not goes when
@@ -16,6 +16,11 @@
  *   two states) are ordered by the bytes of their canonical encoding, the larger wins.
  * The current version is the newest (tokens sort newest first) unless it is a delete marker; in a
  * bucket without versioning, the key's one object. */
+import {
+  ATTRIBUTE_NAMES,
+  type AttributeStamps,
+  type ObjectAttributes,
+} from '../../../protocol/object-attributes.js'
 import { NULL_TOMBSTONE_TOKEN } from '../keys.js'
 import type { ObjectRecord } from '../records.js'
 import type { HeldRecords } from './key-records.js'
@@ -35,20 +40,52 @@ function sorted(value: unknown): unknown {
   return Object.fromEntries(entries.map(([name, field]) => [name, sorted(field)]))
 }
 
-/** The stamp of a record's last change: its write, or a later change of its tags. */
+/** The stamp of a record's last change: its write, or a later change of one of its attributes. */
 export function changeStampOf(record: ObjectRecord): string {
-  const written = record.stamp ?? ''
-  const tagged = record.tagsStamp ?? ''
-  return tagged > written ? tagged : written
+  let newest = record.stamp ?? ''
+  for (const stamp of Object.values(record.attributeStamps ?? {})) {
+    if (stamp > newest) newest = stamp
+  }
+  return newest
 }
 
-/** Whether `a` wins over `b`: the newer write, then the newer tags, then the larger encoding. */
+/** Whether `a` wins over `b`: the newer write, then the newer change of an attribute, then the
+ * larger encoding. */
 export function wins(a: ObjectRecord, b: ObjectRecord): boolean {
   const written = compare(a.stamp ?? '', b.stamp ?? '')
   if (written !== 0) return written > 0
-  const tagged = compare(a.tagsStamp ?? '', b.tagsStamp ?? '')
-  if (tagged !== 0) return tagged > 0
+  const changed = compare(changeStampOf(a), changeStampOf(b))
+  if (changed !== 0) return changed > 0
   return compare(canonical(a), canonical(b)) > 0
+}
+
+/** Two replicas' records of one version (one token). Of two writes the newer is the version
+ * whole; of one write each attribute is the side's whose change of it is newer (the larger value
+ * of one stamp), and the rest the larger encoding's: a choice per field, so the merge is
+ * commutative and idempotent whatever mix of changes each side saw. */
+export function mergeVersion(a: ObjectRecord, b: ObjectRecord): ObjectRecord {
+  if ((a.stamp ?? '') !== (b.stamp ?? '')) return wins(a, b) ? a : b
+  const { attributes: _a, attributeStamps: _aStamps, ...aRest } = a
+  const { attributes: _b, attributeStamps: _bStamps, ...bRest } = b
+  const base = compare(canonical(aRest), canonical(bRest)) >= 0 ? aRest : bRest
+  const attributes: Record<string, unknown> = {}
+  const stamps: AttributeStamps = {}
+  for (const name of ATTRIBUTE_NAMES) {
+    const [aStamp, bStamp] = [a.attributeStamps?.[name], b.attributeStamps?.[name]]
+    const [aValue, bValue] = [a.attributes?.[name], b.attributes?.[name]]
+    const order =
+      compare(aStamp ?? '', bStamp ?? '') ||
+      compare(JSON.stringify(sorted(aValue ?? null)), JSON.stringify(sorted(bValue ?? null)))
+    const [value, stamp] = order >= 0 ? [aValue, aStamp] : [bValue, bStamp]
+    if (value !== undefined) attributes[name] = value
+    if (stamp !== undefined) stamps[name] = stamp
+  }
+  const merged: ObjectRecord = { ...base }
+  if (Object.keys(attributes).length > 0) merged.attributes = attributes as ObjectAttributes
+  if (Object.keys(stamps).length > 0) merged.attributeStamps = stamps
+  // The same record when it is one side's, so that a caller sees nothing changed.
+  if (canonical(merged) === canonical(a)) return a
+  return canonical(merged) === canonical(b) ? b : merged
 }
 
 function compare(a: string, b: string): number {
@@ -93,7 +130,7 @@ export function mergeRecords(
         if (other.stamp > changeStampOf(record)) continue
       }
       const kept = versions.get(token)
-      if (kept === undefined || wins(record, kept)) versions.set(token, record)
+      versions.set(token, kept === undefined ? record : mergeVersion(record, kept))
     }
   }
   let nullToken: string | null = null
