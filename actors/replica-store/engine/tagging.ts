@@ -1,21 +1,20 @@
-/** @module Tags: object.tagging.put/get and bucket.tagging.put/get. An object version's tags are a
- * field of its record (O\0 when current, V\0 otherwise), so each version keeps its own and a
- * change rewrites that one record in place: no blob reference, counter or byte moves, and the
- * version keeps its last-modified time, as in S3. A bucket's tags are a record of their own under
- * T\0<bucket> (keys.ts), like its CORS rules, deleted in the bucket's delete batch. Each change
+/** @module Tags: object.tagging.put/get (a bucket's tags are a bucket setting, bucket-settings.ts).
+ * An object version's tags are a field of its record (O\0 when current, V\0 otherwise), so each
+ * version keeps its own and a change rewrites that one record in place: no blob reference, counter
+ * or byte moves, and the version keeps its last-modified time, as in S3. Each change
  * is prepared synchronously right before its commit, like every mutation. The ingress validated
  * the tags (protocol/tagging.ts); here they are asserted. A stamped change of an object's tags
  * raises its key's stamp (stamps.ts) and is kept with the tags (`tagsStamp`): one older than it
  * leaves them, so replicas end with the newest tags whatever order the changes came in. */
 import assert from 'node:assert/strict'
 import type { Context } from '../../../protocol/actor.js'
-import { fail, ok, ServiceError, type Result } from '../../../protocol/errors.js'
+import { fail, ok, type Result } from '../../../protocol/errors.js'
 import type { ObjectMsg, TaggingResult } from '../../../protocol/messages.js'
 import { markerHasNoTags } from '../../../protocol/s3-rules/versioning.js'
 import { validateTags, type Tag } from '../../../protocol/tagging.js'
-import { bucketTaggingKey, objectKey, versionKey } from '../keys.js'
+import { objectKey, versionKey } from '../keys.js'
 import { Mutation } from '../mutation.js'
-import { decodeText, encodeRecord, withTags, type ObjectRecord } from '../records.js'
+import { encodeRecord, withTags, type ObjectRecord } from '../records.js'
 import { raiseKeyStamp } from '../replication/stamps.js'
 import { commitMutation, type StoreState } from '../store-state.js'
 import { findVersion } from './versions.js'
@@ -87,49 +86,4 @@ export function getObjectTagging(
   const located = locate(ctx, new Mutation(ctx.kv), msg)
   if (!located.ok) return located
   return ok(answer(located.value.record.tags ?? [], located.value))
-}
-
-/** An empty set deletes the bucket's tags (DeleteBucketTagging), which succeeds without any. */
-export async function putBucketTagging(
-  state: StoreState,
-  msg: Msg<'bucket.tagging.put'>,
-  ctx: Context,
-): Promise<Result<null>> {
-  assert(validateTags(msg.tags, 'bucket').ok, 'bucket.tagging.put with invalid tags')
-  const mutation = new Mutation(ctx.kv)
-  if (mutation.bucket(msg.bucket) === undefined) return noSuchBucket(msg.bucket)
-  const storedKey = bucketTaggingKey(msg.bucket)
-  if (msg.tags.length > 0) mutation.put(storedKey, encodeRecord(msg.tags))
-  else if (mutation.get(storedKey) !== undefined) mutation.del(storedKey)
-  else return ok(null)
-  mutation.catalogKeys.add(storedKey)
-  await commitMutation(state, ctx, mutation)
-  return ok(null)
-}
-
-export function getBucketTagging(bucket: string, ctx: Context): Result<Tag[]> {
-  const mutation = new Mutation(ctx.kv)
-  if (mutation.bucket(bucket) === undefined) return noSuchBucket(bucket)
-  const stored = mutation.get(bucketTaggingKey(bucket))
-  if (stored === undefined) return fail('no_such_tag_set', 'The TagSet does not exist')
-  return ok(decodeTags(stored))
-}
-
-function isTag(value: unknown): value is Tag {
-  const tag = value as Partial<Tag> | null
-  return typeof tag?.key === 'string' && typeof tag.value === 'string'
-}
-
-function decodeTags(bytes: Uint8Array): Tag[] {
-  let value: unknown
-  try {
-    value = JSON.parse(decodeText(bytes, 'bucket tagging'))
-  } catch (error) {
-    if (error instanceof ServiceError) throw error
-    throw new ServiceError('corrupt', 'bucket tagging record is not JSON')
-  }
-  if (!Array.isArray(value) || !value.every(isTag) || !validateTags(value, 'bucket').ok) {
-    throw new ServiceError('corrupt', 'bucket tagging record: bad tags')
-  }
-  return value
 }
