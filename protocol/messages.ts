@@ -12,7 +12,11 @@ import type { Request, StreamHandle } from './actor.js'
 import type { AntiEntropyMsg } from './anti-entropy.js'
 import type { NodePhase, PeerRequestMsg } from './cluster.js'
 import type { WriteConditions } from './s3-rules/conditions.js'
-import type { CorsConfiguration } from './cors.js'
+import type {
+  BucketSettingName,
+  BucketSettingValue,
+  NamedBucketSetting,
+} from './bucket-settings.js'
 import type { BucketInfo, BucketListing, Conditions, HttpMeta, ListPage } from './objects.js'
 import type { Role } from './identity.js'
 import type { ObjectAttributes } from './object-attributes.js'
@@ -87,10 +91,12 @@ export type ObjectMsg =
       limit: number
     })
   | (Request & Fields<typeof wire.bucketStats>)
-  /** A bucket's CORS configuration, validated by the ingress (protocol/cors.ts). */
-  | (Request & { kind: 'bucket.cors.put'; bucket: string; cors: CorsConfiguration })
-  | (Request & { kind: 'bucket.cors.get'; bucket: string })
-  | (Request & { kind: 'bucket.cors.delete'; bucket: string })
+  /** A bucket setting (protocol/bucket-settings.ts), its value validated by the ingress. A put
+   * of an empty value deletes a setting whose rules say so; a delete of one the bucket does not
+   * have succeeds, as in S3. */
+  | (Request & { kind: 'bucket.setting.put'; bucket: string } & NamedBucketSetting)
+  | (Request & { kind: 'bucket.setting.get'; bucket: string; name: BucketSettingName })
+  | (Request & { kind: 'bucket.setting.delete'; bucket: string; name: BucketSettingName })
   /** Small bodies travel inline; larger ones on a stream. Exactly one is set. */
   | (Request & Fields<typeof wire.objectPut> & { body?: Uint8Array; stream?: StreamHandle })
   | (Request &
@@ -132,9 +138,6 @@ export type ObjectMsg =
     })
   | (Request & Fields<typeof wire.objectAttributesPut>)
   | (Request & Fields<typeof wire.objectAttributesGet>)
-  /** A bucket's tags, validated by the ingress; an empty set deletes them. */
-  | (Request & { kind: 'bucket.tagging.put'; bucket: string; tags: Tag[] })
-  | (Request & { kind: 'bucket.tagging.get'; bucket: string })
   | (Request & Fields<typeof wire.objectList>)
   | UploadMsg
 
@@ -205,9 +208,9 @@ export type ObjectReply = {
   'bucket.head': BucketInfo
   'bucket.list': BucketListing
   'bucket.stats': BucketStats[]
-  'bucket.cors.put': null
-  'bucket.cors.get': CorsConfiguration
-  'bucket.cors.delete': null
+  'bucket.setting.put': null
+  'bucket.setting.get': BucketSettingValue
+  'bucket.setting.delete': null
   'object.put': PutResult
   'object.get': GetResult | MarkerResult | AbsentResult
   'object.delete': DeleteResult
@@ -229,8 +232,6 @@ export type ObjectReply = {
   'object.list': ListPage
   'object.attributes.put': AttributesResult
   'object.attributes.get': AttributesResult
-  'bucket.tagging.put': null
-  'bucket.tagging.get': Tag[]
   'bucket.versioning.put': null
   'bucket.versioning.get': { status: 'Enabled' | 'Suspended' | null }
   'object.list-versions': VersionListing

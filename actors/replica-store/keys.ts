@@ -4,6 +4,7 @@
  *   B\0<bucket>         bucket record (creation time, per-bucket counters)
  *   R\0<bucket>         the bucket's CORS rules, if it has any; deleted with the bucket
  *   T\0<bucket>         the bucket's tags, if it has any; deleted with the bucket
+ *                       (R\0 and T\0 are bucket settings: bucketSettingKey)
  *   O\0<bucket>\0<key>  object record; a bucket's objects are one range, in S3's listing order
  *   H\0<sha256>         blob record (size, CRC32, reference count, file id if not inline, and
  *                       whether the scrubber found the copy corrupt); the scrubber walks this range
@@ -48,6 +49,7 @@
  * `\0`, so `O\0<bucket>\0` is a prefix of exactly that bucket's objects; object keys are opaque and
  * may contain anything after it. */
 import assert from 'node:assert/strict'
+import { isBucketSettingName, type BucketSettingName } from '../../protocol/bucket-settings.js'
 import { parseHlc } from '../../protocol/hlc.js'
 
 export const COUNTERS_KEY = 'C\0'
@@ -60,10 +62,22 @@ export const SYSTEM_PREFIX = 'Y\0'
 /** The first key after every system record. */
 export const SYSTEM_END = 'Y\x01'
 
+/** The prefix of each bucket setting's records (protocol/bucket-settings.ts): these are the
+ * bytes data directories hold, so a setting keeps its prefix for good and a new one takes a letter
+ * no other record kind uses. */
+const BUCKET_SETTING_PREFIXES: { [N in BucketSettingName]: string } = {
+  cors: 'R\0',
+  tags: 'T\0',
+}
+
 export const STAMP_PREFIX = 'S\0'
 export const STAMP_END = 'S\x01'
 /** Key ranges that make up the catalog: what every node of a cluster knows. */
-export const CATALOG_PREFIXES = [BUCKET_PREFIX, 'R\0', 'T\0', SYSTEM_PREFIX] as const
+export const CATALOG_PREFIXES: readonly string[] = [
+  BUCKET_PREFIX,
+  ...Object.values(BUCKET_SETTING_PREFIXES),
+  SYSTEM_PREFIX,
+]
 
 export function isCatalogKey(key: string): boolean {
   return CATALOG_PREFIXES.some((prefix) => key.startsWith(prefix))
@@ -87,14 +101,10 @@ export function bucketKey(bucket: string): string {
   return BUCKET_PREFIX + bucket
 }
 
-export function corsKey(bucket: string): string {
+export function bucketSettingKey(bucket: string, name: BucketSettingName): string {
   checkBucket(bucket)
-  return 'R\0' + bucket
-}
-
-export function bucketTaggingKey(bucket: string): string {
-  checkBucket(bucket)
-  return 'T\0' + bucket
+  assert(isBucketSettingName(name), 'an unknown bucket setting')
+  return BUCKET_SETTING_PREFIXES[name] + bucket
 }
 
 export function objectPrefix(bucket: string): string {

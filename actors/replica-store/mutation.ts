@@ -11,13 +11,13 @@
  * changes (digests.ts). */
 import assert from 'node:assert/strict'
 import type { KvOp, KvStore } from '../../protocol/actor.js'
+import { BUCKET_SETTING_NAMES } from '../../protocol/bucket-settings.js'
 import { ServiceError } from '../../protocol/errors.js'
 import { digestOps, isDigested, keepsDigests } from './replication/digests.js'
 import {
   blobKey,
   bucketKey,
-  bucketTaggingKey,
-  corsKey,
+  bucketSettingKey,
   COUNTERS_KEY,
   fileKey,
   garbageKey,
@@ -117,11 +117,12 @@ export class Mutation {
     assert(record !== undefined)
     assert.equal(record.objects, 0)
     this.buckets.set(name, null)
-    this.del(corsKey(name))
-    this.del(bucketTaggingKey(name))
     this.counters().buckets--
-    for (const key of [bucketKey(name), corsKey(name), bucketTaggingKey(name)]) {
-      this.catalogKeys.add(key)
+    this.catalogKeys.add(bucketKey(name))
+    // Every setting goes with its bucket, so a new bucket of the same name starts without any.
+    for (const setting of BUCKET_SETTING_NAMES) {
+      this.del(bucketSettingKey(name, setting))
+      this.catalogKeys.add(bucketSettingKey(name, setting))
     }
   }
 

@@ -2,8 +2,8 @@
  * bodies in blobs content-addressed by SHA-256 with reference counts: small blobs (at most
  * INLINE_BLOB_BYTES_MAX) inside the kv, larger ones as files through ctx.blobs. This module
  * dispatches each message to the folder of its role:
- * - engine/: the S3 object engine (ObjectMsg: buckets, objects, versions, tags, listings, CORS,
- *   multipart uploads and their expiry), deciding with protocol/s3-rules/;
+ * - engine/: the S3 object engine (ObjectMsg: buckets and their settings, objects, versions, tags,
+ *   listings, multipart uploads and their expiry), deciding with protocol/s3-rules/;
  * - blobs/: blob files and their checks (the scrubber's BlobMsg, damage reports, crash recovery);
  * - replication/: what replicas of a cluster need (stamped changes, digests and anti-entropy's
  *   questions, a key's records and their merge, the catalog, key claims, point checks, rejoin);
@@ -25,6 +25,7 @@ import { reportDamage } from './blobs/damaged.js'
 import { fail, ok, ServiceError, type Result } from '../../protocol/errors.js'
 import type { PeerAnswer, PeerRequestMsg } from '../../protocol/cluster.js'
 import type { Handled } from '../../protocol/protocols.js'
+import { BUCKET_SETTING_NAMES } from '../../protocol/bucket-settings.js'
 import type { StoreMsg } from '../../protocol/messages.js'
 import {
   applyCatalog,
@@ -49,13 +50,12 @@ import { keyDigests, keyManifest, leafDigests, rootDigests } from './replication
 import { getObjectAttributes, putObjectAttributes } from './engine/attributes.js'
 import { copyObject } from './engine/copy.js'
 import { startDigests } from './replication/digests.js'
-import { deleteCors, getCors, putCors } from './engine/cors.js'
+import { deleteSetting, getSetting, putSetting } from './engine/bucket-settings.js'
 import { deleteObject, deleteObjects, deleteStampOf } from './engine/delete.js'
 import { getObject } from './engine/get.js'
 import {
   bucketKey,
-  bucketTaggingKey,
-  corsKey,
+  bucketSettingKey,
   COUNTERS_KEY,
   isStamp,
   isUploadId,
@@ -69,7 +69,6 @@ import { uploadPart, uploadPartCopy } from './engine/parts.js'
 import { scheduleExpiry } from './engine/expiry.js'
 import { getVersioning, putVersioning } from './engine/buckets.js'
 import { listVersions } from './engine/versions-list.js'
-import { getBucketTagging, putBucketTagging } from './engine/tagging.js'
 import {
   abortUpload,
   createUpload,
@@ -155,13 +154,11 @@ export const replicaStore: Actor<StoreState, 'replica-store'> = {
     'bucket.head': (_state, msg, ctx) => headBucket(msg.bucket, ctx),
     'bucket.list': (_state, msg, ctx) => listBuckets(msg, ctx),
     'bucket.stats': (_state, _msg, ctx) => bucketStats(ctx),
-    'bucket.cors.put': (state, msg, ctx) => putCors(state, msg.bucket, msg.cors, ctx),
-    'bucket.cors.get': (_state, msg, ctx) => getCors(msg.bucket, ctx),
-    'bucket.cors.delete': (state, msg, ctx) => deleteCors(state, msg.bucket, ctx),
+    'bucket.setting.put': putSetting,
+    'bucket.setting.get': (_state, msg, ctx) => getSetting(msg, ctx),
+    'bucket.setting.delete': deleteSetting,
     'bucket.versioning.put': (state, msg, ctx) => putVersioning(state, msg.bucket, msg.status, ctx),
     'bucket.versioning.get': (_state, msg, ctx) => getVersioning(msg.bucket, ctx),
-    'bucket.tagging.put': putBucketTagging,
-    'bucket.tagging.get': (_state, msg, ctx) => getBucketTagging(msg.bucket, ctx),
     'object.put': putObject,
     'object.get': getObject,
     'object.delete': (state, msg, ctx) => {
@@ -296,14 +293,15 @@ function checkChosen(msg: StoreMsg): Result<null> {
 function catalogKeysOf(msg: StoreMsg): string[] {
   switch (msg.kind) {
     case 'bucket.delete':
-      return [bucketKey(msg.bucket), corsKey(msg.bucket), bucketTaggingKey(msg.bucket)]
+      return [
+        bucketKey(msg.bucket),
+        ...BUCKET_SETTING_NAMES.map((name) => bucketSettingKey(msg.bucket, name)),
+      ]
     case 'bucket.versioning.put':
       return [bucketKey(msg.bucket)]
-    case 'bucket.cors.put':
-    case 'bucket.cors.delete':
-      return [corsKey(msg.bucket)]
-    case 'bucket.tagging.put':
-      return [bucketTaggingKey(msg.bucket)]
+    case 'bucket.setting.put':
+    case 'bucket.setting.delete':
+      return [bucketSettingKey(msg.bucket, msg.name)]
     case 'system.put':
     case 'system.delete':
       return [systemKey(msg.name)]

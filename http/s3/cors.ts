@@ -7,7 +7,7 @@
  * so that error answers (a bad signature, AccessDenied, NoSuchKey) carry the headers too and
  * browser code can read them, as with S3; a request without Origin makes no call at all.
  * Validation and matching are protocol/cors.ts's, the XML codec xml/cors-xml.ts's; the rules live
- * in replica-store. */
+ * in replica-store as the bucket setting `cors` (protocol/bucket-settings.ts). */
 import assert from 'node:assert/strict'
 import {
   corsHeaders,
@@ -21,7 +21,8 @@ import type { Result } from '../../protocol/errors.js'
 import { CORS_BODY_BYTES_MAX } from '../../protocol/limits.js'
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
-import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import { deleteBucketSetting, getBucketSetting, putBucketSetting } from './bucket-setting-calls.js'
+import { send, sendError, sendXml, type S3Exchange } from './exchange.js'
 
 /** S3's words for a preflight no rule allows (its spelling of "evaluation" included). */
 const NOT_ALLOWED =
@@ -32,10 +33,7 @@ const NOT_ENABLED = 'CORSResponse: CORS is not enabled for this bucket.'
 const NO_BUCKET = 'CORSResponse: Bucket not found'
 
 function corsRules(ex: S3Exchange, bucket: string): Promise<Result<CorsConfiguration>> {
-  return askCoordinator(ex, {
-    kind: 'bucket.cors.get',
-    bucket,
-  })
+  return getBucketSetting(ex, bucket, 'cors')
 }
 
 export async function putBucketCors(
@@ -47,11 +45,7 @@ export async function putBucketCors(
   if (!body.ok) return sendError(ex, body.code, body.detail)
   const cors = parseCorsConfiguration(body.value)
   if (!cors.ok) return sendError(ex, cors.code, cors.detail)
-  const reply = await askCoordinator(ex, {
-    kind: 'bucket.cors.put',
-    bucket,
-    cors: cors.value,
-  })
+  const reply = await putBucketSetting(ex, bucket, 'cors', cors.value)
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 200, {})
 }
@@ -63,10 +57,7 @@ export async function getBucketCors(ex: S3Exchange, bucket: string): Promise<voi
 }
 
 export async function deleteBucketCors(ex: S3Exchange, bucket: string): Promise<void> {
-  const reply = await askCoordinator(ex, {
-    kind: 'bucket.cors.delete',
-    bucket,
-  })
+  const reply = await deleteBucketSetting(ex, bucket, 'cors')
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 204, {})
 }

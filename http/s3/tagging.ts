@@ -1,14 +1,16 @@
 /** @module S3 tagging: `?tagging` on an object (Put/Get/DeleteObjectTagging, with `versionId`) and
  * on a bucket (Put/Get/DeleteBucketTagging). Tags are validated here (protocol/tagging.ts) and
  * travel to the store as the object's `tags` attribute (object.attributes.*,
- * protocol/object-attributes.ts) and as bucket.tagging.* messages; the `x-amz-tagging` header of
- * the writes that take tags is read with the other attributes (object-attributes.ts). */
+ * protocol/object-attributes.ts) and as the bucket setting `tags` (an empty set, as a DELETE
+ * sends, deletes it); the `x-amz-tagging` header of the writes that take tags is read with the
+ * other attributes (object-attributes.ts). */
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import { XML_BODY_BYTES_MAX } from '../../protocol/limits.js'
 import type { Tag, TagOwner } from '../../protocol/tagging.js'
 import { parseTagging, taggingXml } from './xml/tagging-xml.js'
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
+import { getBucketSetting, putBucketSetting } from './bucket-setting-calls.js'
 import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { versionHeaders } from './object-headers.js'
 
@@ -55,13 +57,13 @@ export async function bucketTagging(
   bucket: string,
 ): Promise<void> {
   if (ex.method === 'GET') {
-    const reply = await askCoordinator(ex, { kind: 'bucket.tagging.get', bucket })
+    const reply = await getBucketSetting(ex, bucket, 'tags')
     if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
     return sendXml(ex, 200, taggingXml(reply.value))
   }
   const tags = await tagsToSet(ex, auth, 'bucket')
   if (!tags.ok) return sendError(ex, tags.code, tags.detail, { BucketName: bucket })
-  const reply = await askCoordinator(ex, { kind: 'bucket.tagging.put', bucket, tags: tags.value })
+  const reply = await putBucketSetting(ex, bucket, 'tags', tags.value)
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   send(ex, 204, {})
 }

@@ -7,12 +7,23 @@
  * per their own address, which no client can forge, through the gateway or straight to a node. A
  * node with another cluster secret never joins, and a gRPC call without the cluster's signature
  * gets no answer but a refusal. A cluster setting a node cannot run with exits 2 with one line.
+ * A bucket's settings (CORS rules, tags) reach every node, and a bucket deleted through one node
+ * and created again through another has none on any.
  * Method: three real nodes and a gateway (test/support/cluster.ts), the AWS SDK and the admin API;
  * a raw @grpc/grpc-js client for the unsigned call. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import * as grpc from '@grpc/grpc-js'
-import { CreateBucketCommand, HeadBucketCommand, ListBucketsCommand } from '@aws-sdk/client-s3'
+import {
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  GetBucketCorsCommand,
+  GetBucketTaggingCommand,
+  HeadBucketCommand,
+  ListBucketsCommand,
+  PutBucketCorsCommand,
+  PutBucketTaggingCommand,
+} from '@aws-sdk/client-s3'
 import { request as httpRequest } from 'node:http'
 import { FAILURES_PER_ADDRESS_MAX, FAILURES_PER_USERNAME_MAX } from '../../actors/iam/throttle.js'
 import {
@@ -52,6 +63,37 @@ test('a bucket created through one node is on every node and the gateway', async
   }
   const listed = await cluster.server('g1').client().send(new ListBucketsCommand({}))
   assert.ok(listed.Buckets?.some((bucket) => bucket.Name === 'shared'))
+})
+
+test("a bucket's settings reach every node, and go on every node with their bucket", async () => {
+  const client = (id: string) => cluster.server(id).client()
+  const rules = [{ AllowedOrigins: ['https://example.com'], AllowedMethods: ['GET' as const] }]
+  const tags = [{ Key: 'team', Value: 'storage' }]
+  await client('n1').send(new CreateBucketCommand({ Bucket: 'configured' }))
+  await client('n1').send(
+    new PutBucketCorsCommand({ Bucket: 'configured', CORSConfiguration: { CORSRules: rules } }),
+  )
+  await client('n1').send(
+    new PutBucketTaggingCommand({ Bucket: 'configured', Tagging: { TagSet: tags } }),
+  )
+  for (const id of ['n2', 'n3']) {
+    const cors = await client(id).send(new GetBucketCorsCommand({ Bucket: 'configured' }))
+    assert.equal(cors.CORSRules?.[0]?.AllowedOrigins, rules[0]?.AllowedOrigins, id)
+    const got = await client(id).send(new GetBucketTaggingCommand({ Bucket: 'configured' }))
+    assert.equal(got.TagSet, tags, id)
+  }
+  await client('n2').send(new DeleteBucketCommand({ Bucket: 'configured' }))
+  await client('n3').send(new CreateBucketCommand({ Bucket: 'configured' }))
+  for (const id of ['n1', 'n2', 'n3']) {
+    const noRules = await failure(() =>
+      client(id).send(new GetBucketCorsCommand({ Bucket: 'configured' })),
+    )
+    assert.equal(noRules, { name: 'NoSuchCORSConfiguration', status: 404 }, id)
+    const noTags = await failure(() =>
+      client(id).send(new GetBucketTaggingCommand({ Bucket: 'configured' })),
+    )
+    assert.equal(noTags, { name: 'NoSuchTagSet', status: 404 }, id)
+  }
 })
 
 test('two racing creations of one name by two owners: one succeeds, one gets 409', async () => {

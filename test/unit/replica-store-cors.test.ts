@@ -1,4 +1,5 @@
-/** @module Unit tests of the store's bucket CORS requests (actors/replica-store/engine/cors.ts).
+/** @module Unit tests of the store's bucket CORS requests as the bucket setting `cors`
+ * (actors/replica-store/engine/bucket-settings.ts).
  * Goal: a bucket's rules are stored durably, read back exactly, deleted on request (idempotently)
  * and with their bucket, refused for a bucket that does not exist, reach the store unchanged
  * through the coordinator, and a damaged record reads as `corrupt` rather than crashing the store.
@@ -39,35 +40,56 @@ test('put, get (exactly), replace and delete a bucket configuration, durably', a
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   assert.is(
-    code(await store.send({ kind: 'bucket.cors.get', bucket: 'b' })),
+    code(await store.send({ kind: 'bucket.setting.get', bucket: 'b', name: 'cors' })),
     'no_such_cors_configuration',
   )
-  value(await store.send({ kind: 'bucket.cors.put', bucket: 'b', cors: CORS }))
-  assert.equal(value(await store.send({ kind: 'bucket.cors.get', bucket: 'b' })), CORS)
+  value(await store.send({ kind: 'bucket.setting.put', bucket: 'b', name: 'cors', value: CORS }))
+  assert.equal(
+    value(await store.send({ kind: 'bucket.setting.get', bucket: 'b', name: 'cors' })),
+    CORS,
+  )
   const restarted = await startStore(fakeContext({ kv: store.ctx.kv.durableCopy() }))
-  assert.equal(value(await restarted.send({ kind: 'bucket.cors.get', bucket: 'b' })), CORS)
+  assert.equal(
+    value(await restarted.send({ kind: 'bucket.setting.get', bucket: 'b', name: 'cors' })),
+    CORS,
+  )
   const replaced: CorsConfiguration = { rules: CORS.rules.slice(1) }
-  value(await restarted.send({ kind: 'bucket.cors.put', bucket: 'b', cors: replaced }))
-  assert.equal(value(await restarted.send({ kind: 'bucket.cors.get', bucket: 'b' })), replaced)
-  value(await restarted.send({ kind: 'bucket.cors.delete', bucket: 'b' }))
+  value(
+    await restarted.send({
+      kind: 'bucket.setting.put',
+      bucket: 'b',
+      name: 'cors',
+      value: replaced,
+    }),
+  )
+  assert.equal(
+    value(await restarted.send({ kind: 'bucket.setting.get', bucket: 'b', name: 'cors' })),
+    replaced,
+  )
+  value(await restarted.send({ kind: 'bucket.setting.delete', bucket: 'b', name: 'cors' }))
   assert.is(
-    code(await restarted.send({ kind: 'bucket.cors.get', bucket: 'b' })),
+    code(await restarted.send({ kind: 'bucket.setting.get', bucket: 'b', name: 'cors' })),
     'no_such_cors_configuration',
   )
   // Deleting what is not there succeeds, as S3 answers 204 either way.
-  value(await restarted.send({ kind: 'bucket.cors.delete', bucket: 'b' }))
+  value(await restarted.send({ kind: 'bucket.setting.delete', bucket: 'b', name: 'cors' }))
   assert.is(restarted.ctx.kv.durableCopy().get('R\0b'), undefined)
 })
 
 test('a bucket that does not exist answers no_such_bucket to every CORS request', async () => {
   const store = await startStore()
-  assert.is(code(await store.send({ kind: 'bucket.cors.get', bucket: 'nope' })), 'no_such_bucket')
   assert.is(
-    code(await store.send({ kind: 'bucket.cors.put', bucket: 'nope', cors: CORS })),
+    code(await store.send({ kind: 'bucket.setting.get', bucket: 'nope', name: 'cors' })),
     'no_such_bucket',
   )
   assert.is(
-    code(await store.send({ kind: 'bucket.cors.delete', bucket: 'nope' })),
+    code(
+      await store.send({ kind: 'bucket.setting.put', bucket: 'nope', name: 'cors', value: CORS }),
+    ),
+    'no_such_bucket',
+  )
+  assert.is(
+    code(await store.send({ kind: 'bucket.setting.delete', bucket: 'nope', name: 'cors' })),
     'no_such_bucket',
   )
   assert.is(store.ctx.kv.get('R\0nope'), undefined)
@@ -76,15 +98,15 @@ test('a bucket that does not exist answers no_such_bucket to every CORS request'
 test('deleting a bucket deletes its rules: a new bucket of that name has none', async () => {
   const store = await startStore()
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
-  value(await store.send({ kind: 'bucket.cors.put', bucket: 'b', cors: CORS }))
+  value(await store.send({ kind: 'bucket.setting.put', bucket: 'b', name: 'cors', value: CORS }))
   value(await store.send({ kind: 'bucket.delete', bucket: 'b' }))
   assert.is(store.ctx.kv.durableCopy().get('R\0b'), undefined)
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   assert.is(
-    code(await store.send({ kind: 'bucket.cors.get', bucket: 'b' })),
+    code(await store.send({ kind: 'bucket.setting.get', bucket: 'b', name: 'cors' })),
     'no_such_cors_configuration',
   )
-  value(await store.send({ kind: 'bucket.cors.put', bucket: 'b', cors: CORS }))
+  value(await store.send({ kind: 'bucket.setting.put', bucket: 'b', name: 'cors', value: CORS }))
   value(await store.send({ kind: 'bucket.delete', bucket: 'b', force: true }))
   assert.is(store.ctx.kv.get('R\0b'), undefined)
 })
@@ -94,10 +116,10 @@ test('an invalid configuration is our bug: the store asserts', async () => {
   value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
   const empty: CorsConfiguration = { rules: [] }
   try {
-    await store.send({ kind: 'bucket.cors.put', bucket: 'b', cors: empty })
+    await store.send({ kind: 'bucket.setting.put', bucket: 'b', name: 'cors', value: empty })
     assert.unreachable('an empty configuration was stored')
   } catch (error) {
-    assert.match(String(error), /invalid configuration/)
+    assert.match(String(error), /invalid cors/)
   }
 })
 
@@ -107,7 +129,11 @@ test('a damaged record reads as corrupt', async () => {
   const damaged = ['not json', '{"rules":5}', '{"rules":[]}', '{"rules":[{"allowedOrigins":[]}]}']
   for (const text of damaged) {
     await store.ctx.kv.commit([{ type: 'put', key: 'R\0b', value: new TextEncoder().encode(text) }])
-    assert.is(code(await store.send({ kind: 'bucket.cors.get', bucket: 'b' })), 'corrupt', text)
+    assert.is(
+      code(await store.send({ kind: 'bucket.setting.get', bucket: 'b', name: 'cors' })),
+      'corrupt',
+      text,
+    )
   }
 })
 
@@ -124,13 +150,20 @@ test('coordinator: CORS requests reach the store unchanged', async () => {
   const state = await coordinator.init(ctx)
   const deadlineMs = store.ctx.now() + 5_000
   const put: CoordinatorMsg = {
-    kind: 'bucket.cors.put',
+    kind: 'bucket.setting.put',
     bucket: 'b',
-    cors: CORS,
+    name: 'cors',
+    value: CORS,
     requestId: 'p',
     deadlineMs,
   }
-  const get: CoordinatorMsg = { kind: 'bucket.cors.get', bucket: 'b', requestId: 'g', deadlineMs }
+  const get: CoordinatorMsg = {
+    kind: 'bucket.setting.get',
+    bucket: 'b',
+    name: 'cors',
+    requestId: 'g',
+    deadlineMs,
+  }
   value(await handle(coordinator, state, put, ctx))
   assert.equal(value(await handle(coordinator, state, get, ctx)), CORS)
   assert.equal(forwarded, [put, get])
