@@ -28,9 +28,9 @@
  *   S\0<catalog key>    cluster mode: the hybrid-clock stamp of the catalog key's last change
  *                       (B\0, R\0, T\0 and Y\0 keys); kept when the key is deleted (a tombstone)
  *   Q\0<bucket>\0<key>  cluster mode: the stamp of the newest change of the key this store applied
- *                       or refused as stale (puts, deletes, markers, deletes by id, attribute changes,
- *                       completes): the key's tombstone once its object is gone; deleted with
- *                       the bucket's objects
+ *                       or refused as stale (puts, deletes, markers, deletes by id, attribute
+ *                       changes, completes): the key's tombstone once its object is gone;
+ *                       deleted with the bucket's objects
  *   W\0<bucket>\0<key>\0<version token>  cluster mode: a version deleted by id (value: the
  *                       delete's stamp), so that a late copy of it is never written again
  *   A\0<upload id>      cluster mode: an aborted upload (bucket, key), so that its replicas can

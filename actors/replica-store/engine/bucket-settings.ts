@@ -1,9 +1,9 @@
-/** @module Bucket settings: bucket.setting.put, bucket.setting.get, bucket.setting.delete, for every
- * setting of protocol/bucket-settings.ts (CORS rules, tags). A setting is a record of its own under
- * bucketSettingKey (keys.ts) rather than a field of the bucket record: every object mutation reads
- * and rewrites the bucket record, and a setting may take tens of KiB. Mutation.deleteBucket deletes
- * every setting in the bucket's own batch, so a new bucket of the same name starts without any.
- * Each change is prepared synchronously right before its commit, like every mutation, so a put
+/** @module Bucket settings: bucket.setting.put, bucket.setting.get, bucket.setting.delete, for
+ * every setting of protocol/bucket-settings.ts (CORS rules, tags). A setting is a record of its own
+ * under bucketSettingKey (keys.ts) rather than a field of the bucket record: every object mutation
+ * reads and rewrites the bucket record, and a setting may take tens of KiB. Mutation.deleteBucket
+ * deletes every setting in the bucket's own batch, so a new bucket of the same name starts without
+ * any. Each change is prepared synchronously right before its commit, like every mutation, so a put
  * racing a bucket delete either lands before the delete (and goes with it) or finds no bucket. The
  * ingress validated the value; here it is asserted. A record read back from disk is checked again
  * and is `corrupt` if bad. In a cluster each change is a catalog record (mutation.catalogKeys). */
