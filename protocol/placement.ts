@@ -66,11 +66,29 @@ export function partitionOf(bucket: string, key: string): number {
   return sha256(`${bucket}\0${key}`)[0] as number
 }
 
+/** Tables already computed, by RF and sorted ids: a table costs 256·N hashes, and every actor
+ * that places keys (a node's, or the simulator's many nodes in one thread) asks for the same few.
+ * Bounded: past the limit it starts over. */
+const TABLES_KEPT_MAX = 32
+const tables = new Map<string, readonly (readonly string[])[]>()
+
 /** The replica ids of each partition, by preference (highest rendezvous score first). */
 export function partitionTable(nodeIds: readonly string[], rf: number): string[][] {
   assert(Number.isInteger(rf) && rf >= 1)
   const ids = [...nodeIds].sort()
   assert(ids.length > 0 && new Set(ids).size === ids.length, 'node ids empty or repeated')
+  const name = `${rf}\0${ids.join('\0')}`
+  let table = tables.get(name)
+  if (table === undefined) {
+    if (tables.size >= TABLES_KEPT_MAX) tables.clear()
+    table = computeTable(ids, rf)
+    tables.set(name, table)
+  }
+  // A copy: the caller may sort or change its own.
+  return table.map((replicas) => [...replicas])
+}
+
+function computeTable(ids: readonly string[], rf: number): string[][] {
   const partitions = Array.from({ length: PARTITIONS }, (_, p) => p)
   const score = scores(ids)
   const byPreference = (p: number) => (a: string, b: string) =>

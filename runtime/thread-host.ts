@@ -20,9 +20,16 @@ import {
   type Context,
   type KvStore,
   type PasswordHasher,
+  type StreamHandle,
 } from '../protocol/actor.js'
 import type { KindOf, MessageOf, ReplyOf } from '../protocol/protocols.js'
-import type { Peers, PeerTarget } from '../protocol/cluster.js'
+import type {
+  BodyRange,
+  BodyReadingMethod,
+  PeerMethod,
+  Peers,
+  PeerTarget,
+} from '../protocol/cluster.js'
 import { fail, ServiceError, type Result } from '../protocol/errors.js'
 import { EnvironmentError } from '../protocol/environment-error.js'
 import { Mailbox } from './mailbox.js'
@@ -88,9 +95,21 @@ let stopActor: () => Promise<void> = () => Promise.resolve()
 let partitioned: ReadonlySet<string> = new Set()
 /** This thread's way to other nodes in cluster and gateway modes, made at first use. */
 let grpcPeers: GrpcPeers | null = null
-/** Makes it: loaded at start in cluster and gateway modes only, since gRPC's modules are a good
- * part of a thread's start and a single node never calls a peer. */
+/** Makes it, once gRPC's modules are loaded: in cluster and gateway modes only, since they are a
+ * good part of a thread's start and a single node never calls a peer. */
 let makeGrpcPeers: (() => GrpcPeers) | null = null
+/** Loads them, once; null in single mode. */
+let loadGrpc: (() => Promise<void>) | null = null
+
+/** Actors that call peers from their start, or open writes to them (whose sink is handed back at
+ * once), load gRPC's modules at start; the others (iam, scrubber, hint-queue, the ingresses; most
+ * never call a peer, and grpc-ingress loads its own) at their first call. */
+const PEERS_AT_START: ReadonlySet<ActorName> = new Set<ActorName>([
+  'coordinator',
+  'gossiper',
+  'replica-store',
+  'anti-entropy',
+])
 
 function notOwned(what: string): never {
   throw new AssertionError({ message: `${data.actor} does not own the ${what}` })
@@ -101,14 +120,18 @@ async function main(): Promise<void> {
   // Any thread may call peers, and grpc-ingress answers them: each counts what it sent.
   if (mode === 'cluster' || mode === 'gateway') {
     metrics.include(peerBytesRegistry)
-    const [{ GrpcPeers }, { logGrpcTo }] = await Promise.all([
-      import('./cluster/grpc-peers.js'),
-      import('./cluster/grpc-service.js'),
-    ])
-    makeGrpcPeers = () => {
-      logGrpcTo(log)
-      return GrpcPeers.fromConfig(data.config, log)
-    }
+    let loading: Promise<void> | null = null
+    loadGrpc = () =>
+      (loading ??= Promise.all([
+        import('./cluster/grpc-peers.js'),
+        import('./cluster/grpc-service.js'),
+      ]).then(([{ GrpcPeers }, { logGrpcTo }]) => {
+        makeGrpcPeers = () => {
+          logGrpcTo(log)
+          return GrpcPeers.fromConfig(data.config, log)
+        }
+      }))
+    if (PEERS_AT_START.has(data.actor)) await loadGrpc()
   }
   const actor = await loadActor(data.actor)
   const storage = data.actor === 'replica-store' ? await openStorage(data.config, log) : null
@@ -175,12 +198,34 @@ async function main(): Promise<void> {
 /** gRPC in cluster and gateway modes, made when an actor first calls a peer (most threads never
  * do); a single node has no peers. */
 function threadPeers(): Peers {
-  if (makeGrpcPeers === null) return singleNodePeers
+  if (loadGrpc === null) return singleNodePeers
+  if (makeGrpcPeers === null) return peersOnceLoaded
   if (grpcPeers === null) {
     grpcPeers = makeGrpcPeers()
     grpcPeers.setPartitioned([...partitioned])
   }
   return grpcPeers
+}
+
+/** Peers of a thread that has not loaded gRPC yet: a call loads it first. */
+const peersOnceLoaded: Peers = {
+  call: <T>(to: PeerTarget, method: PeerMethod, body: object, deadlineMs: number) =>
+    loadedPeers().then((peers) => peers.call<T>(to, method, body, deadlineMs)),
+  openWrite() {
+    throw new AssertionError({ message: `${data.actor} opens peer writes: load gRPC at its start` })
+  },
+  callForBody: <T>(
+    to: PeerTarget,
+    method: BodyReadingMethod,
+    body: object & { range?: BodyRange },
+    sink: StreamHandle,
+    deadlineMs: number,
+  ) => loadedPeers().then((peers) => peers.callForBody<T>(to, method, body, sink, deadlineMs)),
+}
+
+async function loadedPeers(): Promise<Peers> {
+  await loadGrpc?.()
+  return threadPeers()
 }
 
 /** A single node has no peers: every call fails at once. */

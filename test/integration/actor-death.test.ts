@@ -18,6 +18,7 @@ import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import { sample } from '../support/metrics-text.js'
 import { errorCode, signedRequest, signRequest } from '../support/signed-request.js'
 import { startServer, type TestServer } from '../support/server.js'
+import { firstWithin } from '../../protocol/timing.js'
 import { pollUntil, sleep } from '../support/wait.js'
 
 /** What the issue asks of every request caught by a death; the code fails such requests when the
@@ -144,7 +145,7 @@ function storeHasFirstChunk(server: TestServer): boolean {
 /** Waits for an answer at most HANG_MS; a failure must have come within ANSWER_BOUND_MS of the kill
  * and be one a client may get there: a 503 or a closed connection, never a 500. */
 async function boundedAnswer(what: string, answer: Promise<Timed>, killedAt: number) {
-  const timed = await Promise.race([answer, sleep(HANG_MS).then(() => null)])
+  const timed = await firstWithin([answer], HANG_MS)
   assert.ok(timed !== null, `${what}: no answer ${HANG_MS} ms after the kill`)
   const { answer: got } = timed
   // A result takes what its body takes to move; a failure has no reason to wait.

@@ -20,7 +20,7 @@ import {
 } from '@aws-sdk/client-s3'
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
 import { ACCESS_KEY, SECRET_KEY } from '../support/server.js'
-import { sleep } from '../support/wait.js'
+import { firstWithin } from '../../protocol/timing.js'
 import {
   errorCode,
   send,
@@ -74,7 +74,7 @@ async function rawExchange(raw: Buffer | string, count: number): Promise<string>
     socket.on('error', () => resolve(text))
   })
   socket.write(raw)
-  const text = await Promise.race([answer, sleep(10_000).then(() => 'no answer')])
+  const text = (await firstWithin([answer], 10_000)) ?? 'no answer'
   socket.destroy()
   return text
 }
