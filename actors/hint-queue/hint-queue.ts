@@ -162,6 +162,9 @@ function startPass(state: HintQueueState, ctx: Context, node: string, target: Ta
   void pass(state, ctx, node, delivering).then(
     (end) => {
       target.passing = false
+      // A delivering pass ends `done` when the store kept none for the replica: one recorded
+      // after that is new to the next look, though the count it sees is the one it saw before.
+      if (delivering && end === 'done') target.hints = 0
       let waitMs =
         end === 'done' ? PASS_MS : end === 'again' ? NEW_HINTS_PASS_MS : UNREACHED_RETRY_MS
       // One that came back during an expiry pass gets its delivery at the next look.

@@ -38,6 +38,8 @@ interface World {
   onBring: (key: string) => void
   /** Each `hint.closed` list the store was told. */
   closed: string[][]
+  /** Runs once the store counted the hints for a `hint.nodes` (the count already made). */
+  onCount: () => void
 }
 
 function world(ttlHours = '1'): World {
@@ -58,6 +60,7 @@ function world(ttlHours = '1'): World {
     storeDown: false,
     onBring: () => undefined,
     closed: [],
+    onCount: () => undefined,
   }
   ctx.onCall((to, msg) => {
     const body = msg as unknown as Record<string, unknown>
@@ -78,6 +81,7 @@ function world(ttlHours = '1'): World {
     if (to === 'replica-store' && msg.kind === 'hint.nodes') {
       const counts: Record<string, number> = {}
       for (const one of w.hints) counts[one.node] = (counts[one.node] ?? 0) + 1
+      w.onCount()
       return ok(counts)
     }
     if (to === 'replica-store' && msg.kind === 'hint.closed') {
@@ -183,6 +187,25 @@ test('a hint recorded behind a running pass gets a pass within 5 s', async () =>
   // While `b` is brought, a write misses n2 on `a`, before the pass's cursor.
   w.onBring = (key) => {
     if (key === 'b') w.hints.push(hint('n2', 'a', 0, w.ctx.now()))
+  }
+  const state = await hintQueue.init(w.ctx)
+  await step(w, LOOK_MS)
+  assert.equal(w.brought, ['n2/b'])
+  await step(w, NEW_HINTS_PASS_MS + 2 * LOOK_MS)
+  assert.equal(w.brought, ['n2/b', 'n2/a'], 'not at the next round, 30 s away')
+  await hintQueue.stop?.(state, w.ctx)
+})
+
+test('a hint recorded once a pass delivered the last one gets a pass within 5 s', async () => {
+  const w = world()
+  w.hints.push(hint('n2', 'b', 1_000, w.ctx.now()))
+  // The look before the pass counted one hint for n2; the pass delivers it and its last look at
+  // the count finds none. Right after, a write misses n2 on another key: the next look counts
+  // one again, as it did before the pass.
+  w.onCount = () => {
+    if (w.brought.length !== 1 || w.hints.length > 0) return
+    w.onCount = () => undefined
+    w.hints.push(hint('n2', 'a', 0, w.ctx.now()))
   }
   const state = await hintQueue.init(w.ctx)
   await step(w, LOOK_MS)
