@@ -22,6 +22,20 @@ export type AttributeSummary = z.infer<typeof attributeSummary>
 /** Cluster mode: the stamp of each attribute's last change after its version was written. */
 export type AttributeStamps = Partial<Record<AttributeName, string>>
 
+/** The stamp of a version's last change: its write, or a later change of one of its attributes.
+ * An attribute change orders nothing else: the key's stamp, which orders its versions and
+ * deletions, stays that of the newest write. */
+export function changeStampOf(record: {
+  stamp?: string
+  attributeStamps?: AttributeStamps
+}): string {
+  let newest = record.stamp ?? ''
+  for (const stamp of Object.values(record.attributeStamps ?? {})) {
+    if (stamp > newest) newest = stamp
+  }
+  return newest
+}
+
 type Value<N extends AttributeName> = NonNullable<ObjectAttributes[N]>
 
 interface AttributeRule<N extends AttributeName> {

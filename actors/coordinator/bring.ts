@@ -11,6 +11,7 @@
 import type { Context } from '../../protocol/actor.js'
 import { gcGraceMs, type KeyRecords } from '../../protocol/anti-entropy.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
+import { changeStampOf } from '../../protocol/object-attributes.js'
 import type { CoordinatorMsg, KeyBrought } from '../../protocol/messages.js'
 import type { ClusterState } from './cluster-state.js'
 import { abortEnded } from './ended-uploads.js'
@@ -76,7 +77,7 @@ async function bringOnce(
   // The hinted change may rest on replicas out of reach now: then nothing here can bring it. When
   // every replica answered and none holds it, it is nowhere (a change none kept, its hint left
   // from a write that failed): the newest state there is is what the replica is brought.
-  const newest = answers.reduce((top, one) => max(top, one.records.stamp ?? ''), '')
+  const newest = answers.reduce((top, one) => max(top, newestChange(one.records)), '')
   const everyReplica = answers.length === replicas.value.all.length
   if (newest < msg.stamp && !everyReplica) {
     return fail('unavailable', 'no reachable replica holds the change')
@@ -97,4 +98,14 @@ async function bringOnce(
 
 function max(a: string, b: string): string {
   return a > b ? a : b
+}
+
+/** The newest change a replica's records hold: the key's stamp, or a later change of a version's
+ * attributes, which leaves the key's stamp as it is. The records are the store's (their schema
+ * leaves them opaque here): the stamps are read as the store writes them. */
+function newestChange(records: KeyRecords): string {
+  return records.versions.reduce(
+    (top, { record }) => max(top, changeStampOf(record as Parameters<typeof changeStampOf>[0])),
+    records.stamp ?? '',
+  )
 }

@@ -22,10 +22,11 @@ import { deleteBucket } from './bucket-delete.js'
 import { clusterState, type ClusterState } from './cluster-state.js'
 import { copyObject, copyPart } from './copies.js'
 import { listObjects, listParts, listUploads, listVersions } from './listing.js'
-import { clientAnswer, getObject, readQuorum } from './reads.js'
+import { clientAnswer, getObject, readQuorum, type QuorumRead } from './reads.js'
 import { askReplica } from './replica-calls.js'
 import { quorumMissed } from './quorum.js'
-import { replicasOf } from './replicas.js'
+import { replicasOf, type Replica } from './replicas.js'
+import { aheadOfClock, observeHeld } from './stamps.js'
 import { bucketStats, storeStats } from './stats.js'
 import { changeKey, deleteMany, writeBody } from './writes.js'
 
@@ -48,7 +49,7 @@ export const coordinator: Actor<CoordinatorState, 'coordinator'> = {
       writeBody(inCluster(state), ctx, msg) as Promise<Result<PartInfo>>,
     'object.get': (state, msg, ctx) => getObject(inCluster(state), ctx, msg),
     'object.delete': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
-    'object.attributes.put': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
+    'object.attributes.put': (state, msg, ctx) => changeAttributes(inCluster(state), ctx, msg),
     'upload.create': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
     'upload.complete': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
     'upload.abort': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
@@ -138,23 +139,68 @@ async function counted<T>(cluster: ClusterState, answer: Handled<T>): Promise<Re
   return result
 }
 
-/** The attributes of the version a quorum read finds newest. */
-async function attributesOf(
+/** The version an attributes request is of, as a read quorum finds it: the one it names, else the
+ * key's current one; its id (when it has one) and the stamp of the write that made it. */
+async function versionOf(
   cluster: ClusterState,
   ctx: Context,
-  msg: Extract<CoordinatorMsg, { kind: 'object.attributes.get' }>,
-): Promise<Result<AttributesResult>> {
+  msg: Extract<CoordinatorMsg, { kind: 'object.attributes.get' | 'object.attributes.put' }>,
+): Promise<Result<{ replica: Replica; versionId?: string; stamp?: string; read: QuorumRead }>> {
   const set = await replicasOf(cluster, ctx, msg, msg.deadlineMs)
   if (!set.ok) return set
-  const head = { ...msg, kind: 'object.get' as const }
+  const { bucket, key, versionId: named, requestId, deadlineMs } = msg
+  const head = {
+    kind: 'object.get' as const,
+    ...{ bucket, key, requestId, deadlineMs },
+    ...(named === undefined ? {} : { versionId: named }),
+  }
   const read = await readQuorum(cluster, ctx, head, set.value.reachable)
   if (!read.ok) return read
   const answer = clientAnswer(head, read.value.winner.answer)
   if (!answer.ok) return answer
   if ('marker' in answer.value) return markerHasNoAttributes(msg, answer.value.marker)
-  const versionId = answer.value.info.versionId
-  return askReplica<AttributesResult>(ctx, read.value.winner.replica, {
+  const { versionId, stamp } = answer.value.info
+  return ok({
+    read: read.value,
+    replica: read.value.winner.replica,
+    ...(versionId === undefined ? {} : { versionId }),
+    ...(stamp === undefined ? {} : { stamp }),
+  })
+}
+
+/** GetObjectAttributes' kin: the attributes of the version a quorum read finds newest. */
+async function attributesOf(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: Extract<CoordinatorMsg, { kind: 'object.attributes.get' }>,
+): Promise<Result<AttributesResult>> {
+  const version = await versionOf(cluster, ctx, msg)
+  if (!version.ok) return version
+  const { replica, versionId } = version.value
+  return askReplica<AttributesResult>(ctx, replica, {
     ...msg,
     ...(versionId === undefined ? {} : { versionId }),
   })
+}
+
+/** A change of a version's attributes goes to that version only, named by the stamp of the write
+ * that made it: a replica where another write is current (one that missed the write a quorum
+ * read found) does not change its own version, and is hinted the change instead. */
+async function changeAttributes(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: Extract<CoordinatorMsg, { kind: 'object.attributes.put' }>,
+): Promise<Result<AttributesResult>> {
+  const version = await versionOf(cluster, ctx, msg)
+  if (!version.ok) return version
+  const { versionId, stamp, read } = version.value
+  assert(stamp !== undefined, 'a replica answered a version without its write stamp')
+  // An attribute change leaves the key's stamp, which the change's own stamp is chosen above: it
+  // is chosen above the attribute changes this read quorum holds too, so that an acknowledged
+  // change of an attribute is followed by a newer one whatever the coordinators' clocks.
+  for (const { answer } of read.answers) {
+    if ('changeStamp' in answer && !observeHeld(cluster, answer.changeStamp)) return aheadOfClock()
+  }
+  const named = { ...msg, versionStamp: stamp, ...(versionId === undefined ? {} : { versionId }) }
+  return changeKey(cluster, ctx, named)
 }

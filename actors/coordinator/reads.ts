@@ -36,6 +36,18 @@ function keyStampOf(answer: StampedAnswer): string {
   return answer.keyStamp ?? ''
 }
 
+/** Whether `a` is newer than `b`: the key's stamp (its versions and deletions), then, of one
+ * version, the stamp of its newest attribute change, which leaves the key's stamp as it is. */
+export function newerAnswer(a: StampedAnswer, b: StampedAnswer): boolean {
+  const [aKey, bKey] = [keyStampOf(a), keyStampOf(b)]
+  if (aKey !== bKey) return aKey > bKey
+  return changeOf(a) > changeOf(b)
+}
+
+function changeOf(answer: StampedAnswer): string {
+  return 'changeStamp' in answer ? (answer.changeStamp ?? '') : ''
+}
+
 /** Asks R replicas for the key's state; the newest wins (ties go to the local store). */
 export async function readQuorum(
   cluster: ClusterState,
@@ -63,9 +75,8 @@ export async function readQuorum(
   }))
   let winner = answers[0] as ReplicaAnswer
   for (const candidate of answers) {
-    const newer = keyStampOf(candidate.answer) > keyStampOf(winner.answer)
-    const tieLocal =
-      keyStampOf(candidate.answer) === keyStampOf(winner.answer) && candidate.replica.local
+    const newer = newerAnswer(candidate.answer, winner.answer)
+    const tieLocal = !newerAnswer(winner.answer, candidate.answer) && candidate.replica.local
     if (newer || tieLocal) winner = candidate
   }
   cluster.counters.quorumReads++
@@ -81,6 +92,7 @@ export function clientAnswer(msg: GetMsg, answer: StampedAnswer): Result<GetResu
     return fail('no_such_key', `no key ${msg.key} in ${msg.bucket}`)
   }
   const { keyStamp: _keyStamp, ...rest } = answer
+  if ('changeStamp' in rest) delete rest.changeStamp
   return ok(rest)
 }
 

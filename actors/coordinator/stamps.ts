@@ -36,14 +36,22 @@ export async function stampAbove(
   if (gathered.oks.length < need) return quorumFailure('write', gathered, need)
   for (const { value } of gathered.oks) {
     for (const held of value) {
-      const stamp = held === null ? null : parseHlc(held)
-      if (stamp === null) continue
-      if (compareHlc(stamp, cluster.clock.current()) > 0 && !cluster.clock.observe(stamp)) {
-        return fail('unavailable', 'a replica holds a stamp more than 60 s ahead of this clock')
-      }
+      if (!observeHeld(cluster, held)) return aheadOfClock()
     }
   }
   return ok(hlcString(cluster.clock.tick()))
+}
+
+/** Moves this node's clock past `held`, a stamp a replica holds, so that the next stamp is above
+ * it; false when it is too far ahead to be believed. */
+export function observeHeld(cluster: ClusterState, held: string | null | undefined): boolean {
+  const stamp = held === null || held === undefined ? null : parseHlc(held)
+  if (stamp === null) return true
+  return compareHlc(stamp, cluster.clock.current()) <= 0 || cluster.clock.observe(stamp)
+}
+
+export function aheadOfClock(): Result<never> {
+  return fail('unavailable', 'a replica holds a stamp more than 60 s ahead of this clock')
 }
 
 /** A fresh stamp, for changes that no earlier change of the key can race (a new upload). */

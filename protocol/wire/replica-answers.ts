@@ -104,6 +104,9 @@ export const getResult = z.strictObject({
   /** Cluster mode (`stamped` requests): the stamp of the newest change of the key this replica
    * holds, deletions included; null when it holds none. */
   keyStamp: stampOrNone.exactOptional(),
+  /** Cluster mode (`stamped` requests): the stamp of the version's newest attribute change, when
+   * one came after its write; an attribute change leaves the key's stamp as it is. */
+  changeStamp: stamp.exactOptional(),
 })
 
 /** A delete marker where an object was asked for. */

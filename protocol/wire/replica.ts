@@ -139,6 +139,9 @@ export const objectAttributesPut = message({
   versionId: z.string().exactOptional(),
   attributes: objectAttributes,
   stamp: stamp.exactOptional(),
+  /** Cluster mode: the stamp of the write that made the version the change is of; a replica
+   * whose version there is another write's leaves it. */
+  versionStamp: stamp.exactOptional(),
 })
 
 export const objectAttributesGet = message({

@@ -330,6 +330,41 @@ test('stamped GET: the key stamp with every answer, absent instead of not found'
   assert.is(code(await plain.send(noBucket)), 'no_such_bucket')
 })
 
+test('a change of tags names its version and leaves the key stamp: a later write is not stale', async () => {
+  const store = await replica([put('b', 'k', 'first', stamp(1000))])
+  const retag = (versionStamp: string, at: string): Promise<Result<unknown>> =>
+    store.send({
+      kind: 'object.attributes.put',
+      bucket: 'b',
+      key: 'k',
+      attributes: { tags: [{ key: 'a', value: at }] },
+      stamp: at,
+      versionStamp,
+    })
+  // Stamped above a concurrent write (another node's clock ahead), of the version it read.
+  value(await retag(stamp(1000), stamp(3000)))
+  assert.is(text(store, 'Q\0b\0k'), stamp(1000))
+  const head = async (): Promise<GetResult> =>
+    value(await store.send<GetResult>({ kind: 'object.get', bucket: 'b', key: 'k', stamped: true }))
+  assert.equal([(await head()).keyStamp, (await head()).changeStamp], [stamp(1000), stamp(3000)])
+  // The concurrent write lands after it, older than the change: it is the key's newer version.
+  const later = value(await store.send<PutResult>(put('b', 'k', 'second', stamp(2000))))
+  assert.is(later.stale, undefined)
+  assert.is(await getText(store, 'b', 'k'), 'second')
+  assert.equal([(await head()).keyStamp, (await head()).changeStamp], [stamp(2000), undefined])
+  // A change of the version it replaced leaves this one as it is: the replica missed nothing.
+  assert.is(code(await retag(stamp(1000), stamp(4000))), 'unavailable')
+  const tags = value(
+    await store.send<{ attributes: { tags?: unknown[] } }>({
+      kind: 'object.attributes.get',
+      bucket: 'b',
+      key: 'k',
+    }),
+  )
+  assert.equal(tags.attributes, {})
+  await assertCounted(store)
+})
+
 test('a listing with stamps: each write stamp, an unstamped one read as its time', async () => {
   const store = await startStore()
   store.ctx.setNow(42_000)

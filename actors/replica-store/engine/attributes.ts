@@ -3,9 +3,13 @@
  * each version keeps its own and a change rewrites that one record in place: no blob reference,
  * counter or byte moves, and the version keeps its last-modified time, as in S3. The change is
  * prepared synchronously right before its commit, like every mutation. The ingress validated the
- * attributes; here they are asserted. A stamped change raises its key's stamp (stamps.ts) and is
- * kept per attribute (`attributeStamps`): a change older than an attribute's own stamp leaves
- * that attribute, so replicas end with the newest of each whatever order the changes came in. */
+ * attributes; here they are asserted. A stamped change is kept per attribute (`attributeStamps`):
+ * a change older than an attribute's own stamp leaves that attribute, so replicas end with the
+ * newest of each whatever order the changes came in. It leaves the key's stamp, which orders
+ * versions and deletions (stamps.ts): a change of an older version's tags stamped above a
+ * concurrent write (clocks differ) must not make that write stale. A coordinator names the
+ * version by its write's stamp (`versionStamp`); a replica where that is not the version asked
+ * for missed a write, and leaves its own. */
 import assert from 'node:assert/strict'
 import type { Context } from '../../../protocol/actor.js'
 import { fail, ok, type Result } from '../../../protocol/errors.js'
@@ -21,7 +25,6 @@ import { markerHasNoAttributes } from '../../../protocol/s3-rules/versioning.js'
 import { objectKey, versionKey } from '../keys.js'
 import { Mutation } from '../mutation.js'
 import { encodeRecord, type ObjectRecord } from '../records.js'
-import { raiseKeyStamp } from '../replication/stamps.js'
 import { commitMutation, type StoreState } from '../store-state.js'
 import { findVersion } from './versions.js'
 
@@ -100,9 +103,12 @@ export async function putObjectAttributes(
   const mutation = new Mutation(ctx.kv)
   const located = locate(ctx, mutation, msg)
   if (!located.ok) return located
+  if (msg.versionStamp !== undefined && located.value.record.stamp !== msg.versionStamp) {
+    // It missed the write a read quorum found: the coordinator hints it the change.
+    return fail('unavailable', 'this replica does not hold the version the change is of')
+  }
   const record = changed(located.value.record, msg.attributes, msg.stamp)
   if (record !== null) mutation.put(located.value.storedKey, encodeRecord(record))
-  if (msg.stamp !== undefined) raiseKeyStamp(mutation, msg, msg.stamp)
   await commitMutation(state, ctx, mutation)
   return ok(answer(record ?? located.value.record, located.value))
 }

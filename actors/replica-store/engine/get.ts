@@ -20,6 +20,8 @@ import { STREAM_CHUNK_BYTES } from '../../../protocol/limits.js'
 import type { AbsentResult, GetResult, LentFile } from '../../../protocol/messages.js'
 import type { MarkerResult, ObjectMsg } from '../../../protocol/messages.js'
 import type { Checksums } from '../../../protocol/objects.js'
+
+import { changeStampOf } from '../../../protocol/object-attributes.js'
 import { LOAN_PIN_MS } from '../../../protocol/timing.js'
 import { isDamaged, reportDamage } from '../blobs/damaged.js'
 import { blobKey, bucketKey, inlineKey, keyStampKey, objectKey } from '../keys.js'
@@ -36,6 +38,14 @@ import { GET_STREAMS_MAX, pin, unpin, type StoreState } from '../store-state.js'
 import { findVersion } from './versions.js'
 
 export type GetMsg = Extract<ObjectMsg, { kind: 'object.get' }>
+
+/** Cluster mode: the stamp of the version's newest attribute change, when one came after its
+ * write. Such a change leaves the key's stamp (the order of its versions) as it is, so a read
+ * quorum tells two replicas of one version apart by this. */
+function attributesChanged(record: ObjectRecord): { changeStamp?: string } {
+  const changed = changeStampOf(record)
+  return changed > (record.stamp ?? '') ? { changeStamp: changed } : {}
+}
 
 /** Reads of a file that vanished between reading its record and opening it: each retry reads the
  * records afresh (the object was overwritten and its old blob collected); more than a few in a row
@@ -69,10 +79,12 @@ export async function getObject(
       return ok({ marker: { versionId, lastModifiedMs, byId }, ...stamped })
     }
     const { record, versioned } = found.value
+    const stampedObject = msg.stamped === true ? { ...stamped, ...attributesChanged(record) } : {}
     const info = objectInfo(msg.key, record, versioned)
     const part = msg.partNumber === undefined ? undefined : partRange(record, msg.partNumber)
     if (part === null) return fail('invalid_part_number', `no part ${msg.partNumber}`)
-    const head: GetResult = part === undefined ? { info, ...stamped } : { info, part, ...stamped }
+    const head: GetResult =
+      part === undefined ? { info, ...stampedObject } : { info, part, ...stampedObject }
     if (msg.withParts === true && record.parts !== undefined) {
       head.parts = record.parts.map(({ size, checksums }) => ({ size, checksums: checksums ?? {} }))
     }
@@ -95,7 +107,7 @@ export async function getObject(
     if (blob.file === undefined) {
       const inline = inlineBody(state, ctx, view, info, sha256, blob)
       if (!inline.ok) return inline
-      return ok({ ...inline.value, ...(part === undefined ? {} : { part }), ...stamped })
+      return ok({ ...inline.value, ...(part === undefined ? {} : { part }), ...stampedObject })
     }
     if (isDamaged(state, sha256, blob)) return fail('corrupt', `blob ${sha256} is damaged`)
     if (msg.stream === undefined && msg.lend === true) {

@@ -18,6 +18,7 @@
  * bucket without versioning, the key's one object. */
 import {
   ATTRIBUTE_NAMES,
+  changeStampOf,
   type AttributeStamps,
   type ObjectAttributes,
 } from '../../../protocol/object-attributes.js'
@@ -38,15 +39,6 @@ function sorted(value: unknown): unknown {
   const entries = Object.entries(value as Record<string, unknown>)
   entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   return Object.fromEntries(entries.map(([name, field]) => [name, sorted(field)]))
-}
-
-/** The stamp of a record's last change: its write, or a later change of one of its attributes. */
-export function changeStampOf(record: ObjectRecord): string {
-  let newest = record.stamp ?? ''
-  for (const stamp of Object.values(record.attributeStamps ?? {})) {
-    if (stamp > newest) newest = stamp
-  }
-  return newest
 }
 
 /** Whether `a` wins over `b`: the newer write, then the newer change of an attribute, then the
@@ -126,8 +118,9 @@ export function mergeRecords(
       if (removedAt !== undefined && removedAt >= (record.stamp ?? '') && !sameDelete) continue
       const otherHolds = other.versions.has(token)
       if (!versioned && !otherHolds && other.stamp !== null) {
-        // Without versioning the other replica's newer stamp is this object's deletion.
-        if (other.stamp > changeStampOf(record)) continue
+        // Without versioning the other replica's newer stamp is this object's deletion, whatever
+        // change of its attributes came after its write.
+        if (other.stamp > (record.stamp ?? '')) continue
       }
       const kept = versions.get(token)
       versions.set(token, kept === undefined ? record : mergeVersion(record, kept))
