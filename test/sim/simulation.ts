@@ -64,6 +64,7 @@ import { Scheduler, SIM_EPOCH_MS } from './scheduler.js'
 import { SIM_ACTORS, SimNode } from './sim-node.js'
 import { auditStore } from './store-audit.js'
 import { Trace } from './trace.js'
+import { retagKeys, retagsHold } from './retagger.js'
 
 export interface SimOptions {
   seed: number
@@ -93,6 +94,8 @@ export interface FaultPlan {
   corruptBlobs: boolean
   /** A node's replica-store killed while it takes requests: writes and hints in flight. */
   storeKills: boolean
+  /** Object tags set beside the clients' writes (retagger.ts). */
+  retags: boolean
 }
 
 export interface SimReport {
@@ -140,6 +143,9 @@ const UPLOAD_PREFIX = 'U\0'
 const UPLOAD_END = 'U\x01'
 const SCAN_ROWS_MAX = 100_000
 
+/** The retagger's client id, apart from the clients' (1 to 4) and the admin's (0). */
+const RETAGGER_CLIENT = 9
+
 export function planOf(seed: number): FaultPlan {
   const random = new SimRandom(seed).fork(1)
   return {
@@ -154,6 +160,8 @@ export function planOf(seed: number): FaultPlan {
     clockSkew: random.chance(0.5),
     corruptBlobs: random.chance(0.3),
     storeKills: random.chance(0.3),
+    // Drawn last, so that every fault above is what it was before retags existed.
+    retags: random.chance(0.5),
   }
 }
 
@@ -191,6 +199,10 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
   scheduleFaults(plan, world, network, random.fork(5), trace, faultsUntil, quorums.write)
   if (plan.storeKills) scheduleStoreKills(world, random.fork(6), faultsUntil)
   const versioning = changeVersioning(world, admin, random.fork(7), trace, faultsUntil)
+  const tagger = new SimClient(RETAGGER_CLIENT, world, random.fork(8))
+  const retags = plan.retags
+    ? retagKeys(world, tagger, random.fork(9), trace, faultsUntil)
+    : Promise.resolve([])
   const clients = Array.from(
     { length: plan.clients },
     (_, index) => new SimClient(index + 1, world, random.fork(10 + index)),
@@ -232,6 +244,8 @@ export async function simulate(options: SimOptions): Promise<SimReport> {
   problems.push(...uploadsLeftOpen(nodes, quorums.write))
   const changes = await drive(scheduler, versioning)
   problems.push(...(await drive(scheduler, versioningAgrees(world, changes))))
+  const retagged = await drive(scheduler, retags)
+  problems.push(...(await drive(scheduler, retagsHold(world, tagger, retagged))))
   const history = world.history
   const fingerprint = formatHistory(history)
   return {
