@@ -35,3 +35,9 @@ export function ratio(value: number | null, reference: number | null): string {
   if (value === null || reference === null || reference === 0) return '-'
   return `${(value / reference).toFixed(2)}x`
 }
+
+/** A goal's verdict: met, not met, or not measured. */
+export function verdictText(met: boolean | null): string {
+  if (met === null) return 'n/a'
+  return met ? 'met' : 'NOT MET'
+}

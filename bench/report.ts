@@ -1,17 +1,19 @@
-/** @module The closing tables: one per figure, a column per target, the ratios of the service to
- * nginx, to s3rver and to the floor (a Node.js server that hashes and stores nothing), and the
- * service's goal with whether this run met it; then the service's CPU per request split by thread
- * name. A load phase's figure is the median of its runs. It prints and judges nothing else: the
- * bench never fails on a figure. MB is 10^6 bytes throughout. */
+/** @module The closing tables: one per figure, a column per target, the ratios of the service
+ * (one ingress thread) to nginx, to s3rver and to the floor (a Node.js server that hashes and
+ * stores nothing), and the service's goal with whether this run met it; then each service target's
+ * CPU per request split by thread name, and the node's ceiling (ceiling-report.ts). A load phase's
+ * figure is the median of its runs. It prints and judges nothing else: the bench never fails on a
+ * figure. MB is 10^6 bytes throughout. */
 import { LIST_KEYS, PHASE_RUNS } from './config.js'
 import { percentile } from './load.js'
 import { BIG_STEP, LIST_STEP, phaseNamed, SELECTED_KINDS, type TargetResults } from './suite.js'
 import { printClusterReport } from './cluster-report.js'
 import type { ClusterResults } from './cluster-suite.js'
-import { number, printColumns, ratio, type Print } from './columns.js'
+import { printCeilingReport } from './ceiling-report.js'
+import { number, printColumns, ratio, verdictText, type Print } from './columns.js'
 import { cpuPerRequestUs, failedRequests, megabytesPerSecond, medianOf } from './figures.js'
 import { opsPerSecond, p50Ms, p99Ms, threadsCpuPerRequestUs, type Figure } from './figures.js'
-import { SERVER_NAMES, type ServerName, type TargetName } from './targets.js'
+import { SERVER_NAMES, SERVICE_NAMES, type ServerName, type TargetName } from './targets.js'
 
 export type AllResults = Map<ServerName, TargetResults>
 
@@ -96,8 +98,11 @@ export function printReport(
     })
     printTable(print, title, rows)
   }
-  const service = results.get('service')
-  if (service !== undefined) printThreads(print, service)
+  for (const name of SERVICE_NAMES) {
+    const service = results.get(name)
+    if (service !== undefined) printThreads(print, name, service)
+  }
+  printCeilingReport(print, results)
   if (phaseNamed(BIG_STEP)) printTable(print, `${BIG_STEP} object`, bigRows(results))
   if (phaseNamed(LIST_STEP)) {
     printTable(print, `ListObjectsV2, ${LIST_KEYS} keys, pages of 1000`, listRows(results))
@@ -151,6 +156,7 @@ function valuesOf(
 ): Record<ServerName, number | null> {
   const values: Record<ServerName, number | null> = {
     service: null,
+    'service-2w': null,
     s3rver: null,
     nginx: null,
     floor: null,
@@ -191,15 +197,15 @@ function goalText(goal: Goal): string {
 function verdict(goal: Goal, values: Record<ServerName, number | null>): string {
   const service = values.service
   if (service === null) return 'n/a'
-  if ('below' in goal) return service < goal.below ? 'met' : 'NOT MET'
+  if ('below' in goal) return verdictText(service < goal.below)
   const reference = values[goal.against]
   if (reference === null || reference === 0) return 'n/a'
-  return service / reference >= goal.ratioMin ? 'met' : 'NOT MET'
+  return verdictText(service / reference >= goal.ratioMin)
 }
 
-/** The service's CPU per request by thread name: the names that take most over all phases get
- * a column each. */
-function printThreads(print: Print, service: TargetResults): void {
+/** A service target's CPU per request by thread name: the names that take most over all phases
+ * get a column each. */
+function printThreads(print: Print, target: ServerName, service: TargetResults): void {
   const totals = new Map<string, number>()
   for (const kind of SELECTED_KINDS) {
     for (const run of service.phases.get(kind.label) ?? []) {
@@ -220,7 +226,7 @@ function printThreads(print: Print, service: TargetResults): void {
     ]
   })
   const header = ['', ...shown, ...(rest.length === 0 ? [] : ['other'])]
-  printColumns(print, 'service CPU per request by thread, us', header, lines)
+  printColumns(print, `${target} CPU per request by thread, us`, header, lines)
 }
 
 function printErrors(print: Print, results: AllResults): void {

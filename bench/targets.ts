@@ -1,9 +1,9 @@
 /** @module The servers under test, each started as a child process on 127.0.0.1 with a fresh temp
- * dir: the service (dist/runtime/main.js), s3rver (bench/s3rver-main.ts), nginx with WebDAV PUT
- * as the limit of HTTP-to-disk, the floor of a Node.js server that hashes as S3 must and stores
- * nothing (bench/floor-main.ts), and a cluster of 3 service nodes (cluster-target.ts). A target
- * that cannot start says why and is skipped. Stopping is by PID (processes.ts); the temp dir goes
- * with the target. */
+ * dir: the service (dist/runtime/main.js) with one ingress thread and with two, s3rver
+ * (bench/s3rver-main.ts), nginx with WebDAV PUT as the limit of HTTP-to-disk, the floor of a
+ * Node.js server that hashes as S3 must and stores nothing (bench/floor-main.ts), and a cluster
+ * of 3 service nodes (cluster-target.ts). A target that cannot start says why and is skipped.
+ * Stopping is by PID (processes.ts); the temp dir goes with the target. */
 import { existsSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { rmSync, writeFileSync } from 'node:fs'
 import type { ChildProcess } from 'node:child_process'
@@ -16,9 +16,12 @@ import { presigner, type Presign } from './presign.js'
 import { freePort, logTail, SERVICE_MAIN, spawnLogged, stopProcess, waitUp } from './processes.js'
 import { processTree } from './rss.js'
 
+/** The service with one ingress thread, and with two: the node's ceiling compares them. */
+export type ServiceName = 'service' | 'service-2w'
+export const SERVICE_NAMES: readonly ServiceName[] = ['service', 'service-2w']
 /** The targets of one server, whose phases compare with each other, column by column. */
-export type ServerName = 'service' | 's3rver' | 'nginx' | 'floor'
-export const SERVER_NAMES: readonly ServerName[] = ['service', 's3rver', 'nginx', 'floor']
+export type ServerName = ServiceName | 's3rver' | 'nginx' | 'floor'
+export const SERVER_NAMES: readonly ServerName[] = [...SERVICE_NAMES, 's3rver', 'nginx', 'floor']
 export type TargetName = ServerName | 'cluster'
 /** In the order they run: the cluster last, so the single servers run exactly as without it. */
 export const TARGET_NAMES: readonly TargetName[] = [...SERVER_NAMES, 'cluster']
@@ -51,12 +54,19 @@ const SERVICE_CREDENTIALS = {
   accessKeyId: 'benchkey',
   secretAccessKey: 'benchsecretbenchsecretbenchsecret1234',
 }
+/** Each service target's own settings, the one place they are set: a setting that must match the
+ * ingress threads (a shard count) joins SVC_HTTP_WORKERS here. */
+export const SERVICE_ENV: Readonly<Record<ServiceName, Readonly<Record<string, string>>>> = {
+  service: { SVC_HTTP_WORKERS: '1' },
+  'service-2w': { SVC_HTTP_WORKERS: '2' },
+}
 const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }
 
 export function start(name: TargetName): Promise<Started> {
   switch (name) {
     case 'service':
-      return startService()
+    case 'service-2w':
+      return startService(name)
     case 's3rver':
       return startS3rver()
     case 'nginx':
@@ -68,7 +78,11 @@ export function start(name: TargetName): Promise<Started> {
   }
 }
 
-async function startService(): Promise<Started> {
+export function isService(name: TargetName): name is ServiceName {
+  return (SERVICE_NAMES as readonly string[]).includes(name)
+}
+
+async function startService(name: ServiceName): Promise<Started> {
   if (!existsSync(SERVICE_MAIN)) return { ok: false, reason: `${SERVICE_MAIN} does not exist` }
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'bench-service-'))
@@ -78,11 +92,12 @@ async function startService(): Promise<Started> {
     SVC_DATA_DIR: join(dir, 'data'),
     SVC_ACCESS_KEY_ID: SERVICE_CREDENTIALS.accessKeyId,
     SVC_SECRET_ACCESS_KEY: SERVICE_CREDENTIALS.secretAccessKey,
+    ...SERVICE_ENV[name],
   }
   mkdirSync(env.SVC_DATA_DIR)
   const server = spawnLogged(process.execPath, [SERVICE_MAIN], env, join(dir, 'service.log'))
   const presign = presigner(port, SERVICE_CREDENTIALS)
-  return ready('service', server, dir, port, presign, (status) => status === 200, '/health')
+  return ready(name, server, dir, port, presign, (status) => status === 200, '/health')
 }
 
 async function startS3rver(): Promise<Started> {

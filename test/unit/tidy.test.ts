@@ -41,7 +41,8 @@ const ARROWS: Record<string, string[]> = {
   actors: ['protocol'],
   http: ['protocol'],
   runtime: ['protocol', 'actors', 'http'],
-  test: ['protocol', 'actors', 'http', 'runtime', 'test', 'dev'],
+  // The bench's pure figures (thread kinds, the node's ceiling) have unit tests.
+  test: ['protocol', 'actors', 'http', 'runtime', 'test', 'dev', 'bench'],
   // The bench's cluster target is dev/cluster-plan.ts's layout of a local cluster.
   bench: ['protocol', 'http', 'runtime', 'test', 'dev'],
   // `npm run cluster` runs the compiled node as a child process and imports none of it.
