@@ -330,7 +330,7 @@ test('stamped GET: the key stamp with every answer, absent instead of not found'
   assert.is(code(await plain.send(noBucket)), 'no_such_bucket')
 })
 
-test('a change of tags names its version and leaves the key stamp: a later write is not stale', async () => {
+test('a tag change names its version, keeps the key stamp: later writes apply', async () => {
   const store = await replica([put('b', 'k', 'first', stamp(1000))])
   const retag = (versionStamp: string, at: string): Promise<Result<unknown>> =>
     store.send({
