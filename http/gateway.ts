@@ -40,6 +40,7 @@ import { CLIENT_ADDRESS_HEADER, signedClientAddress } from './client-address.js'
 import { FORWARDED_HEADER, NOT_SERVING_HEADER, type IngressState, type Listener } from './app.js'
 import { NodeChoice } from './gateway-choice.js'
 import { NodeLiveness } from './gateway-liveness.js'
+import { closeAfterAnswer } from './early-answer.js'
 import { inOrder } from './in-order.js'
 import { s3ErrorFor } from './s3/errors.js'
 import { newRequestId } from './s3/router.js'
@@ -285,9 +286,9 @@ async function forward(
       if (outcome.kind === 'answer') {
         abandonAll()
         // A body not read whole (the node answered early) closes the client's connection after
-        // the answer, as the node closes the gateway's.
+        // the answer, lingering (early-answer.ts), as the node closes the gateway's.
         const unread = body.kind === 'streamed' && !incoming.complete
-        return relay(mesh, outcome.answer, outgoing, ownHealth, unread)
+        return relay(mesh, outcome.answer, outgoing, ownHealth, unread ? incoming : null)
       }
       // Failed before any answer: again elsewhere, unless a streamed body went (in part) to it.
       failure = outcome.reason
@@ -540,7 +541,8 @@ async function relay(
   answer: IncomingMessage,
   outgoing: ServerResponse,
   ownHealth: boolean,
-  closeAfter: boolean,
+  /** The client's request when its body was not read whole (the node answered early). */
+  unread: IncomingMessage | null,
 ): Promise<void> {
   if (ownHealth && answer.statusCode === 200) {
     // The node accepted the caller: the gateway answers for itself.
@@ -551,7 +553,7 @@ async function relay(
   for (const [name, value] of Object.entries(answer.headers)) {
     if (value !== undefined && !HOP_BY_HOP.has(name)) answerHeaders[name] = value
   }
-  if (closeAfter) answerHeaders['connection'] = 'close'
+  if (unread !== null) closeAfterAnswer(unread, outgoing)
   outgoing.writeHead(answer.statusCode ?? 502, answerHeaders)
   answer.pipe(outgoing)
   // A client gone in the middle of an answer leaves no node connection waiting on it.

@@ -8,6 +8,7 @@ import type { ErrorCode, Result } from '../../protocol/errors.js'
 import type { ObjectMsg, ObjectReply, Principal, Unaddressed } from '../../protocol/messages.js'
 import { errorXml } from './xml/s3-xml.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
+import { closeAfterAnswer } from '../early-answer.js'
 import { isNodeFault } from '../request-log.js'
 import { s3ErrorFor } from './errors.js'
 import type { Target } from './target.js'
@@ -53,8 +54,9 @@ export function send(
   out.statusCode = status
   out.setHeader('x-amz-request-id', ex.requestId)
   for (const [name, value] of Object.entries(headers)) out.setHeader(name, value)
-  // An unread request body would otherwise be drained after the reply: close the connection.
-  if (!ex.bodyConsumed && hasBody(ex.incoming)) out.setHeader('connection', 'close')
+  // An unread request body would otherwise be drained after the reply: close the connection,
+  // lingering (early-answer.ts).
+  if (!ex.bodyConsumed && hasBody(ex.incoming)) closeAfterAnswer(ex.incoming, out)
   if (body === undefined || ex.method === 'HEAD') {
     if (body !== undefined && !out.hasHeader('content-length')) {
       out.setHeader(

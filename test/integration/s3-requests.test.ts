@@ -39,6 +39,7 @@ useS3Suite(BUCKET, [
   'a request with Expect: ',
   'UTF-8 metadata is signed',
   'pipelined requests are answered in order',
+  'an answer sent before the body reaches',
   'SigV2 header auth: ',
 ])
 
@@ -360,6 +361,40 @@ test('streamed writes in an unversioned bucket carry no x-amz-version-id either'
 })
 
 // ---------------------------------------------------------------------------------------------
+// Early answers
+
+/** Bytes of the body a client sends after its early answer came, while it reads nothing. */
+const LATE_BODY_CHUNKS = 40
+const LATE_CHUNK = Buffer.alloc(64 * 1024, 7)
+
+test('an answer sent before the body reaches a client that reads it only after sending more', async () => {
+  // The node refuses an anonymous PUT before its body, and closes the connection. A close while
+  // the client still sends resets the connection, and a reset drops what the client has not read
+  // yet: the node lingers, reading and dropping the body, so the answer stays to be read.
+  const url = new URL(server.url)
+  const socket = connect(Number(url.port), url.hostname)
+  socket.pause()
+  let text = ''
+  let failure = ''
+  socket.on('data', (data: Buffer) => (text += data.toString('latin1')))
+  socket.on('error', (error: Error & { code?: string }) => (failure = error.code ?? error.message))
+  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()))
+  const length = LATE_BODY_CHUNKS * LATE_CHUNK.length
+  socket.write(
+    `PUT /${BUCKET}/early HTTP/1.1\r\nHost: ${url.host}\r\nContent-Length: ${length}\r\n\r\n`,
+  )
+  for (let chunk = 0; chunk < LATE_BODY_CHUNKS; chunk++) {
+    socket.write(LATE_CHUNK)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  socket.resume()
+  const settled = await firstWithin([ended.then(() => true)], 10_000)
+  socket.destroy()
+  assert.ok(settled, 'the node closed the connection')
+  assert.match(text, /^HTTP\/1\.1 403 /, `the answer was read (${failure || 'no error'})`)
+  assert.match(text, /<Code>AccessDenied<\/Code>/)
+})
+
 // Pipelining
 
 test('pipelined requests are answered in order, each done before the next', async () => {
