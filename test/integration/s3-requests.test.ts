@@ -39,7 +39,7 @@ useS3Suite(BUCKET, [
   'a request with Expect: ',
   'UTF-8 metadata is signed',
   'pipelined requests are answered in order',
-  'an answer sent before the body reaches',
+  'an early answer reaches a client',
   'SigV2 header auth: ',
 ])
 
@@ -367,7 +367,7 @@ test('streamed writes in an unversioned bucket carry no x-amz-version-id either'
 const LATE_BODY_CHUNKS = 40
 const LATE_CHUNK = Buffer.alloc(64 * 1024, 7)
 
-test('an answer sent before the body reaches a client that reads it only after sending more', async () => {
+test('an early answer reaches a client that reads it only after sending more', async () => {
   // The node refuses an anonymous PUT before its body, and closes the connection. A close while
   // the client still sends resets the connection, and a reset drops what the client has not read
   // yet: the node lingers, reading and dropping the body, so the answer stays to be read.
