@@ -10,7 +10,8 @@
  * long as a sync interval: a bucket's versioning it missed would have its replica write versions
  * the others write as `null`. The store looks at gossip's view every WATCH_MS, and a storage peer
  * Alive that was not at the last look (this node's partition healed, a peer restarted) brings a
- * pull at once, PULL_GAP_MS at least after the last (a peer that flaps costs a pull per gap). */
+ * pull at once, PULL_GAP_MS at least after the last (a peer that flaps costs a pull per gap),
+ * from that peer first: a change that reached it alone (its publication failed) spreads so. */
 import type { Context } from '../../../protocol/actor.js'
 import type { CatalogSnapshotPage } from '../../../protocol/catalog.js'
 import type { Member } from '../../../protocol/cluster.js'
@@ -40,9 +41,13 @@ export function startCatalogSync(state: StoreState, ctx: Context): void {
   let pullAtMs = startedMs
   let lastPullMs = startedMs
   let alive: Set<string> | null = null
+  /** Peers seen coming back since the last pull: the next pull asks them first. */
+  const returned = new Set<string>()
   const round = async (): Promise<void> => {
     lastPullMs = ctx.now()
-    const pulled = await pullCatalog(state, catalog, ctx)
+    const first = [...returned]
+    returned.clear()
+    const pulled = await pullCatalog(state, catalog, ctx, first)
     // While the node starts, gossip may not be up yet: only a later failure is worth a warning.
     const starting = !catalog.synced && ctx.now() - startedMs < FIRST_SYNC_WAIT_MS
     if (pulled !== null && !pulled.ok && !starting) {
@@ -57,9 +62,10 @@ export function startCatalogSync(state: StoreState, ctx: Context): void {
       const members = await membership(ctx, ctx.now() + CATALOG_CALL_MS)
       if (members.ok) {
         const now = new Set(livePeers(members.value, catalog.nodeId).map((peer) => peer.id))
-        const back = alive !== null && [...now].some((id) => alive?.has(id) === false)
+        const back = alive === null ? [] : [...now].filter((id) => alive?.has(id) === false)
         alive = now
-        if (back) pullAtMs = Math.min(pullAtMs, lastPullMs + PULL_GAP_MS)
+        for (const id of back) returned.add(id)
+        if (back.length > 0) pullAtMs = Math.min(pullAtMs, lastPullMs + PULL_GAP_MS)
       }
     }
     if (state.stopping) return
@@ -87,22 +93,27 @@ async function finishJoining(
   ctx.log.info({ phase: servingPhase(state) }, 'catalog in sync')
 }
 
-/** Pulls every page from one live storage peer, the first that answers; null when gossip knows
- * no live peer. */
+/** Pulls every page from one live storage peer, the first that answers: those of `first` that are
+ * live before the others (a peer that came back holds what it took while away, which a pull from
+ * any other would miss until a later round), else from a random one on; null when gossip knows no
+ * live peer. */
 async function pullCatalog(
   state: StoreState,
   catalog: CatalogState,
   ctx: Context,
+  first: readonly string[],
 ): Promise<Result<string> | null> {
   const members = await membership(ctx, ctx.now() + CATALOG_CALL_MS)
   if (!members.ok) return members
-  const peers = livePeers(members.value, catalog.nodeId)
-  if (peers.length === 0) return null
-  const start = (ctx.randomBytes(1)[0] ?? 0) % peers.length
+  const live = livePeers(members.value, catalog.nodeId)
+  if (live.length === 0) return null
+  const start = (ctx.randomBytes(1)[0] ?? 0) % live.length
+  const rotated = [...live.slice(start), ...live.slice(0, start)]
+  const isFirst = (peer: Member): boolean => first.includes(peer.id)
+  const peers = [...rotated.filter(isFirst), ...rotated.filter((peer) => !isFirst(peer))]
   let last: Result<string> = fail('unavailable', 'no peer answered')
-  for (let tried = 0; tried < peers.length; tried++) {
-    const peer = peers[(start + tried) % peers.length]
-    if (peer === undefined || state.stopping) break
+  for (const peer of peers) {
+    if (state.stopping) break
     last = await pullFrom(state, ctx, { id: peer.id, grpcAddr: peer.grpcAddr })
     if (last.ok) return last
   }
