@@ -14,8 +14,8 @@ function envNumber(name: string, fallback: number, max: number): number {
   return value
 }
 
-/** Five seconds per phase keeps 10 phases x 3 targets near three minutes. wrk counts whole
- * seconds: a fraction is rounded up. */
+/** Seconds per load phase: enough for the rates to settle, few enough that every target's phases
+ * run in minutes. wrk counts whole seconds: a fraction is rounded up. */
 export const PHASE_SECONDS = envNumber('BENCH_SECONDS', 5, 600)
 /** Each load phase runs this many times in a row (a PUT of new keys writes new keys each time);
  * the report shows the median of each figure. */
