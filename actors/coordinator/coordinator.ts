@@ -25,7 +25,7 @@ import { listObjects, listParts, listUploads, listVersions } from './listing.js'
 import { clientAnswer, getObject, readQuorum, type QuorumRead } from './reads.js'
 import { askReplica } from './replica-calls.js'
 import { quorumMissed } from './quorum.js'
-import { replicasOf, type Replica } from './replicas.js'
+import { replicasOf } from './replicas.js'
 import { aheadOfClock, observeHeld } from './stamps.js'
 import { bucketStats, storeStats } from './stats.js'
 import { changeKey, deleteMany, writeBody } from './writes.js'
@@ -145,7 +145,7 @@ async function versionOf(
   cluster: ClusterState,
   ctx: Context,
   msg: Extract<CoordinatorMsg, { kind: 'object.attributes.get' | 'object.attributes.put' }>,
-): Promise<Result<{ replica: Replica; versionId?: string; stamp?: string; read: QuorumRead }>> {
+): Promise<Result<{ read: QuorumRead; versionId?: string; stamp?: string }>> {
   const set = await replicasOf(cluster, ctx, msg, msg.deadlineMs)
   if (!set.ok) return set
   const { bucket, key, versionId: named, requestId, deadlineMs } = msg
@@ -162,7 +162,6 @@ async function versionOf(
   const { versionId, stamp } = answer.value.info
   return ok({
     read: read.value,
-    replica: read.value.winner.replica,
     ...(versionId === undefined ? {} : { versionId }),
     ...(stamp === undefined ? {} : { stamp }),
   })
@@ -176,8 +175,8 @@ async function attributesOf(
 ): Promise<Result<AttributesResult>> {
   const version = await versionOf(cluster, ctx, msg)
   if (!version.ok) return version
-  const { replica, versionId } = version.value
-  return askReplica<AttributesResult>(ctx, replica, {
+  const { read, versionId } = version.value
+  return askReplica<AttributesResult>(ctx, read.winner.replica, {
     ...msg,
     ...(versionId === undefined ? {} : { versionId }),
   })

@@ -357,7 +357,7 @@ export class SimClient {
   }
 
   private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => this.world.scheduler.after(ms, resolve, this.owner))
+    return this.world.scheduler.sleep(ms, this.owner)
   }
 
   /** Waits for `promise` until OP_MS, looking every second whether the node it reads from died

@@ -10,8 +10,7 @@ import type { Tag } from '../../protocol/tagging.js'
 import { SIM_BUCKETS, SIM_KEYS, type ClientWorld, type SimClient } from './client.js'
 import { isWrite } from './history.js'
 import type { SimRandom } from './random.js'
-import type { Scheduler } from './scheduler.js'
-import type { Trace } from './trace.js'
+import { answerOf, type Trace } from './trace.js'
 
 /** One change of a key's tags, as the writer saw it end. */
 interface Retag {
@@ -37,7 +36,7 @@ export async function retagKeys(
   const { scheduler } = world
   const retags: Retag[] = []
   while (scheduler.nowMs < untilMs) {
-    await sleep(scheduler, random.between(...PAUSE_MS))
+    await scheduler.sleep(random.between(...PAUSE_MS))
     const node = random.pick(world.nodes)
     const bucket = random.pick(SIM_BUCKETS)
     const key = random.pick(SIM_KEYS)
@@ -52,7 +51,7 @@ export async function retagKeys(
     trace.add(
       scheduler.nowMs,
       node.id,
-      `retag ${bucket}/${key} ${tags[0]?.value}: ${outcome(answer)}`,
+      `retag ${bucket}/${key} ${tags[0]?.value}: ${answerOf(answer)}`,
     )
     retags.push({ bucket, key, tags, beganMs, endedMs: scheduler.nowMs, ok: answer.ok })
   }
@@ -109,12 +108,4 @@ function settledRetag(
     (op) => op.outcome === 'ok' && op.endedMs !== null && op.endedMs < last.beganMs,
   )
   return othersSettled && writesSettled ? last : null
-}
-
-function outcome(answer: Result<unknown>): string {
-  return answer.ok ? 'ok' : answer.code
-}
-
-function sleep(scheduler: Scheduler, ms: number): Promise<void> {
-  return new Promise((resolve) => scheduler.after(Math.max(0, ms), resolve))
 }

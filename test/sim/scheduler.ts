@@ -31,6 +31,11 @@ export class Scheduler {
   /** Events run so far. */
   steps = 0
 
+  /** Resolves `ms` from now (none when negative), unless `owner` dies first. */
+  sleep(ms: number, owner: Owner | null = null): Promise<void> {
+    return new Promise((resolve) => this.after(Math.max(0, ms), resolve, owner))
+  }
+
   /** Runs `task` `ms` from now (at once, after what is already due, when 0). */
   after(ms: number, task: () => void, owner: Owner | null = null): () => void {
     const event: SimEvent = {

@@ -63,7 +63,7 @@ import { SimRandom } from './random.js'
 import { Scheduler, SIM_EPOCH_MS } from './scheduler.js'
 import { SIM_ACTORS, SimNode } from './sim-node.js'
 import { auditStore } from './store-audit.js'
-import { Trace } from './trace.js'
+import { answerOf, Trace } from './trace.js'
 import { retagKeys, retagsHold } from './retagger.js'
 
 export interface SimOptions {
@@ -581,9 +581,9 @@ async function changeVersioning(
     { status: 'Suspended' as const, atMs: scheduler.nowMs + third + random.float() * third },
   ]
   for (const { status, atMs } of steps) {
-    await sleep(scheduler, atMs - scheduler.nowMs)
+    await scheduler.sleep(atMs - scheduler.nowMs)
     for (let attempt = 0; attempt < VERSIONING_ATTEMPTS_MAX; attempt++) {
-      if (attempt > 0) await sleep(scheduler, 1_000)
+      if (attempt > 0) await scheduler.sleep(1_000)
       const node = random.pick(world.nodes)
       const step = { kind: 'bucket.versioning.put', bucket: SUSPENDED_BUCKET, status }
       const askedMs = scheduler.nowMs
@@ -611,14 +611,6 @@ function possibleEnds(changes: VersioningChanges): Set<string> {
 }
 
 const VERSIONING_ATTEMPTS_MAX = 10
-
-function answerOf(answer: Result<unknown>): string {
-  return answer.ok ? 'ok' : answer.code
-}
-
-function sleep(scheduler: Scheduler, ms: number): Promise<void> {
-  return new Promise((resolve) => scheduler.after(Math.max(0, ms), resolve))
-}
 
 /** After the calm every node's catalog holds the same versioning for each bucket, one that
  * SUSPENDED_BUCKET's changes may end with. */

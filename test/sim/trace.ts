@@ -2,6 +2,13 @@
  * actors' warnings and errors, and each client operation with its answer. Kept only when asked
  * for (a replay), but always counted, so a run's fingerprint covers it. */
 
+import type { Result } from '../../protocol/errors.js'
+
+/** An answer as a trace line says it: ok, or its error code. */
+export function answerOf(answer: Result<unknown>): string {
+  return answer.ok ? 'ok' : answer.code
+}
+
 export interface TraceLine {
   atMs: number
   node: string
