@@ -22,16 +22,16 @@
 import { open, stat, statfs, unlink, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { VolumeStatus } from '../protocol/actor.js'
-import { METADATA_MEMTABLE_BYTES_MAX, openRoomBytes } from './rocks-kv.js'
+import { METADATA_MEMTABLE_BYTES_MAX, memtablesMaxBytes, openRoomBytes } from './rocks-kv.js'
 
 const MIB = 1024 * 1024
 /** The memtable budget's step: four write buffers of a whole MiB. */
 const MEMTABLE_STEP_BYTES = 4 * MIB
-/** The floor: 1% of the volume, at least the memtable budget and at most FLOOR_BYTES_MAX. Small
- * objects live inline in the metadata database, and a flush writes its memtables out while their
- * WAL files still hold the same bytes. With half of the budget (two write buffers) a run of inline
- * writes left too little for the flush, which then failed on every retry while nothing could free
- * space. */
+/** The floor: 1% of the volume, at least the memtables' most (one and a half budgets) and at most
+ * FLOOR_BYTES_MAX. Small objects live inline in the metadata database, and a flush writes its
+ * memtables out while their WAL files still hold the same bytes. With half of the budget a run of
+ * inline writes left too little for the flush, which then failed on every retry while nothing
+ * could free space; with the budget, the same happened when flushes lagged on a busy machine. */
 const FLOOR_BYTES_MAX = 256 * MIB
 export const RESERVE_FILE = 'space.reserve'
 /** The volume counts as full, and every object write is refused, once less room than this is left
@@ -55,7 +55,8 @@ export function memtableBytes(sizeBytes: number): number {
 }
 
 export function floorBytes(sizeBytes: number): number {
-  return Math.min(FLOOR_BYTES_MAX, Math.max(memtableBytes(sizeBytes), Math.floor(sizeBytes / 100)))
+  const memtables = memtablesMaxBytes(memtableBytes(sizeBytes))
+  return Math.min(FLOOR_BYTES_MAX, Math.max(memtables, Math.floor(sizeBytes / 100)))
 }
 
 /** The reserve: the room the metadata database needs to open, in whole chunks. */

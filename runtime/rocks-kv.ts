@@ -38,8 +38,19 @@ export const BATCH_BYTES_MAX = 16 * 1024 * 1024
 const NO_SPACE_PATTERN = /No space left on device|NoSpace/
 const MIB = 1024 * 1024
 /** RocksDB's memtable budget at most, of four write buffers (8 MiB each); the data volume sizes it
- * to the volume (runtime/data-volume.ts), and its floor keeps that much free. */
+ * to the volume (runtime/data-volume.ts). */
 export const METADATA_MEMTABLE_BYTES_MAX = 32 * MIB
+/** Write buffers a budget is cut into, and how many the binding's level-style options let RocksDB
+ * hold before it stalls writes (`max_write_buffer_number`): while flushes lag (a busy machine),
+ * memtables reach one and a half budgets. */
+const WRITE_BUFFERS_PER_BUDGET = 4
+const WRITE_BUFFERS_MAX = 6
+
+/** The most a budget's memtables hold before RocksDB stalls writes: a flush may have that much to
+ * write, while the WAL files still hold the same bytes. */
+export function memtablesMaxBytes(memtableBytes: number): number {
+  return (memtableBytes / WRITE_BUFFERS_PER_BUDGET) * WRITE_BUFFERS_MAX
+}
 /** What RocksDB preallocates for a new MANIFEST (its default `manifest_preallocation_size`, which
  * the binding does not set): on tmpfs, and any file system with fallocate, the bytes are taken. */
 const MANIFEST_PREALLOCATION_BYTES = 4 * MIB
@@ -141,11 +152,13 @@ export interface RocksKvOptions {
 }
 
 /** The room RocksDB writes in to open: a new MANIFEST and a new WAL (both preallocated), and the
- * recovery's flush of what the old WALs hold and no SST does yet. Flushes start once two write
- * buffers are full, so the memtable budget (four) bounds that; OPTIONS and the like are small. */
+ * recovery's flush of what the old WALs hold and no SST does yet, at most the memtables' most;
+ * OPTIONS and the like are small. */
 export function openRoomBytes(memtableBytes: number): number {
-  const walPreallocation = Math.ceil((memtableBytes / 4) * WAL_PREALLOCATION_RATIO)
-  return MANIFEST_PREALLOCATION_BYTES + walPreallocation + memtableBytes
+  const walPreallocation = Math.ceil(
+    (memtableBytes / WRITE_BUFFERS_PER_BUDGET) * WAL_PREALLOCATION_RATIO,
+  )
+  return MANIFEST_PREALLOCATION_BYTES + walPreallocation + memtablesMaxBytes(memtableBytes)
 }
 
 export async function openRocksKv(dir: string, options: RocksKvOptions = {}): Promise<RocksKv> {

@@ -27,6 +27,7 @@ import type { PeerAnswer, PeerRequestMsg } from '../../protocol/cluster.js'
 import type { Handled } from '../../protocol/protocols.js'
 import { BUCKET_SETTING_NAMES } from '../../protocol/bucket-settings.js'
 import type { StoreMsg } from '../../protocol/messages.js'
+import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import {
   applyCatalog,
   claimBucket,
@@ -235,15 +236,16 @@ export const replicaStore: Actor<StoreState, 'replica-store'> = {
   },
 }
 
-/** Requests that free space, retried on a full volume (see `handle`), at most this often. */
+/** Requests that free space, retried on a full volume (see `handle`) until their deadline, at
+ * most this often (a call's whole deadline: RocksDB looks for room to resume every 5 s). */
 const FREEING_KINDS: ReadonlySet<StoreMsg['kind']> = new Set([
   'object.delete',
   'object.delete-many',
   'bucket.delete',
   'upload.abort',
 ])
-const FREEING_RETRIES_MAX = 100
 const FREEING_RETRY_MS = 200
+const FREEING_RETRIES_MAX = CALL_TIMEOUT_MS / FREEING_RETRY_MS
 
 async function handleOnce<T>(
   state: StoreState,

@@ -23,6 +23,7 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3'
+import { floorBytes } from '../../runtime/data-volume.js'
 import { sample } from '../support/metrics-text.js'
 import { failure } from '../support/s3-failure.js'
 import { ROOT_PASSWORD, ROOT_USERNAME } from '../support/cluster.js'
@@ -37,8 +38,9 @@ const MIB = 1024 * 1024
 /** 1 MiB objects a 64 MiB volume must take at least. */
 const SMALL_VOLUME_OBJECTS_MIN = 16
 /** Deletes of 1 MiB objects that surely make room for one more on a volume full by the rule: the
- * blob writes that filled it may have dug up to half of the floor (2 MiB on 64 MiB). */
-const FREEING_DELETES = 3
+ * blob writes that filled it may have dug up to half of the floor, and the next PUT needs its own
+ * MiB and one more to spare. */
+const FREEING_DELETES = Math.ceil(floorBytes(SMALL_VOLUME_MIB * MIB) / 2 / MIB) + 2
 /** Freed room must take a write within this: a PUT of 1 MiB on tmpfs answers in tens of
  * milliseconds, while a look at the volume cached for many seconds would not let it in. */
 const ROOM_USABLE_MS = 2_000
@@ -82,10 +84,21 @@ async function onSmallVolume(
     servers.push(server)
     const s3 = server.client()
     await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
-    await body({ server, s3, dataDir, servers, volumeDir: volume.dir })
+    await body({ server, s3, dataDir, servers, volumeDir: volume.dir }).catch((error) => {
+      printWhatTheNodesSaid(servers)
+      throw error
+    })
   } finally {
     for (const server of servers) await server.kill()
     await volume.unmount()
+  }
+}
+
+/** On a failure, the end of what the nodes logged, for the reader of a failed run (the volume
+ * goes with the test). */
+function printWhatTheNodesSaid(servers: TestServer[]): void {
+  for (const server of servers) {
+    console.error(`node's output:\n${server.output().split('\n').slice(-40).join('\n')}`)
   }
 }
 
