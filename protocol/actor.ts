@@ -5,6 +5,7 @@
 import type { Peers } from './cluster.js'
 import { fail, type ErrorCode, type Result } from './errors.js'
 import type { LentFile } from './messages.js'
+import type { ChecksumAlgorithm, Checksums } from './objects.js'
 import type { Handled, KindOf, MessageOf, MessageTo, Protocols, ReplyOf } from './protocols.js'
 
 /** Every request one actor may send another. */
@@ -133,14 +134,18 @@ export interface BlobFiles {
    * temporary one (as `open` looks). Absent where blobs are not files. */
   pathsOf?(id: string): string[]
   remove(id: string): Promise<void>
+  /** Creates the empty temporary file `id` for another thread of this process to write (a lent
+   * write, ByteSource.lendWrite). Absent where blobs are not files. */
+  createLent?(id: string): Promise<WriteLoan>
   /** Ids of temporary files left by a previous run. */
   listTemporary(): Promise<string[]>
   removeTemporary(id: string): Promise<void>
   /** Whether `bytes` more of object data fit on the data volume, above the space kept free for
    * deletes and the metadata database's own writes. A write that finds no room while it runs
-   * fails with `insufficient_storage` instead. `inline`: the bytes go to the metadata database,
-   * not a blob file, and once admitted count as written (no file write will count them). */
-  admits(bytes: number, inline?: boolean): Promise<boolean>
+   * fails with `insufficient_storage` instead. `counted`: once admitted the bytes count as written
+   * at once, since no file write of this thread will count them (they go to the metadata
+   * database, or another thread writes them to a lent file). */
+  admits(bytes: number, counted?: boolean): Promise<boolean>
 }
 export interface BlobWriter {
   /** Appends `chunk`. Writes may still be running when this resolves (a bounded number of them):
@@ -174,7 +179,29 @@ export interface ByteSource {
    * reused rather than freed. Optional: a chunk never released is simply collected. */
   release(chunk: Uint8Array): void
   cancel(code: ErrorCode, detail: string): void
+  /** Lends the temporary file of `loan` to the sender, which writes the bytes there itself and
+   * hashes them, instead of sending them; resolves with what it wrote once the file is synced
+   * and the stream ended (`md5` then holds its MD5), and rejects as `next` does. Only a stream
+   * between threads of one process takes it (absent elsewhere). */
+  lendWrite?(loan: WriteLoan): Promise<WrittenBody>
 }
+
+/** A temporary blob file lent to the sender of a body (ByteSource.lendWrite). */
+export interface WriteLoan {
+  file: string
+  path: string
+}
+
+/** What the sender of a lent write wrote to the file, synced: its digests, for the store to check
+ * and commit as those of a body it hashed itself. */
+export interface WrittenBody {
+  size: number
+  sha256Hex: string
+  crc32: number
+  /** The checksums it was asked for other than CRC32 and SHA-256 (which derive from the above). */
+  checksums: Checksums
+}
+
 /** The sending end of a byte stream. */
 export interface ByteSink {
   /** Resolves once the chunk is handed over and the window allows more. The chunk's buffer is
@@ -270,6 +297,14 @@ export interface Mesh extends Pick<
    * pooled chunks, its CRC32 checked on a whole read before the last chunk goes (a mismatch, or a
    * file gone, fails `corrupt` and is reported to the store). */
   lentSource(lent: LentFile, deadlineMs: number): ByteSource
+  /** The sending end of a stream whose receiver lends a file (ByteSource.lendWrite): each chunk is
+   * hashed (SHA-256, CRC32 and the `checksums` named) and written to the file on this thread, at
+   * most `size` bytes; the end syncs the file and sends the digests. */
+  lentWriteSink(
+    handle: StreamHandle,
+    size: number,
+    checksums: readonly ChecksumAlgorithm[],
+  ): ByteSink
 }
 
 export interface ActorHealth {

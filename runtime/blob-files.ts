@@ -18,8 +18,8 @@
 import assert from 'node:assert/strict'
 import { closeSync, fdatasync, fsync, linkSync, openSync, unlinkSync, writeSync } from 'node:fs'
 import { mkdir, open, readdir, stat, type FileHandle } from 'node:fs/promises'
-import { join } from 'node:path'
-import type { BlobFiles, BlobReader, BlobWriter } from '../protocol/actor.js'
+import { dirname, join } from 'node:path'
+import type { BlobFiles, BlobReader, BlobWriter, WriteLoan } from '../protocol/actor.js'
 import { ServiceError } from '../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../protocol/limits.js'
 import { takeChunk } from './chunk-pool.js'
@@ -29,13 +29,14 @@ import { isNoSpace } from './data-volume.js'
 const BLOB_ID_PATTERN = /^[0-9a-f]{16,128}$/
 
 export interface LocalBlobFiles extends BlobFiles {
+  createLent(id: string): Promise<WriteLoan>
   /** Closes every file handle still open (writers and readers left by a crashed flow). */
   close(): Promise<void>
 }
 
 /** What blob files ask of the data volume (runtime/data-volume.ts). */
 export interface BlobSpace {
-  admits(bytes: number, inline?: boolean): Promise<boolean>
+  admits(bytes: number, counted?: boolean): Promise<boolean>
   /** Counts bytes about to be written; false (or a promise of it) when there is no room. */
   spend(bytes: number): true | Promise<boolean>
   /** A write failed with ENOSPC. */
@@ -47,6 +48,26 @@ export async function openBlobFiles(dir: string, space: BlobSpace): Promise<Loca
   await mkdir(files.temporaryDir, { recursive: true })
   await mkdir(files.permanentDir, { recursive: true })
   return files
+}
+
+/** The file of a lent write (ByteSource.lendWrite), opened by the thread the store lent it to: the
+ * store created it and counted its bytes against the volume when it lent it, and removes it if
+ * the write fails; `commit` syncs it and `tmp/` as the store's own writer does. */
+export function openLentWriter(loan: WriteLoan): BlobWriter {
+  let fd: number
+  try {
+    fd = openSync(loan.path, 'r+')
+  } catch (error) {
+    throw noSpaceAs(error, COUNTED_SPACE)
+  }
+  return new FileWriter(fd, loan.path, dirname(loan.path), COUNTED_SPACE, () => undefined)
+}
+
+/** The space of a lent file's writes: counted by the store that lent it. */
+const COUNTED_SPACE: BlobSpace = {
+  admits: () => Promise.resolve(true),
+  spend: () => true,
+  exhausted: () => undefined,
 }
 
 function checkId(id: string): void {
@@ -114,6 +135,16 @@ class LocalFiles implements LocalBlobFiles {
     )
     this.writers.add(writer)
     return Promise.resolve(writer)
+  }
+
+  async createLent(id: string): Promise<WriteLoan> {
+    const path = this.temporaryPath(id)
+    try {
+      closeSync(openSync(path, 'wx'))
+    } catch (error) {
+      throw this.noSpaceAs(error)
+    }
+    return { file: id, path }
   }
 
   async promote(id: string): Promise<void> {
@@ -190,8 +221,8 @@ class LocalFiles implements LocalBlobFiles {
     unlinkIfPresent(this.temporaryPath(id))
   }
 
-  admits(bytes: number, inline = false): Promise<boolean> {
-    return this.space.admits(bytes, inline)
+  admits(bytes: number, counted = false): Promise<boolean> {
+    return this.space.admits(bytes, counted)
   }
 
   private noSpaceAs(error: unknown): unknown {

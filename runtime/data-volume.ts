@@ -166,15 +166,15 @@ export class DataVolume {
   }
 
   /** Whether `bytes` of object data fit; a fresh look decides when the last is old or the
-   * estimate says no. Admitted `inline` bytes (bound for the metadata database) count as written
-   * at once: without it, small writes a second apart from a look went unseen, and a fast run of
-   * them took the floor the database needed to flush. */
-  async admits(bytes: number, inline = false): Promise<boolean> {
+   * estimate says no. Admitted `counted` bytes (bound for the metadata database, or for a file
+   * another thread writes) count as written at once: without it, small writes a second apart from
+   * a look went unseen, and a fast run of them took the floor the database needed to flush. */
+  async admits(bytes: number, counted = false): Promise<boolean> {
     const fits = (): boolean => this.room() >= Math.max(bytes, FULL_ROOM_BYTES)
     const fresh = Date.now() - this.sample.atMs <= SAMPLE_INTERVAL_MS
     if (!fresh || !fits()) await this.refresh()
     if (!fits()) return false
-    if (inline) this.writtenSince += bytes
+    if (counted) this.writtenSince += bytes
     return true
   }
 

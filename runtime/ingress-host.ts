@@ -7,6 +7,7 @@
  * every request answers 503. Stop: answer 503 to new requests while the ones admitted earlier
  * finish (at most SHUTDOWN_DRAIN_MS), so that health checks see the node leave; then close the
  * port and cut what is left. */
+import { LentWriteSink } from './lent-write-sink.js'
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -70,6 +71,7 @@ export const httpIngress: Actor<IngressActorState, 'http-ingress'> = {
       openStream: ctx.openStream,
       source: ctx.source,
       sink: ctx.sink,
+      lentWriteSink: (handle, size, checksums) => new LentWriteSink(handle, size, checksums),
       now: ctx.now,
       randomBytes: ctx.randomBytes,
       log: ctx.log,

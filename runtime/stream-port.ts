@@ -4,35 +4,46 @@
  * are transferred, not copied. A peer that dies closes the port, which fails the other end at once;
  * a stream without progress for STREAM_IDLE_TIMEOUT_MS fails with `timeout`. */
 import { MessageChannel, MessagePort } from 'node:worker_threads'
-import type { ByteSink, ByteSource, StreamHandle } from '../protocol/actor.js'
+import type {
+  ByteSink,
+  ByteSource,
+  StreamHandle,
+  WriteLoan,
+  WrittenBody,
+} from '../protocol/actor.js'
 import { ServiceError, type ErrorCode } from '../protocol/errors.js'
 import { STREAM_IDLE_TIMEOUT_MS, STREAM_WINDOW_CHUNKS } from '../protocol/timing.js'
 import { owningCopy } from './transfer.js'
 import { countStreamedBytes } from './reclaim.js'
 import { isPoolable, recycleChunk, takeChunk } from './chunk-pool.js'
 
-type ToSource =
+/** Frames to the receiver. A lent write's sender sends `written` (a chunk is in the file) in
+ * place of `data`, and its `end` carries the digests. */
+export type ToSource =
   | { t: 'data'; chunk: Uint8Array }
-  | { t: 'end'; trailers: Record<string, string>; md5?: string }
+  | { t: 'written' }
+  | { t: 'end'; trailers: Record<string, string>; md5?: string; written?: WrittenBody }
   | { t: 'abort'; code: ErrorCode; detail: string }
-type ToSink =
+/** Frames to the sender; `lend` hands it the file of a lent write. */
+export type ToSink =
   | { t: 'credit'; n: number }
   | { t: 'recycle'; chunk: Uint8Array }
   | { t: 'demand'; start: number; end: number }
   | { t: 'cancel'; code: ErrorCode; detail: string }
+  | { t: 'lend'; loan: WriteLoan }
 
 export function openStream(): [StreamHandle, StreamHandle] {
   const channel = new MessageChannel()
   return [channel.port1, channel.port2]
 }
 
-function asPort(handle: StreamHandle): MessagePort {
+export function asPort(handle: StreamHandle): MessagePort {
   if (!(handle instanceof MessagePort)) throw new TypeError('stream handle is not a MessagePort')
   return handle
 }
 
 /** One waiter at a time, failed by a timer when nothing arrives in time. */
-class Waiter<T> {
+export class Waiter<T> {
   private pending: { resolve: (v: T) => void; reject: (e: unknown) => void } | null = null
   private timer: NodeJS.Timeout | null = null
 
@@ -69,7 +80,11 @@ class Waiter<T> {
 export class PortSource implements ByteSource {
   private readonly port: MessagePort
   private readonly queue: Uint8Array[] = []
-  private done: { trailers: Record<string, string>; md5: string | undefined } | null = null
+  private done: {
+    trailers: Record<string, string>
+    md5: string | undefined
+    written: WrittenBody | undefined
+  } | null = null
   private failure: ServiceError | null = null
   /** Set once this end closed the port: released buffers then stay on this thread. */
   private portClosed = false
@@ -94,8 +109,10 @@ export class PortSource implements ByteSource {
 
   private onFrame(frame: ToSource): void {
     if (frame.t === 'data') this.queue.push(frame.chunk)
-    else if (frame.t === 'end') this.done = { trailers: frame.trailers, md5: frame.md5 }
-    else this.onFailure(new ServiceError(frame.code, frame.detail))
+    else if (frame.t === 'end') {
+      this.done = { trailers: frame.trailers, md5: frame.md5, written: frame.written }
+    } else if (frame.t === 'abort') this.onFailure(new ServiceError(frame.code, frame.detail))
+    // `written`: progress of a lent write, which wakes its waiter (and so restarts its idle time).
     this.waiter.wake()
   }
 
@@ -133,6 +150,24 @@ export class PortSource implements ByteSource {
 
   request(start: number, end: number): void {
     this.post({ t: 'demand', start, end })
+  }
+
+  async lendWrite(loan: WriteLoan): Promise<WrittenBody> {
+    this.post({ t: 'lend', loan })
+    for (;;) {
+      if (this.queue.length > 0) {
+        this.cancel('invalid_request', 'bytes sent on a stream that lent its file')
+      }
+      if (this.failure !== null) throw this.failure
+      if (this.done !== null) {
+        this.closePort()
+        if (this.done.written === undefined) {
+          throw new ServiceError('invalid_request', 'a lent write ended without its digests')
+        }
+        return this.done.written
+      }
+      await this.waiter.wait('a lent write')
+    }
   }
 
   release(chunk: Uint8Array): void {
@@ -188,8 +223,11 @@ export class PortSink implements ByteSink {
     } else if (frame.t === 'demand') {
       this.demanded = { start: frame.start, end: frame.end }
       this.demandWaiter.wake(this.demanded)
-    } else {
+    } else if (frame.t === 'cancel') {
       this.onCancel(new ServiceError(frame.code, frame.detail))
+    } else {
+      // A file lent to a sender of bytes: the receiver expects a lent write (LentWriteSink).
+      this.onCancel(new ServiceError('internal', 'a file lent on a stream that sends bytes'))
     }
   }
 

@@ -8,7 +8,7 @@ import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../proto
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
 import { objectActor, type Request } from '../../protocol/actor.js'
 import type { GetResult, MarkerResult, ObjectMsg, PutResult } from '../../protocol/messages.js'
-import type { Checksums, Expectations } from '../../protocol/objects.js'
+import type { ChecksumAlgorithm, Checksums, Expectations } from '../../protocol/objects.js'
 import { copyObjectResultXml } from './xml/s3-xml.js'
 import { parsePartNumber } from './xml/s3-multipart-xml.js'
 import { streamDeadlineMs } from '../../protocol/timing.js'
@@ -136,12 +136,17 @@ export async function sendBody<T>(
   }
   const deadlineMs = streamDeadlineMs(ex.mesh.now(), size)
   const [local, remote] = ex.mesh.openStream()
+  // A single node's store lends this thread the file, which it writes and hashes itself.
+  const lentWrite = objectActor(ex.mesh.config) === 'replica-store'
   // Listening before the call: a call that cannot be sent closes `remote` at once.
-  const sink = ex.mesh.sink(local, deadlineMs)
+  const sink = lentWrite
+    ? ex.mesh.lentWriteSink(local, size, namedChecksums(expect))
+    : ex.mesh.sink(local, deadlineMs)
   const pending = ex.mesh.call(objectActor(ex.mesh.config), {
     ...base,
     stream: remote,
     streamMd5: true,
+    ...(lentWrite ? { lentWrite } : {}),
     deadlineMs,
   } as ObjectMsg) as Promise<Result<T>>
   const pumped = pumpBody(ex, auth, sink)
@@ -154,6 +159,12 @@ export async function sendBody<T>(
   }
   await pumped
   return pending
+}
+
+/** The checksums a body is hashed with beyond MD5, SHA-256 and CRC32. */
+function namedChecksums(expect: Expectations): ChecksumAlgorithm[] {
+  const named = Object.keys(expect.checksums ?? {}) as ChecksumAlgorithm[]
+  return expect.compute === undefined ? named : [...named, expect.compute]
 }
 
 /** Trailer checksums of an inline body become plain expectations. */

@@ -40,6 +40,9 @@ export const objectPut = message({
    * so the store need not: MD5 is the slowest of its hashes, and it then runs on another
    * thread while the store computes the rest. */
   streamMd5: z.boolean().exactOptional(),
+  /** A single node's ingress writes the streamed body itself, to a file the store lends it on the
+   * stream, and sends the digests with the end (ByteSource.lendWrite). */
+  lentWrite: z.literal(true).exactOptional(),
   /** If-Match, If-None-Match, If-Unmodified-Since: checked in the commit that writes the
    * object (protocol/s3-rules/conditions.ts). */
   conditions: conditions.exactOptional(),
@@ -179,6 +182,7 @@ export const uploadPart = message({
   expect: expectations,
   /** As in object.put. */
   streamMd5: z.boolean().exactOptional(),
+  lentWrite: z.literal(true).exactOptional(),
   stamp: stamp.exactOptional(),
 })
 

@@ -1,7 +1,9 @@
 /** @module object.put: takes a body inline or from a stream, hashes it while it passes (MD5 for
  * the ETag, SHA-256 for the content address, CRC32 for the scrubber, and every checksum the client
  * named), keeps at most INLINE_BLOB_BYTES_MAX in memory and spills anything larger to a temporary
- * blob file, verifies, and commits.
+ * blob file, verifies, and commits. A lent write (msg.lentWrite, a single node's ingress) leaves
+ * the file's writes and the hashes to the sender: the store lends it a new temporary file on the
+ * stream and takes the digests it sends with the end.
  *
  * Nothing is visible before the single metadata commit, and a failed or aborted upload discards
  * its temporary file. Dedup: if a blob with the same SHA-256 exists, the new bytes are dropped and
@@ -10,7 +12,7 @@
  * recovery finishes a promotion a crash interrupted. */
 import assert from 'node:assert/strict'
 import { createHash, type Hash } from 'node:crypto'
-import type { BlobWriter, ByteSource, Context } from '../../../protocol/actor.js'
+import type { BlobWriter, ByteSource, Context, WrittenBody } from '../../../protocol/actor.js'
 import {
   checksumAlgorithmFromHeader,
   createChecksum,
@@ -51,7 +53,8 @@ export const NO_ROOM = 'the data volume has no room for more object data'
 const FILE_ID_BYTES = 16
 const FILE_ID_ATTEMPTS_MAX = 8
 
-/** The body as it arrived: digests, and the bytes either in memory or in a temporary file. */
+/** The body as it arrives: its hashes so far, and the bytes either in memory or in a temporary
+ * file. */
 interface Ingest {
   size: number
   /** Null when the sender computes the MD5 and sends it with the stream's end. */
@@ -62,6 +65,17 @@ interface Ingest {
   extra: Map<ChecksumAlgorithm, Checksum>
   memory: Uint8Array[]
   file: { id: string; writer: BlobWriter } | null
+}
+
+/** The body's digests, once it all arrived. */
+interface Digests {
+  size: number
+  md5: Buffer
+  sha256Hex: string
+  crc32: number
+  /** Base64, by algorithm: the additional checksums computed (CRC32 and SHA-256 derive from the
+   * fields above). */
+  extra: Checksums
 }
 
 /** `given`: the body's bytes from within this actor (a copy's), in place of the message's. */
@@ -153,9 +167,15 @@ const REMOVALS_WAIT_MS = 1_000
 /** Whether `size` bytes of object data fit. A delete answers before its files are removed, so a
  * write that finds no room waits (bounded) for removals under way and asks once more: room a
  * delete made is there for the next write. */
-async function roomFor(state: StoreState, ctx: Context, size: number): Promise<boolean> {
-  const inline = size <= INLINE_BLOB_BYTES_MAX
-  if (await ctx.blobs.admits(size, inline)) return true
+async function roomFor(
+  state: StoreState,
+  ctx: Context,
+  size: number,
+  lent: boolean,
+): Promise<boolean> {
+  // Bytes no file write of this thread counts: inline ones, and those of a lent file.
+  const counted = lent || size <= INLINE_BLOB_BYTES_MAX
+  if (await ctx.blobs.admits(size, counted)) return true
   if (state.removing.size === 0) return false
   let cancel = (): void => undefined
   const waited = new Promise<void>((resolve) => {
@@ -163,7 +183,7 @@ async function roomFor(state: StoreState, ctx: Context, size: number): Promise<b
   })
   await Promise.race([Promise.allSettled([...state.removing]), waited])
   cancel()
-  return ctx.blobs.admits(size, inline)
+  return ctx.blobs.admits(size, counted)
 }
 
 /** Takes in a body, verifies it and commits it through `record`. `admit` is checked before the
@@ -180,7 +200,8 @@ export async function storeBody<T>(
   assert((msg.body === undefined) !== (msg.stream === undefined), 'put needs a body or a stream')
   const source = given ?? (msg.stream === undefined ? null : ctx.source(msg.stream, msg.deadlineMs))
   const size = msg.expect.size ?? msg.body?.byteLength ?? 0
-  if (!(await roomFor(state, ctx, size))) {
+  const lent = given === undefined && source !== null && msg.lentWrite === true
+  if (!(await roomFor(state, ctx, size, lent))) {
     source?.cancel('insufficient_storage', NO_ROOM)
     return fail('insufficient_storage', NO_ROOM)
   }
@@ -192,8 +213,10 @@ export async function storeBody<T>(
   const ingest = startIngest(msg, given === undefined && source !== null && msg.streamMd5 === true)
   let verified: Verified
   try {
-    await receive(ingest, msg, source, ctx)
-    verified = await verify(ingest, msg, source)
+    const digests = lent
+      ? await takeLentWrite(ingest, source, ctx)
+      : await receive(ingest, msg, source, ctx)
+    verified = verify(digests, msg, source)
   } catch (error) {
     // The sender learns at once (rather than at its idle timeout) that nothing more is read.
     const failure = error instanceof ServiceError ? error : null
@@ -242,11 +265,11 @@ async function receive(
   msg: BodyMsg,
   source: ByteSource | null,
   ctx: Context,
-): Promise<void> {
+): Promise<Digests> {
   if (source === null) {
     assert(msg.body !== undefined)
     await accept(ingest, msg, msg.body, ctx, null)
-    return
+    return digestsOf(ingest, null)
   }
   for (;;) {
     let chunk: Uint8Array | null
@@ -255,8 +278,49 @@ async function receive(
     } catch (error) {
       throw senderFailure(error)
     }
-    if (chunk === null) return
+    if (chunk === null) return digestsOf(ingest, source)
     await accept(ingest, msg, chunk, ctx, source)
+  }
+}
+
+async function digestsOf(ingest: Ingest, source: ByteSource | null): Promise<Digests> {
+  const extra: Checksums = {}
+  for (const [algorithm, checksum] of ingest.extra) extra[algorithm] = await checksum.digestBase64()
+  return {
+    size: ingest.size,
+    md5: ingest.md5?.digest() ?? senderMd5(source),
+    sha256Hex: ingest.sha256.digest('hex'),
+    crc32: ingest.crc32,
+    extra,
+  }
+}
+
+/** Lends a new temporary file to the sender, which writes the body there and hashes it, and takes
+ * the digests it sends with the end. The file is the ingest's from the loan on: a failure, or a
+ * duplicate's commit, removes it. */
+async function takeLentWrite(ingest: Ingest, source: ByteSource, ctx: Context): Promise<Digests> {
+  if (source.lendWrite === undefined || ctx.blobs.createLent === undefined) {
+    throw new ServiceError('invalid_request', 'a lent write on a stream that cannot lend a file')
+  }
+  const id = newFileId(ctx)
+  const loan = await ctx.blobs.createLent(id)
+  ingest.file = { id, writer: lentFileWriter(ctx, id) }
+  let written: WrittenBody
+  try {
+    written = await source.lendWrite(loan)
+  } catch (error) {
+    throw senderFailure(error)
+  }
+  const { size, sha256Hex, crc32, checksums } = written
+  return { size, md5: senderMd5(source), sha256Hex, crc32, extra: checksums }
+}
+
+/** The writer of a lent file, as the commit sees it: the sender wrote and synced the file. */
+function lentFileWriter(ctx: Context, id: string): BlobWriter {
+  return {
+    write: () => Promise.reject(new Error('a lent file is written by its borrower')),
+    commit: () => Promise.resolve(),
+    discard: () => ctx.blobs.removeTemporary(id),
   }
 }
 
@@ -319,23 +383,23 @@ export function newFileId(ctx: Context): string {
 
 /** Checks every expectation and returns the verified facts; the checksums stored with the object
  * are the ones the client sent, in a header or a trailer. */
-async function verify(ingest: Ingest, msg: BodyMsg, source: ByteSource | null): Promise<Verified> {
+function verify(digests: Digests, msg: BodyMsg, source: ByteSource | null): Verified {
   const { expect } = msg
-  if (expect.size !== undefined && ingest.size !== expect.size) {
-    throw new ServiceError('incomplete_body', `got ${ingest.size} of ${expect.size} bytes`)
+  if (expect.size !== undefined && digests.size !== expect.size) {
+    throw new ServiceError('incomplete_body', `got ${digests.size} of ${expect.size} bytes`)
   }
   const trailers = source?.trailers() ?? {}
-  const md5 = ingest.md5?.digest() ?? senderMd5(source)
+  const md5 = digests.md5
   if (expect.md5Base64 !== undefined && md5.toString('base64') !== expect.md5Base64) {
     throw new ServiceError('bad_digest', 'Content-MD5 does not match the body')
   }
-  const sha256 = ingest.sha256.digest('hex')
+  const sha256 = digests.sha256Hex
   if (expect.sha256Hex !== undefined && sha256 !== expect.sha256Hex.toLowerCase()) {
     throw new ServiceError('content_sha256_mismatch', 'x-amz-content-sha256 does not match')
   }
   const checksums: Checksums = {}
   for (const [algorithm, value] of wantedChecksums(msg, trailers)) {
-    const actual = await computedChecksum(ingest, algorithm, sha256)
+    const actual = computedChecksum(digests, algorithm)
     if (actual !== value) {
       throw new ServiceError('checksum_mismatch', `x-amz-checksum-${algorithm} does not match`)
     }
@@ -343,10 +407,10 @@ async function verify(ingest: Ingest, msg: BodyMsg, source: ByteSource | null): 
   }
   const compute = expect.compute
   if (compute !== undefined && checksums[compute] === undefined) {
-    checksums[compute] = await computedChecksum(ingest, compute, sha256)
+    checksums[compute] = computedChecksum(digests, compute)
   }
   const etag = `"${md5.toString('hex')}"`
-  const verified: Verified = { size: ingest.size, crc32: ingest.crc32, sha256, etag, checksums }
+  const verified: Verified = { size: digests.size, crc32: digests.crc32, sha256, etag, checksums }
   const endStamp = trailers[END_STAMP_TRAILER]
   if (msg.stamp !== undefined && endStamp !== undefined) {
     if (!isStamp(endStamp)) throw new ServiceError('invalid_request', 'a malformed end stamp')
@@ -397,19 +461,15 @@ function wantedChecksums(
   return wanted
 }
 
-async function computedChecksum(
-  ingest: Ingest,
-  algorithm: ChecksumAlgorithm,
-  sha256Hex: string,
-): Promise<string> {
-  if (algorithm === 'crc32') return crcToBase64(ingest.crc32)
-  if (algorithm === 'sha256') return Buffer.from(sha256Hex, 'hex').toString('base64')
-  const checksum = ingest.extra.get(algorithm)
+function computedChecksum(digests: Digests, algorithm: ChecksumAlgorithm): string {
+  if (algorithm === 'crc32') return crcToBase64(digests.crc32)
+  if (algorithm === 'sha256') return Buffer.from(digests.sha256Hex, 'hex').toString('base64')
+  const checksum = digests.extra[algorithm]
   if (checksum === undefined) {
     // Only CRC32 and SHA-256 are always at hand; the HTTP layer announces the others up front.
     throw new ServiceError('invalid_request', `x-amz-checksum-${algorithm} was not announced`)
   }
-  return checksum.digestBase64()
+  return checksum
 }
 
 /** Commits the verified body: inline, as a duplicate of an existing blob, or as a new file blob. */
