@@ -71,7 +71,8 @@ export const httpIngress: Actor<IngressActorState, 'http-ingress'> = {
       openStream: ctx.openStream,
       source: ctx.source,
       sink: ctx.sink,
-      lentWriteSink: (handle, size, checksums) => new LentWriteSink(handle, size, checksums),
+      lentWriteSink: (handle, size, checksums) =>
+        new LentWriteSink(handle, size, checksums, ctx.now),
       now: ctx.now,
       randomBytes: ctx.randomBytes,
       log: ctx.log,

@@ -2,9 +2,10 @@
  * a PUT's or a part's body to the temporary file the store lends it, hashing it on the way
  * (SHA-256, CRC32 and the checksums the client named; pumpBody adds MD5), so that neither the
  * bytes nor their hashes cost the store's thread, which every request of the node shares. The
- * stream carries the loan one way and, the other way, a `written` frame per chunk (the store's
- * idle timer restarts on each) and the end with the digests, sent once the file and `tmp/` are
- * synced. The store created the file and counted its bytes against the volume; it removes it
+ * stream carries the loan one way and, the other way, a `written` frame at most every
+ * PROGRESS_EVERY_MS (the store's idle timer restarts on each: a frame per chunk cost the store's
+ * thread a wake-up each, most of a large PUT's cost there) and the end with the digests, sent once
+ * the file and `tmp/` are synced. The store created the file and counted its bytes against the volume; it removes it
  * when the write fails, the stream breaks or it commits a duplicate. A store that dies closes the
  * port, which fails the next write here at once. */
 import { createHash } from 'node:crypto'
@@ -22,6 +23,9 @@ import { openLentWriter } from './blob-files.js'
 import { recycleChunk, takeChunk } from './chunk-pool.js'
 import { asPort, Waiter, type ToSink, type ToSource } from './stream-port.js'
 
+/** Well inside the stream's idle timeout (STREAM_IDLE_TIMEOUT_MS). */
+const PROGRESS_EVERY_MS = 5_000
+
 export class LentWriteSink implements ByteSink {
   private readonly port
   private writer: BlobWriter | null = null
@@ -33,12 +37,15 @@ export class LentWriteSink implements ByteSink {
   private readonly sha256 = createHash('sha256')
   private readonly checksums: Checksum[]
   private readonly lent = new Waiter<void>()
+  private progressAtMs: number
 
   constructor(
     handle: StreamHandle,
     private readonly sizeMax: number,
     algorithms: readonly ChecksumAlgorithm[],
+    private readonly now: () => number,
   ) {
+    this.progressAtMs = now()
     this.port = asPort(handle)
     // CRC32 and SHA-256 derive from the hashes every write computes.
     const extra = algorithms.filter((name) => name !== 'crc32' && name !== 'sha256')
@@ -87,7 +94,10 @@ export class LentWriteSink implements ByteSink {
       this.fail(failed)
       throw failed
     }
-    this.post({ t: 'written' })
+    if (this.now() - this.progressAtMs >= PROGRESS_EVERY_MS) {
+      this.progressAtMs = this.now()
+      this.post({ t: 'written' })
+    }
   }
 
   buffer(): Uint8Array {

@@ -58,7 +58,7 @@ test('the store gets the digests of the bytes the file holds, and the MD5 with t
     const body = randomBytes(3 * STREAM_CHUNK_BYTES + 123)
     const [storeEnd, senderEnd] = openStream()
     const source = new PortSource(storeEnd)
-    const sink = new LentWriteSink(senderEnd, body.byteLength, ['crc32c', 'sha256'])
+    const sink = new LentWriteSink(senderEnd, body.byteLength, ['crc32c', 'sha256'], Date.now)
     const loan = await files.createLent(ID)
     const taken = source.lendWrite(loan)
     await send(sink, body)
@@ -80,7 +80,7 @@ test('an empty body is a lent write too: an empty file and the empty digests', (
   withFiles(async (files) => {
     const [storeEnd, senderEnd] = openStream()
     const source = new PortSource(storeEnd)
-    const sink = new LentWriteSink(senderEnd, 0, [])
+    const sink = new LentWriteSink(senderEnd, 0, [], Date.now)
     const taken = source.lendWrite(await files.createLent(ID))
     sink.end({}, createHash('md5').digest('hex'))
     const written = await taken
@@ -93,7 +93,7 @@ test('a store that cancels or goes away fails the next write at once', async () 
     await withFiles(async (files) => {
       const [storeEnd, senderEnd] = openStream()
       const source = new PortSource(storeEnd)
-      const sink = new LentWriteSink(senderEnd, 4 * STREAM_CHUNK_BYTES, [])
+      const sink = new LentWriteSink(senderEnd, 4 * STREAM_CHUNK_BYTES, [], Date.now)
       void source.lendWrite(await files.createLent(ID)).catch(() => undefined)
       await send(sink, randomBytes(STREAM_CHUNK_BYTES))
       if (how === 'cancel') source.cancel('no_such_bucket', 'gone meanwhile')
@@ -116,7 +116,7 @@ test('a body longer than announced is refused, and the store hears of the abort'
   withFiles(async (files) => {
     const [storeEnd, senderEnd] = openStream()
     const source = new PortSource(storeEnd)
-    const sink = new LentWriteSink(senderEnd, 100, [])
+    const sink = new LentWriteSink(senderEnd, 100, [], Date.now)
     const taken = failure(source.lendWrite(await files.createLent(ID)))
     const code = await failure(send(sink, randomBytes(101)))
     assert.is(code, 'incomplete_body')
