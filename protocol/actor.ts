@@ -4,7 +4,7 @@
  * interfaces). */
 import type { Peers } from './cluster.js'
 import { fail, type ErrorCode, type Result } from './errors.js'
-import type { LentFile } from './messages.js'
+import type { GetResult, LentFile } from './messages.js'
 import type { ChecksumAlgorithm, Checksums } from './objects.js'
 import type { Handled, KindOf, MessageOf, MessageTo, Protocols, ReplyOf } from './protocols.js'
 
@@ -104,7 +104,8 @@ export function byKind<State, Name extends ActorName, K extends KindOf<Name>>(
 /** Sorted byte-keyed metadata store (RocksDB in production). Reads are synchronous and see every
  * write handed to `commit`, including ones whose sync is still in flight; `commit` resolves once
  * the batch is on stable storage. Keys are strings compared as UTF-8 bytes. */
-export interface KvStore {
+/** Reads of the metadata database. */
+export interface KvReader {
   get(key: string): Uint8Array | undefined
   getMany(keys: readonly string[]): (Uint8Array | undefined)[]
   /** Entries with gte <= key < lt (or gt < key), ascending, at most `limit`. */
@@ -112,6 +113,8 @@ export interface KvStore {
   /** `scan` with each value decoded as UTF-8, for ranges of JSON records: RocksDB hands out
    * strings far cheaper than a Buffer per row. */
   scanText(range: KvRange): [string, string][]
+}
+export interface KvStore extends KvReader {
   commit(ops: readonly KvOp[]): Promise<void>
 }
 export interface KvRange {
@@ -297,6 +300,10 @@ export interface Mesh extends Pick<
    * pooled chunks, its CRC32 checked on a whole read before the last chunk goes (a mismatch, or a
    * file gone, fails `corrupt` and is reported to the store). */
   lentSource(lent: LentFile, deadlineMs: number): ByteSource
+  /** A single node's current version of `bucket/key`, read from the metadata database on this
+   * thread: its info, with the bytes of a small (inline) object when `withBody`. Null where the
+   * store must answer (actors/replica-store/local-read.ts), and always off a single node. */
+  readCurrent(bucket: string, key: string, withBody: boolean): GetResult | null
   /** The sending end of a stream whose receiver lends a file (ByteSource.lendWrite): each chunk is
    * hashed (SHA-256, CRC32 and the `checksums` named) and written to the file on this thread, at
    * most `size` bytes; the end syncs the file and sends the digests. */

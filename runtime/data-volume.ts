@@ -65,6 +65,16 @@ export function reserveBytes(sizeBytes: number): number {
   return Math.ceil(room / RESERVE_CHUNK_BYTES) * RESERVE_CHUNK_BYTES
 }
 
+/** Deletes the reserve before the metadata database opens (its room to open) and answers the
+ * database's memtable budget on this volume. The store's DataVolume writes the reserve back. */
+export async function releaseReserveToOpen(dataDir: string): Promise<number> {
+  const { sizeBytes } = await look(dataDir)
+  await unlink(join(dataDir, RESERVE_FILE)).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOENT') throw error
+  })
+  return memtableBytes(sizeBytes)
+}
+
 /** Bytes object writes may still take (negative past the edge); see the module comment. */
 export function objectRoomBytes(sizeBytes: number, freeBytes: number, reserveHeld: number): number {
   const reserve = reserveBytes(sizeBytes)
@@ -145,11 +155,6 @@ export class DataVolume {
     this.reserveHeld = reserveHeld
     this.timer = setInterval(() => void this.refresh(), SAMPLE_INTERVAL_MS)
     this.timer.unref()
-  }
-
-  /** The metadata database's memtable budget on this volume. */
-  get memtableBytes(): number {
-    return memtableBytes(this.sample.sizeBytes)
   }
 
   /** The metadata database is open: the reserve is written back (in the background: a start

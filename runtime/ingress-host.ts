@@ -8,6 +8,7 @@
  * finish (at most SHUTDOWN_DRAIN_MS), so that health checks see the node leave; then close the
  * port and cut what is left. */
 import { LentWriteSink } from './lent-write-sink.js'
+import { readCurrent } from '../actors/replica-store/local-read.js'
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -66,11 +67,15 @@ export const httpIngress: Actor<IngressActorState, 'http-ingress'> = {
     const http = new HttpMetrics()
     // Reported with this thread's actor metrics, so /metrics adds up every ingress instance's.
     host.includeMetrics(http.registry)
+    // A single node's objects are read here too; a cluster's through its coordinator's quorum.
+    const metadata = ctx.config['SVC_MODE'] === 'single' ? host.metadata : null
     const mesh: Mesh = {
       call: ctx.call,
       openStream: ctx.openStream,
       source: ctx.source,
       sink: ctx.sink,
+      readCurrent: (bucket, key, withBody) =>
+        metadata === null ? null : readCurrent(metadata, bucket, key, withBody),
       lentWriteSink: (handle, size, checksums) =>
         new LentWriteSink(handle, size, checksums, ctx.now),
       now: ctx.now,

@@ -3,7 +3,8 @@
  * supervised actor mesh and handles signals. The ingress starts first and answers 503 until every
  * actor is up. SIGTERM/SIGINT stop it gracefully: the ingress answers 503 to new requests while
  * in-flight ones drain (SHUTDOWN_DRAIN_MS), then closes its port; the other actors stop in reverse
- * start order and the store closes cleanly; exit 0. A crash loop exits 1. A setting or an
+ * start order, the store closes cleanly, and the runtime closes the metadata database it opened
+ * before any actor; exit 0. A crash loop exits 1. A setting or an
  * environment the node cannot run with (runtime/fatal.ts) exits 2 with one line on stderr, at start
  * or when an actor meets it later; it is never restarted. */
 import { setFlagsFromString } from 'node:v8'
@@ -21,6 +22,7 @@ import { NodeMetrics } from './node-metrics.js'
 import { mapLargeAllocations, startNativeTrimmer } from './native-trim.js'
 import { checkNodeVersion } from './node-version.js'
 import { Supervisor } from './supervisor.js'
+import { openMetadata } from './storage.js'
 import { readTlsPair } from './tls-files.js'
 import { usage, version } from './usage.js'
 import { withTimeout } from '../protocol/timing.js'
@@ -47,33 +49,39 @@ async function main(): Promise<void> {
   const table = actorTable(config.mode)
   // Before any thread allocates a chunk: see runtime/native-trim.ts.
   await mapLargeAllocations(STREAM_CHUNK_BYTES)
+  // Owned here, so that no actor's death closes what another thread reads.
+  const metadata = config.mode === 'gateway' ? null : await openMetadata(config.dataDir)
   let stopping: Promise<void> | null = null
+  /** Stops the actors, then closes the database none of them uses any more. */
+  const stop = (drainMs: number): Promise<void> =>
+    supervisor.stop(drainMs).then(() => metadata?.close())
   const supervisor: Supervisor = new Supervisor({
     actors: table.actors,
     instances: { 'http-ingress': config.httpWorkers },
     links: table.links,
     config: { ...config.actorConfig, ...cluster?.actorConfig, ...secrets, SVC_VERSION: version() },
+    metadata: metadata?.handle ?? null,
     ingress: 'http-ingress',
     chaos: config.chaos,
     metrics: new NodeMetrics(config.mode),
     log,
     onEscalate: (exitCode, reason) => {
       if (exitCode !== 0) log.error({ reason }, 'escalating: stopping the node')
-      stopping ??= supervisor.stop(SHUTDOWN_DRAIN_MS).finally(() => process.exit(exitCode))
+      stopping ??= stop(SHUTDOWN_DRAIN_MS).finally(() => process.exit(exitCode))
     },
     onFatal: (failure) => {
       if (stopping !== null) return
       console.error(fatalLine(failure))
       // No drain: the node cannot serve. The stop closes the store cleanly, but the exit comes
       // within FATAL_STOP_TIMEOUT_MS even if an actor does not stop.
-      stopping = withTimeout(supervisor.stop(0), FATAL_STOP_TIMEOUT_MS, 'stopping')
+      stopping = withTimeout(stop(0), FATAL_STOP_TIMEOUT_MS, 'stopping')
         .catch(() => undefined)
         .finally(() => process.exit(EXIT_UNUSABLE))
     },
   })
   const onSignal = (signal: string): void => {
     log.info({ signal }, 'graceful shutdown')
-    stopping ??= supervisor.stop(SHUTDOWN_DRAIN_MS).finally(() => process.exit(0))
+    stopping ??= stop(SHUTDOWN_DRAIN_MS).finally(() => process.exit(0))
   }
   process.on('SIGTERM', () => onSignal('SIGTERM'))
   process.on('SIGINT', () => onSignal('SIGINT'))

@@ -26,7 +26,7 @@
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
-import type { KvOp, KvRange, KvStore } from '../protocol/actor.js'
+import type { KvOp, KvRange, KvReader, KvStore } from '../protocol/actor.js'
 import { ServiceError } from '../protocol/errors.js'
 
 /** Ops in one synced batch. 512 concurrent puts of about 8 ops each fit in one write. */
@@ -84,15 +84,15 @@ interface IteratorOptions {
 interface RocksLevelDb {
   open(options: {
     createIfMissing: boolean
-    compaction: string
-    memtableMemoryBudget: number
+    compaction?: string
+    memtableMemoryBudget?: number
   }): Promise<void>
   close(): Promise<void>
   readonly handle: bigint
   _getManySync(keys: Buffer[], options?: object): (Buffer | null | undefined)[]
   iterator(options: IteratorOptions): NativeIterator
 }
-type RocksLevelClass = new (location: string, options: object) => RocksLevelDb
+type RocksLevelClass = new (location: string | bigint, options: object) => RocksLevelDb
 
 const require = createRequire(import.meta.url)
 
@@ -161,68 +161,102 @@ export function openRoomBytes(memtableBytes: number): number {
   return MANIFEST_PREALLOCATION_BYTES + walPreallocation + memtablesMaxBytes(memtableBytes)
 }
 
-export async function openRocksKv(dir: string, options: RocksKvOptions = {}): Promise<RocksKv> {
-  const { RocksLevel } = require('@nxtedition/rocksdb') as { RocksLevel: RocksLevelClass }
-  const db = new RocksLevel(dir, {})
+/** The metadata database, opened by the node's runtime, which owns it: actors' threads attach to
+ * it by `handle` (attachRocksKv, attachKvReader), and no thread's death closes it or frees
+ * memory another thread reads. */
+export interface MetadataDb {
+  readonly handle: bigint
+  close(): Promise<void>
+}
+
+function rocksLevel(): RocksLevelClass {
+  return (require('@nxtedition/rocksdb') as { RocksLevel: RocksLevelClass }).RocksLevel
+}
+
+export async function openMetadataDb(dir: string, memtableBytes?: number): Promise<MetadataDb> {
+  const db = new (rocksLevel())(dir, {})
   await db.open({
     createIfMissing: true,
     // Level compaction with a memtable budget of at most 32 MiB (8 MiB write buffers) instead of
     // the default 64 MiB buffers: small objects live inline in RocksDB and the node's memory must
     // stay bounded.
     compaction: 'level',
-    memtableMemoryBudget: options.memtableBytes ?? METADATA_MEMTABLE_BYTES_MAX,
+    memtableMemoryBudget: memtableBytes ?? METADATA_MEMTABLE_BYTES_MAX,
   })
+  return { handle: db.handle, close: () => db.close() }
+}
+
+/** Attaches to an open database by its handle: the binding neither closes nor owns a database
+ * attached that way. */
+async function attach(handle: bigint): Promise<RocksLevelDb> {
+  const db = new (rocksLevel())(handle, {})
+  // Opening an attached database only reads its column families.
+  await db.open({ createIfMissing: false })
+  return db
+}
+
+/** The store's KvStore on the runtime's database; its close stops the writer thread. */
+export function attachRocksKv(handle: bigint, options: RocksKvOptions = {}): Promise<RocksKv> {
+  return startKv(handle, options, null)
+}
+
+/** A KvStore with its writer thread; `owned`, the database it closes with it. */
+async function startKv(
+  handle: bigint,
+  options: RocksKvOptions,
+  owned: MetadataDb | null,
+): Promise<RocksKv> {
   const writer = new Worker(WRITER_SOURCE, {
     eval: true,
     name: 'kv-writer',
     // It only unpacks batches: V8's default young generation let it hold far more under load.
     resourceLimits: { maxYoungGenerationSizeMb: 4 },
-    workerData: {
-      handle: db.handle,
-      bindingPath: require.resolve('@nxtedition/rocksdb/binding.js'),
-    },
+    workerData: { handle, bindingPath: require.resolve('@nxtedition/rocksdb/binding.js') },
   })
   writer.unref()
-  return new RocksKvStore(db, writer, options.onNoSpace ?? (() => undefined))
+  const onNoSpace = options.onNoSpace ?? (() => undefined)
+  return new RocksKvStore(await attach(handle), writer, onNoSpace, owned)
 }
 
-class RocksKvStore implements RocksKv {
-  private readonly overlay = new Map<string, OverlayEntry>()
-  private readonly queue: PendingCommit[] = []
-  private inFlight: { number: number; commits: PendingCommit[] } | null = null
-  private commitsStarted = 0
-  private batchesStarted = 0
-  private failure: Error | null = null
-  private closed = false
-  private drained: (() => void) | null = null
+/** Reads of what is durable in the runtime's database, for threads that never write (a single
+ * node's ingress serves small objects from it). */
+export async function attachKvReader(handle: bigint): Promise<KvReader> {
+  return new RocksKvReader(await attach(handle))
+}
 
-  constructor(
-    private readonly db: RocksLevelDb,
-    private readonly writer: Worker,
-    private readonly onNoSpace: () => void,
-  ) {
-    writer.on('message', (reply: WriterReply) => this.landed(reply))
-    writer.on('error', (error) => this.poison(error))
-    writer.on('exit', (code) => {
-      if (!this.closed) this.poison(new Error(`rocks-kv writer thread exited with ${code}`))
-    })
+/** A database of the caller's own, opened and closed with its KvStore (tools and tests). */
+export async function openRocksKv(dir: string, options: RocksKvOptions = {}): Promise<RocksKv> {
+  const owned = await openMetadataDb(dir, options.memtableBytes)
+  return startKv(owned.handle, options, owned)
+}
+
+/** Point reads and scans of what the database holds. The store's subclass adds its overlay of
+ * commits not yet durable. */
+class RocksKvReader implements KvReader {
+  constructor(protected readonly db: RocksLevelDb) {}
+
+  /** Ops handed to commit and not yet durable: none for a reader. */
+  protected overlayOf(_key: string): OverlayEntry | undefined {
+    return undefined
   }
 
-  get counts(): { commits: number; batches: number } {
-    return { commits: this.commitsStarted, batches: this.batchesStarted }
+  protected overlayIn(_bounds: EncodedRange): OverlayEntry[] {
+    return []
   }
+
+  protected checkOpen(): void {}
 
   get(key: string): Uint8Array | undefined {
     return this.getMany([key])[0]
   }
 
   getMany(keys: readonly string[]): (Uint8Array | undefined)[] {
-    assert(!this.closed, 'rocks-kv is closed')
+    this.checkOpen()
     const result: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(keys.length)
     const missing: Buffer[] = []
     const missingAt: number[] = []
     keys.forEach((key, index) => {
-      const entry = this.overlay.get(key)
+      const entry = this.overlayOf(key)
       if (entry !== undefined) {
         result[index] = entry.value ?? undefined
       } else {
@@ -253,11 +287,11 @@ class RocksKvStore implements RocksKv {
     return this.scanAs(range, TEXT_ROWS)
   }
 
-  private scanAs<V, K extends V & (Buffer | string)>(
+  protected scanAs<V, K extends V & (Buffer | string)>(
     range: KvRange,
     rows: RowForm<K, V>,
   ): [string, V][] {
-    assert(!this.closed, 'rocks-kv is closed')
+    this.checkOpen()
     assert(range.gte === undefined || range.gt === undefined, 'scan takes gte or gt, not both')
     assert(Number.isInteger(range.limit) && range.limit >= 0)
     if (range.limit === 0) return []
@@ -267,6 +301,67 @@ class RocksKvStore implements RocksKv {
     // always cover the first `limit` entries of the merged view.
     const stored = this.scanStored<K>(bounds, range.limit + pending.length, rows.encoding)
     return mergeRows(stored, pending, range.limit, rows)
+  }
+
+  /** Stored rows as the iterator gives them: keys and values both in `encoding`. */
+  protected scanStored<K extends Buffer | string>(
+    bounds: EncodedRange,
+    limit: number,
+    encoding: RowEncoding,
+  ): [K, K][] {
+    const options: IteratorOptions = {
+      lt: bounds.lt,
+      limit,
+      keyEncoding: encoding,
+      valueEncoding: encoding,
+    }
+    if (bounds.gte !== undefined) options.gte = bounds.gte
+    if (bounds.gt !== undefined) options.gt = bounds.gt
+    const iterator = this.db.iterator(options)
+    const rows: [K, K][] = []
+    try {
+      for (;;) {
+        const size = Math.min(SCAN_ROWS_PER_CALL, limit - rows.length)
+        const batch = iterator._nextvSync(size, {})
+        for (let index = 0; index + 1 < batch.rows.length; index += 2) {
+          rows.push([batch.rows[index] as K, batch.rows[index + 1] as K])
+        }
+        if (batch.finished || rows.length >= limit) break
+      }
+    } finally {
+      iterator.close(() => undefined)
+    }
+    return rows
+  }
+}
+
+class RocksKvStore extends RocksKvReader implements RocksKv {
+  private readonly overlay = new Map<string, OverlayEntry>()
+  private readonly queue: PendingCommit[] = []
+  private inFlight: { number: number; commits: PendingCommit[] } | null = null
+  private commitsStarted = 0
+  private batchesStarted = 0
+  private failure: Error | null = null
+  private closed = false
+  private drained: (() => void) | null = null
+
+  constructor(
+    db: RocksLevelDb,
+    private readonly writer: Worker,
+    private readonly onNoSpace: () => void,
+    /** The database, when this store opened it itself (openRocksKv): its close closes it. */
+    private readonly owned: MetadataDb | null,
+  ) {
+    super(db)
+    writer.on('message', (reply: WriterReply) => this.landed(reply))
+    writer.on('error', (error) => this.poison(error))
+    writer.on('exit', (code) => {
+      if (!this.closed) this.poison(new Error(`rocks-kv writer thread exited with ${code}`))
+    })
+  }
+
+  get counts(): { commits: number; batches: number } {
+    return { commits: this.commitsStarted, batches: this.batchesStarted }
   }
 
   commit(ops: readonly KvOp[]): Promise<void> {
@@ -300,7 +395,7 @@ class RocksKvStore implements RocksKv {
     this.closed = true
     await this.writer.terminate()
     this.overlay.clear()
-    await this.db.close()
+    await this.owned?.close()
   }
 
   /** Starts the next synced write with as many queued commits as the bounds allow. */
@@ -375,45 +470,22 @@ class RocksKvStore implements RocksKv {
     this.drained = null
   }
 
+  protected override checkOpen(): void {
+    assert(!this.closed, 'rocks-kv is closed')
+  }
+
+  protected override overlayOf(key: string): OverlayEntry | undefined {
+    return this.overlay.get(key)
+  }
+
   /** Overlay entries inside the range, in key order. The overlay holds only ops not yet durable,
    * a few thousand at most, so a pass over it costs less than the scan it joins. */
-  private overlayIn(bounds: EncodedRange): OverlayEntry[] {
+  protected override overlayIn(bounds: EncodedRange): OverlayEntry[] {
     const hits: OverlayEntry[] = []
     for (const entry of this.overlay.values()) {
       if (inRange(entry.encoded, bounds)) hits.push(entry)
     }
     return hits.sort((left, right) => Buffer.compare(left.encoded, right.encoded))
-  }
-
-  /** Stored rows as the iterator gives them: keys and values both in `encoding`. */
-  private scanStored<K extends Buffer | string>(
-    bounds: EncodedRange,
-    limit: number,
-    encoding: RowEncoding,
-  ): [K, K][] {
-    const options: IteratorOptions = {
-      lt: bounds.lt,
-      limit,
-      keyEncoding: encoding,
-      valueEncoding: encoding,
-    }
-    if (bounds.gte !== undefined) options.gte = bounds.gte
-    if (bounds.gt !== undefined) options.gt = bounds.gt
-    const iterator = this.db.iterator(options)
-    const rows: [K, K][] = []
-    try {
-      for (;;) {
-        const size = Math.min(SCAN_ROWS_PER_CALL, limit - rows.length)
-        const batch = iterator._nextvSync(size, {})
-        for (let index = 0; index + 1 < batch.rows.length; index += 2) {
-          rows.push([batch.rows[index] as K, batch.rows[index + 1] as K])
-        }
-        if (batch.finished || rows.length >= limit) break
-      }
-    } finally {
-      iterator.close(() => undefined)
-    }
-    return rows
   }
 }
 

@@ -1,16 +1,18 @@
-/** @module Opens the data directory for replica-store, its sole owner: the data volume's watch
- * first (it deletes the reserve, so that the metadata database finds room to open on a full
- * volume, and sizes the database's memtables to the volume), then RocksDB metadata under `meta/`
- * (after which the reserve is written back) and blob files beside it. A directory the store cannot
- * open because of its permissions or its file system (main.ts checked it at start, but a restart
- * may meet it changed) is an EnvironmentError naming SVC_DATA_DIR: the node stops rather than
- * restart the store in a loop. */
+/** @module The data directory. The runtime opens the metadata database (RocksDB under `meta/`)
+ * before any actor starts and closes it after they all stopped (openMetadata): it deletes the
+ * reserve first, so that the database finds room to open on a full volume, and sizes the
+ * database's memtables to the volume. replica-store, the directory's sole writer, then opens its
+ * storage on it (openStorage): the data volume's watch (which writes the reserve back), the
+ * database by the runtime's handle, and blob files beside it. A directory that cannot be opened
+ * because of its permissions or its file system (main.ts checked it at start, but a restart may
+ * meet it changed) is an EnvironmentError naming SVC_DATA_DIR: the node stops rather than restart
+ * the store in a loop. */
 import { join } from 'node:path'
 import type { BlobFiles, Logger, KvStore } from '../protocol/actor.js'
 import { openBlobFiles } from './blob-files.js'
-import { DataVolume } from './data-volume.js'
+import { DataVolume, releaseReserveToOpen } from './data-volume.js'
 import { dataDirFailure } from './data-dir.js'
-import { openRocksKv } from './rocks-kv.js'
+import { attachRocksKv, openMetadataDb, type MetadataDb } from './rocks-kv.js'
 
 export interface Storage {
   kv: KvStore
@@ -18,19 +20,26 @@ export interface Storage {
   close(): Promise<void>
 }
 
+export async function openMetadata(dataDir: string): Promise<MetadataDb> {
+  try {
+    const memtableBytes = await releaseReserveToOpen(dataDir)
+    return await openMetadataDb(join(dataDir, 'meta'), memtableBytes)
+  } catch (error) {
+    throw environmentCause(error, dataDir)
+  }
+}
+
 export async function openStorage(
   config: Readonly<Record<string, string>>,
   log: Logger,
+  metadata: bigint,
 ): Promise<Storage> {
   const dataDir = config['SVC_DATA_DIR'] ?? './data'
   const volume = await DataVolume.open(dataDir, log).catch((error: unknown) => {
     throw environmentCause(error, dataDir)
   })
   const onNoSpace = (): void => volume.databaseExhausted()
-  const kv = await openRocksKv(join(dataDir, 'meta'), {
-    onNoSpace,
-    memtableBytes: volume.memtableBytes,
-  }).catch(async (error: unknown) => {
+  const kv = await attachRocksKv(metadata, { onNoSpace }).catch(async (error: unknown) => {
     await volume.close()
     throw environmentCause(error, dataDir)
   })

@@ -107,6 +107,9 @@ export interface SupervisorOptions {
   instances?: Partial<Record<ActorName, number>>
   links: readonly (readonly [ActorName, ActorName])[]
   config: Record<string, string>
+  /** The handle of the metadata database, which the runtime opened and closes after the actors
+   * stopped (null on a gateway): replica-store and the ingresses attach to it. */
+  metadata: bigint | null
   /** The actor that faces clients: spawned first, so that its port answers 503 (not a refused
    * connection) while the others start, and stopped first, so that it drains before they go. */
   ingress: ActorName
@@ -235,6 +238,7 @@ export class Supervisor {
       actor: child.role,
       instance: child.name,
       config: this.config,
+      metadata: this.options.metadata,
       supervisor: control.port2,
     }
     const worker = new Worker(new URL('./thread-host.js', import.meta.url), {

@@ -18,6 +18,7 @@ import {
   type ActorName,
   type BlobFiles,
   type Context,
+  type KvReader,
   type KvStore,
   type PasswordHasher,
   type StreamHandle,
@@ -41,6 +42,7 @@ import { FrameSink } from './cluster/frame-sink.js'
 import type { GrpcPeers } from './cluster/grpc-peers.js'
 import { peerBytesRegistry } from './cluster/peer-bytes.js'
 import { openStorage } from './storage.js'
+import { attachKvReader } from './rocks-kv.js'
 import { openStream, PortSink, PortSource } from './stream-port.js'
 import { ActorMetrics, type MetricsJson } from './actor-metrics.js'
 import { PASSWORD_TASK_TIMEOUT_MS } from './knobs.js'
@@ -52,6 +54,9 @@ import { withTimeout } from '../protocol/timing.js'
  * cut off by a partition (the gRPC server drops its calls). */
 export type HostContext = Context & {
   supervisor: Comlink.Remote<SupervisorApi>
+  /** Reads of the node's metadata database (the runtime's handle): the ingresses' only; null on
+   * a gateway. */
+  metadata: KvReader | null
   includeMetrics(registry: Registry): void
   isPartitioned(nodeId: string): boolean
 }
@@ -61,6 +66,8 @@ export interface HostData {
   /** This instance's name: the role's, or `<role>-<n>` when the role runs several. */
   instance: string
   config: Record<string, string>
+  /** The handle of the metadata database the runtime opened (null on a gateway). */
+  metadata: bigint | null
   /** Port on which the supervisor serves requests from actors (chaos, metrics of the node). */
   supervisor: MessagePort
 }
@@ -111,6 +118,11 @@ const PEERS_AT_START: ReadonlySet<ActorName> = new Set<ActorName>([
   'anti-entropy',
 ])
 
+function owned(handle: bigint | null): bigint {
+  if (handle === null) throw new AssertionError({ message: 'the node has no metadata database' })
+  return handle
+}
+
 function notOwned(what: string): never {
   throw new AssertionError({ message: `${data.actor} does not own the ${what}` })
 }
@@ -134,7 +146,15 @@ async function main(): Promise<void> {
     if (PEERS_AT_START.has(data.actor)) await loadGrpc()
   }
   const actor = await loadActor(data.actor)
-  const storage = data.actor === 'replica-store' ? await openStorage(data.config, log) : null
+  const storage =
+    data.actor === 'replica-store'
+      ? await openStorage(data.config, log, owned(data.metadata))
+      : null
+  // A single node's ingress serves small objects from the database itself.
+  const metadata =
+    data.actor === 'http-ingress' && data.metadata !== null
+      ? await attachKvReader(data.metadata)
+      : null
   const kv: KvStore = storage?.kv ?? new Proxy({} as KvStore, { get: () => notOwned('kv store') })
   const blobs: BlobFiles =
     storage?.blobs ?? new Proxy({} as BlobFiles, { get: () => notOwned('blob files') })
@@ -170,6 +190,7 @@ async function main(): Promise<void> {
     log,
     config: data.config,
     supervisor,
+    metadata,
     includeMetrics: (registry) => metrics.include(registry),
     isPartitioned: (nodeId) => partitioned.has(nodeId),
   }

@@ -10,7 +10,7 @@
  * crash). In cluster mode the batch also moves the digests of the keys whose replicated records it
  * changes (digests.ts). */
 import assert from 'node:assert/strict'
-import type { KvOp, KvStore } from '../../protocol/actor.js'
+import type { KvOp, KvReader } from '../../protocol/actor.js'
 import { BUCKET_SETTING_NAMES } from '../../protocol/bucket-settings.js'
 import { ServiceError } from '../../protocol/errors.js'
 import { digestOps, isDigested, keepsDigests } from './replication/digests.js'
@@ -62,7 +62,7 @@ export class Mutation {
    * record written only for its counters is not among them. */
   readonly catalogKeys = new Set<string>()
 
-  constructor(private readonly kv: KvStore) {}
+  constructor(private readonly kv: KvReader) {}
 
   get(key: string): Uint8Array | undefined {
     const written = this.writes.get(key)

@@ -265,7 +265,10 @@ async function getOnce(ex: S3Exchange, at: ObjectTarget, retry: boolean): Promis
   // A single node's store lends a file blob to this thread, which reads it itself.
   const lend = objectActor(ex.mesh.config) === 'replica-store' ? { lend: true as const } : {}
   const firstLook = head ? byPart : { ...byPart, inline: true as const, ...lend }
-  const first = await getCall(ex, at, firstLook, deadlineMs)
+  // A single node's current version is read on this thread when it can be.
+  const onThread =
+    versionId === null && part.value === null ? ex.mesh.readCurrent(at.bucket, at.key, !head) : null
+  const first = onThread !== null ? ok(onThread) : await getCall(ex, at, firstLook, deadlineMs)
   if (!first.ok) return sendError(ex, first.code, first.detail)
   if ('marker' in first.value) return sendMarker(ex, first.value)
   const firstAnswer = planAnswer(ex, first.value.info, first.value.part)

@@ -96,6 +96,47 @@ test('a key change reaches the key cache of every ingress thread', async () => {
   }
 })
 
+/** A request of the object API on a connection of its own. */
+function objectRequest(server: TestServer, method: string, path: string, body?: Buffer) {
+  return signedRequest(server.url, {
+    method,
+    path,
+    headers: { connection: 'close' },
+    ...(body === undefined ? {} : { body }),
+  })
+}
+
+test("a GET or HEAD after a write's answer sees it, on either thread, without the store", async () => {
+  const server = await startServer({ env: { SVC_HTTP_WORKERS: '2' } })
+  try {
+    assert.is((await objectRequest(server, 'PUT', '/fresh')).status, 200)
+    const storeGets = async (): Promise<number> =>
+      sample(
+        await metrics(server),
+        'svc_actor_messages_total',
+        'kind="object.get",actor="replica-store"',
+      ) ?? 0
+    const before = await storeGets()
+    for (let round = 0; round < CONNECTIONS; round++) {
+      const body = Buffer.from(`version ${round} `.repeat(round + 1))
+      assert.is((await objectRequest(server, 'PUT', '/fresh/key', body)).status, 200)
+      const got = await objectRequest(server, 'GET', '/fresh/key')
+      assert.is(got.status, 200)
+      assert.is(got.body.toString(), body.toString(), `round ${round}`)
+      const head = await objectRequest(server, 'HEAD', '/fresh/key')
+      assert.is(head.headers['content-length'], String(body.byteLength), `round ${round}`)
+    }
+    assert.is((await objectRequest(server, 'DELETE', '/fresh/key')).status, 204)
+    const gone = await objectRequest(server, 'GET', '/fresh/key')
+    assert.is(errorCode(gone), 'NoSuchKey')
+    // Only the GET after the delete asked the store: the others were read on the threads.
+    assert.is((await storeGets()) - before, 1)
+  } finally {
+    await server.kill()
+    server.cleanup()
+  }
+})
+
 test('killing one ingress thread leaves every new connection served', async () => {
   const server = await startServer({ env: { SVC_HTTP_WORKERS: '2', SVC_CHAOS: '1' } })
   try {

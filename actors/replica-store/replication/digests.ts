@@ -19,7 +19,7 @@
  * gets them rebuilt from its records at init, before the first request. */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import type { Context, KvOp, KvStore } from '../../../protocol/actor.js'
+import type { Context, KvOp, KvReader, KvStore } from '../../../protocol/actor.js'
 import { ServiceError } from '../../../protocol/errors.js'
 import { attributesDigest } from '../../../protocol/object-attributes.js'
 import {
@@ -35,9 +35,9 @@ import { isNullVersion } from './record-merge.js'
 
 /** The kv instances whose mutations keep digests: registered by each init in cluster mode (a
  * simulated node's kv is replaced after a crash, and several nodes share one thread). */
-const keeping = new WeakSet<KvStore>()
+const keeping = new WeakSet<KvReader>()
 
-export function keepsDigests(kv: KvStore): boolean {
+export function keepsDigests(kv: KvReader): boolean {
   return keeping.has(kv)
 }
 
@@ -142,7 +142,7 @@ export interface RecordChange {
 /** The ops that move the digests of the keys `changes` touch, of their leaves and of their roots,
  * as the kv holds them now (before the batch `changes` belong to). A digest that becomes all
  * zeros is deleted. */
-export function digestOps(kv: KvStore, changes: readonly RecordChange[]): KvOp[] {
+export function digestOps(kv: KvReader, changes: readonly RecordChange[]): KvOp[] {
   const keys = new Map<string, KeyItem>()
   for (const change of changes) {
     for (const value of [change.before, change.after]) {
