@@ -1,13 +1,13 @@
 /** @module The sender's end of a lent write (ByteSource.lendWrite): a single node's ingress writes
  * a PUT's or a part's body to the temporary file the store lends it, hashing it on the way
- * (SHA-256, CRC32 and the checksums the client named; pumpBody adds MD5), so that neither the
- * bytes nor their hashes cost the store's thread, which every request of the node shares. The
- * stream carries the loan one way and, the other way, a `written` frame at most every
- * PROGRESS_EVERY_MS (the store's idle timer restarts on each: a frame per chunk cost the store's
- * thread a wake-up each, most of a large PUT's cost there) and the end with the digests, sent once
- * the file and `tmp/` are synced. The store created the file and counted its bytes against the volume; it removes it
- * when the write fails, the stream breaks or it commits a duplicate. A store that dies closes the
- * port, which fails the next write here at once. */
+ * (SHA-256, CRC32 and the checksums the client named; pumpBody adds MD5), so that neither the bytes
+ * nor their hashes cost the store's thread, which every request of the node shares. The stream
+ * carries the loan one way and, the other way, a `written` frame at most every PROGRESS_EVERY_MS
+ * (the store's idle timer restarts on each: a frame per chunk cost the store's thread a wake-up
+ * each, most of a large PUT's cost there) and the end with the digests, sent once the file and
+ * `tmp/` are synced. The store created the file and counted its bytes against the volume; it
+ * removes it when the write fails, the stream breaks or it commits a duplicate. A store that dies
+ * closes the port, which fails the next write here at once. */
 import { createHash } from 'node:crypto'
 import type {
   BlobWriter,

@@ -106,7 +106,7 @@ function objectRequest(server: TestServer, method: string, path: string, body?: 
   })
 }
 
-test("a GET or HEAD after a write's answer sees it, on either thread, without the store", async () => {
+test("a read after a write's answer sees it on either thread, without the store", async () => {
   const server = await startServer({ env: { SVC_HTTP_WORKERS: '2' } })
   try {
     assert.is((await objectRequest(server, 'PUT', '/fresh')).status, 200)
