@@ -5,7 +5,7 @@
 import type { Peers } from './cluster.js'
 import { fail, type ErrorCode, type Result } from './errors.js'
 import type { GetResult, LentFile } from './messages.js'
-import type { ChecksumAlgorithm, Checksums } from './objects.js'
+import type { BodyDigests, ChecksumAlgorithm } from './objects.js'
 import type { Handled, KindOf, MessageOf, MessageTo, Protocols, ReplyOf } from './protocols.js'
 
 /** Every request one actor may send another. */
@@ -184,25 +184,15 @@ export interface ByteSource {
   cancel(code: ErrorCode, detail: string): void
   /** Lends the temporary file of `loan` to the sender, which writes the bytes there itself and
    * hashes them, instead of sending them; resolves with what it wrote once the file is synced
-   * and the stream ended (`md5` then holds its MD5), and rejects as `next` does. Only a stream
-   * between threads of one process takes it (absent elsewhere). */
-  lendWrite?(loan: WriteLoan): Promise<WrittenBody>
+   * and the stream ended (`md5` then holds its MD5, not the digests), and rejects as `next` does.
+   * Only a stream between threads of one process takes it (absent elsewhere). */
+  lendWrite?(loan: WriteLoan): Promise<BodyDigests>
 }
 
 /** A temporary blob file lent to the sender of a body (ByteSource.lendWrite). */
 export interface WriteLoan {
   file: string
   path: string
-}
-
-/** What the sender of a lent write wrote to the file, synced: its digests, for the store to check
- * and commit as those of a body it hashed itself. */
-export interface WrittenBody {
-  size: number
-  sha256Hex: string
-  crc32: number
-  /** The checksums it was asked for other than CRC32 and SHA-256 (which derive from the above). */
-  checksums: Checksums
 }
 
 /** The sending end of a byte stream. */

@@ -1,6 +1,7 @@
 /** @module Object and bucket records as they travel between actors (plain data). */
 import type { z } from 'zod'
 import type {
+  bodyDigests,
   checksumAlgorithm,
   checksums,
   checksumType,
@@ -18,6 +19,7 @@ export type HttpMeta = z.infer<typeof httpMeta>
 /** Additional checksums (x-amz-checksum-*) an object was uploaded with, base64 as on the wire. */
 export type ChecksumAlgorithm = z.infer<typeof checksumAlgorithm>
 export type Checksums = z.infer<typeof checksums>
+export type BodyDigests = z.infer<typeof bodyDigests>
 /** x-amz-checksum-type: a checksum of the object's bytes, or (multipart) of its parts' checksums,
  * written `<base64>-<parts>`. */
 export type ChecksumType = z.infer<typeof checksumType>

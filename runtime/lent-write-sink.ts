@@ -8,17 +8,10 @@
  * `tmp/` are synced. The store created the file and counted its bytes against the volume; it
  * removes it when the write fails, the stream breaks or it commits a duplicate. A store that dies
  * closes the port, which fails the next write here at once. */
-import { createHash } from 'node:crypto'
-import type {
-  BlobWriter,
-  ByteSink,
-  StreamHandle,
-  WriteLoan,
-  WrittenBody,
-} from '../protocol/actor.js'
-import { createChecksum, crc32Update, type Checksum } from '../protocol/checksums.js'
+import type { BlobWriter, ByteSink, StreamHandle, WriteLoan } from '../protocol/actor.js'
+import { BodyHasher } from '../protocol/body-hasher.js'
 import { ServiceError, type ErrorCode } from '../protocol/errors.js'
-import type { ChecksumAlgorithm, Checksums } from '../protocol/objects.js'
+import type { ChecksumAlgorithm } from '../protocol/objects.js'
 import { openLentWriter } from './blob-files.js'
 import { recycleChunk, takeChunk } from './chunk-pool.js'
 import { asPort, Waiter, type ToSink, type ToSource } from './stream-port.js'
@@ -32,10 +25,8 @@ export class LentWriteSink implements ByteSink {
   private loan: WriteLoan | null = null
   private failure: ServiceError | null = null
   private finished = false
-  private size = 0
-  private crc32 = 0
-  private readonly sha256 = createHash('sha256')
-  private readonly checksums: Checksum[]
+  /** MD5 is pumpBody's, sent with the end. */
+  private readonly hasher: BodyHasher
   private readonly lent = new Waiter<void>()
   private progressAtMs: number
 
@@ -47,9 +38,7 @@ export class LentWriteSink implements ByteSink {
   ) {
     this.progressAtMs = now()
     this.port = asPort(handle)
-    // CRC32 and SHA-256 derive from the hashes every write computes.
-    const extra = algorithms.filter((name) => name !== 'crc32' && name !== 'sha256')
-    this.checksums = [...new Set(extra)].map(createChecksum)
+    this.hasher = new BodyHasher(algorithms, false)
     this.port.on('message', (frame: ToSink) => this.onFrame(frame))
     this.port.on('close', () => {
       if (!this.finished) this.fail(new ServiceError('unavailable', 'stream peer gone'))
@@ -79,13 +68,10 @@ export class LentWriteSink implements ByteSink {
       await this.lent.wait('the store to lend a file')
     }
     if (this.failure !== null) throw this.failure
-    this.size += chunk.byteLength
-    if (this.size > this.sizeMax) {
+    if (this.hasher.size + chunk.byteLength > this.sizeMax) {
       throw new ServiceError('incomplete_body', `body longer than the ${this.sizeMax} announced`)
     }
-    this.sha256.update(chunk)
-    this.crc32 = crc32Update(this.crc32, chunk)
-    for (const checksum of this.checksums) checksum.update(chunk)
+    this.hasher.update(chunk)
     try {
       this.writer ??= openLentWriter(this.loan)
       await this.writer.write(chunk, () => recycleChunk(chunk))
@@ -121,17 +107,7 @@ export class LentWriteSink implements ByteSink {
       while (this.loan === null) await this.lent.wait('the store to lend a file')
       this.writer ??= openLentWriter(this.loan)
       await this.writer.commit()
-      const checksums: Checksums = {}
-      for (const checksum of this.checksums) {
-        checksums[checksum.algorithm] = await checksum.digestBase64()
-      }
-      const written: WrittenBody = {
-        size: this.size,
-        sha256Hex: this.sha256.digest('hex'),
-        crc32: this.crc32,
-        checksums,
-      }
-      const frame: ToSource = { t: 'end', trailers, written }
+      const frame: ToSource = { t: 'end', trailers, written: await this.hasher.digests() }
       if (md5Hex !== undefined) frame.md5 = md5Hex
       this.post(frame)
     } catch (error) {

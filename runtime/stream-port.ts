@@ -4,13 +4,8 @@
  * are transferred, not copied. A peer that dies closes the port, which fails the other end at once;
  * a stream without progress for STREAM_IDLE_TIMEOUT_MS fails with `timeout`. */
 import { MessageChannel, MessagePort } from 'node:worker_threads'
-import type {
-  ByteSink,
-  ByteSource,
-  StreamHandle,
-  WriteLoan,
-  WrittenBody,
-} from '../protocol/actor.js'
+import type { ByteSink, ByteSource, StreamHandle, WriteLoan } from '../protocol/actor.js'
+import type { BodyDigests } from '../protocol/objects.js'
 import { ServiceError, type ErrorCode } from '../protocol/errors.js'
 import { STREAM_IDLE_TIMEOUT_MS, STREAM_WINDOW_CHUNKS } from '../protocol/timing.js'
 import { owningCopy } from './transfer.js'
@@ -22,7 +17,7 @@ import { isPoolable, recycleChunk, takeChunk } from './chunk-pool.js'
 export type ToSource =
   | { t: 'data'; chunk: Uint8Array }
   | { t: 'written' }
-  | { t: 'end'; trailers: Record<string, string>; md5?: string; written?: WrittenBody }
+  | { t: 'end'; trailers: Record<string, string>; md5?: string; written?: BodyDigests }
   | { t: 'abort'; code: ErrorCode; detail: string }
 /** Frames to the sender; `lend` hands it the file of a lent write. */
 export type ToSink =
@@ -83,7 +78,7 @@ export class PortSource implements ByteSource {
   private done: {
     trailers: Record<string, string>
     md5: string | undefined
-    written: WrittenBody | undefined
+    written: BodyDigests | undefined
   } | null = null
   private failure: ServiceError | null = null
   /** Set once this end closed the port: released buffers then stay on this thread. */
@@ -152,7 +147,7 @@ export class PortSource implements ByteSource {
     this.post({ t: 'demand', start, end })
   }
 
-  async lendWrite(loan: WriteLoan): Promise<WrittenBody> {
+  async lendWrite(loan: WriteLoan): Promise<BodyDigests> {
     this.post({ t: 'lend', loan })
     for (;;) {
       if (this.queue.length > 0) {

@@ -8,7 +8,8 @@ import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../proto
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
 import { objectActor, type Request } from '../../protocol/actor.js'
 import type { GetResult, MarkerResult, ObjectMsg, PutResult } from '../../protocol/messages.js'
-import type { ChecksumAlgorithm, Checksums, Expectations } from '../../protocol/objects.js'
+import type { BodyDigests, Checksums, Expectations } from '../../protocol/objects.js'
+import { BodyHasher, namedChecksums } from '../../protocol/body-hasher.js'
 import { copyObjectResultXml } from './xml/s3-xml.js'
 import { parsePartNumber } from './xml/s3-multipart-xml.js'
 import { streamDeadlineMs } from '../../protocol/timing.js'
@@ -124,20 +125,24 @@ export async function sendBody<T>(
   message: BodyMessage,
 ): Promise<Result<T>> {
   const base = { ...message, expect, requestId: ex.requestId }
+  // A single node's body is hashed on this thread, and a large one written here too, to a file
+  // the store lends: bytes and hashes stay off the store's thread.
+  const single = objectActor(ex.mesh.config) === 'replica-store'
   if (size <= INLINE_BLOB_BYTES_MAX) {
     const body = await readWholeBody(ex, auth, size, 'incomplete_body')
     if (!body.ok) return body
+    const expected = { ...expect, ...withTrailers(expect, body.value.trailers) }
     return ex.mesh.call(objectActor(ex.mesh.config), {
       ...base,
       body: body.value.bytes,
+      ...(single ? { digests: await hashed(body.value.bytes, expected) } : {}),
       deadlineMs: callDeadline(ex),
-      expect: { ...expect, ...withTrailers(expect, body.value.trailers) },
+      expect: expected,
     } as ObjectMsg) as Promise<Result<T>>
   }
   const deadlineMs = streamDeadlineMs(ex.mesh.now(), size)
   const [local, remote] = ex.mesh.openStream()
-  // A single node's store lends this thread the file, which it writes and hashes itself.
-  const lentWrite = objectActor(ex.mesh.config) === 'replica-store'
+  const lentWrite = single
   // Listening before the call: a call that cannot be sent closes `remote` at once.
   const sink = lentWrite
     ? ex.mesh.lentWriteSink(local, size, namedChecksums(expect))
@@ -161,10 +166,10 @@ export async function sendBody<T>(
   return pending
 }
 
-/** The checksums a body is hashed with beyond MD5, SHA-256 and CRC32. */
-function namedChecksums(expect: Expectations): ChecksumAlgorithm[] {
-  const named = Object.keys(expect.checksums ?? {}) as ChecksumAlgorithm[]
-  return expect.compute === undefined ? named : [...named, expect.compute]
+function hashed(bytes: Uint8Array, expect: Expectations): Promise<BodyDigests> {
+  const hasher = new BodyHasher(namedChecksums(expect), true)
+  hasher.update(bytes)
+  return hasher.digests()
 }
 
 /** Trailer checksums of an inline body become plain expectations. */

@@ -74,6 +74,17 @@ export const expectations = z.strictObject({
   size: count.exactOptional(),
 })
 
+/** A body's digests as protocol/body-hasher.ts computes them: MD5 (hex; absent where the sender
+ * of a stream sends it with the end instead), SHA-256 (hex), CRC32, and the additional checksums
+ * (base64) it was asked for other than CRC32 and SHA-256. */
+export const bodyDigests = z.strictObject({
+  size: count,
+  md5Hex: z.string().exactOptional(),
+  sha256Hex: z.string(),
+  crc32: z.int(),
+  checksums,
+})
+
 /** GET/HEAD/Copy preconditions (If-* headers), dates in ms since the epoch; a write's too. */
 export const conditions = z.strictObject({
   ifMatch: z.string().exactOptional(),

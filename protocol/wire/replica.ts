@@ -9,6 +9,7 @@ import { z } from 'zod'
 import { DELETE_OBJECTS_KEYS_MAX, PART_NUMBER_MAX } from '../limits.js'
 import { antiEntropyQuestion } from './anti-entropy.js'
 import {
+  bodyDigests,
   bucketName,
   checksums,
   conditions,
@@ -43,6 +44,8 @@ export const objectPut = message({
   /** A single node's ingress writes the streamed body itself, to a file the store lends it on the
    * stream, and sends the digests with the end (ByteSource.lendWrite). */
   lentWrite: z.literal(true).exactOptional(),
+  /** A single node's ingress hashed the inline body itself (protocol/body-hasher.ts). */
+  digests: bodyDigests.exactOptional(),
   /** If-Match, If-None-Match, If-Unmodified-Since: checked in the commit that writes the
    * object (protocol/s3-rules/conditions.ts). */
   conditions: conditions.exactOptional(),
@@ -183,6 +186,7 @@ export const uploadPart = message({
   /** As in object.put. */
   streamMd5: z.boolean().exactOptional(),
   lentWrite: z.literal(true).exactOptional(),
+  digests: bodyDigests.exactOptional(),
   stamp: stamp.exactOptional(),
 })
 

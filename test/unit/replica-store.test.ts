@@ -19,6 +19,7 @@ import { SYSTEM_RECORDS_LISTED_MAX } from '../../actors/replica-store/system/sys
 import { Mutation } from '../../actors/replica-store/mutation.js'
 import { handle, type KvOp, type KvStore } from '../../protocol/actor.js'
 import { checksumBase64 } from '../../protocol/checksums.js'
+import { BodyHasher } from '../../protocol/body-hasher.js'
 import { evaluateConditions } from '../../protocol/s3-rules/conditions.js'
 import { fail, ServiceError, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
@@ -32,7 +33,13 @@ import type {
   StoreStats,
   SystemRecord,
 } from '../../protocol/messages.js'
-import type { BucketInfo, BucketListing, Expectations, ListPage } from '../../protocol/objects.js'
+import type {
+  BodyDigests,
+  BucketInfo,
+  BucketListing,
+  Expectations,
+  ListPage,
+} from '../../protocol/objects.js'
 import { objectAt, objectSummaries } from '../../protocol/object-columns.js'
 import {
   code,
@@ -324,6 +331,42 @@ test('a body just over the inline bound goes to a file; at the bound it stays in
   const over = await getBytes(store, 'b', 'over')
   assert.ok(Buffer.from(over.bytes).equals(Buffer.from(pattern(INLINE_BLOB_BYTES_MAX + 1, 2))))
 })
+
+test('an inline body its sender hashed: its digests are used, on a single node only', async () => {
+  const body = pattern(3000, 5)
+  const hasher = new BodyHasher(['crc32c'], true)
+  hasher.update(body)
+  const digests = await hasher.digests()
+  const put = (expect: Expectations, sent: BodyDigests): Body => ({
+    kind: 'object.put',
+    bucket: 'b',
+    key: 'hashed',
+    http: HTTP,
+    userMeta: {},
+    expect,
+    body,
+    digests: sent,
+  })
+  const crc32c = await checksumBase64('crc32c', body)
+  const store = await startStore()
+  value(await store.send({ kind: 'bucket.create', bucket: 'b' }))
+  const stored = value(await store.send<PutResult>(put({ checksums: { crc32c } }, digests)))
+  assert.is(stored.etag, etagOf(body))
+  assert.equal(stored.checksums, { crc32c })
+  assert.equal([...(await getBytes(store, 'b', 'hashed')).bytes], [...body])
+  // Digests are checked against the expectations as the store's own would be.
+  const wrong = { ...digests, checksums: { crc32c: 'AAAAAA==' } }
+  assert.is(codeOf(await store.send(put({ checksums: { crc32c } }, wrong))), 'checksum_mismatch')
+  const other = { ...digests, size: digests.size + 1 }
+  assert.is(codeOf(await store.send(put({}, other))), 'invalid_request')
+  // A cluster's store takes bodies from other nodes: it hashes every one itself.
+  const cluster = await startStore(fakeContext({ config: { SVC_MODE: 'cluster' } }))
+  assert.is(codeOf(await cluster.send(put({}, digests))), 'invalid_request')
+})
+
+function codeOf(result: Result<unknown>): string {
+  return result.ok ? 'ok' : result.code
+}
 
 test('failed verification: the right code, nothing visible, no file left', async () => {
   const store = await startStore()

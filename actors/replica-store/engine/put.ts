@@ -11,19 +11,13 @@
  * (blob, file->sha, object, old object's dereference, counters), then promotion in the background;
  * recovery finishes a promotion a crash interrupted. */
 import assert from 'node:assert/strict'
-import { createHash, type Hash } from 'node:crypto'
-import type { BlobWriter, ByteSource, Context, WrittenBody } from '../../../protocol/actor.js'
-import {
-  checksumAlgorithmFromHeader,
-  createChecksum,
-  crc32Update,
-  crcToBase64,
-  type Checksum,
-} from '../../../protocol/checksums.js'
+import type { BlobWriter, ByteSource, Context } from '../../../protocol/actor.js'
+import { BodyHasher, namedChecksums } from '../../../protocol/body-hasher.js'
+import { checksumAlgorithmFromHeader, crcToBase64 } from '../../../protocol/checksums.js'
 import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../../protocol/limits.js'
 import { END_STAMP_TRAILER, type ObjectMsg, type PutResult } from '../../../protocol/messages.js'
-import type { ChecksumAlgorithm, Checksums } from '../../../protocol/objects.js'
+import type { BodyDigests, ChecksumAlgorithm, Checksums } from '../../../protocol/objects.js'
 import { withAttributes } from '../../../protocol/object-attributes.js'
 import { fileKey, garbageKey, isStamp } from '../keys.js'
 import { Mutation, type NewBlob } from '../mutation.js'
@@ -56,26 +50,10 @@ const FILE_ID_ATTEMPTS_MAX = 8
 /** The body as it arrives: its hashes so far, and the bytes either in memory or in a temporary
  * file. */
 interface Ingest {
-  size: number
-  /** Null when the sender computes the MD5 and sends it with the stream's end. */
-  md5: Hash | null
-  sha256: Hash
-  crc32: number
-  /** Additional checksums computed on the side (CRC32 and SHA-256 derive from the above). */
-  extra: Map<ChecksumAlgorithm, Checksum>
+  /** Without MD5 when the sender computes it and sends it with the stream's end. */
+  hasher: BodyHasher
   memory: Uint8Array[]
   file: { id: string; writer: BlobWriter } | null
-}
-
-/** The body's digests, once it all arrived. */
-interface Digests {
-  size: number
-  md5: Buffer
-  sha256Hex: string
-  crc32: number
-  /** Base64, by algorithm: the additional checksums computed (CRC32 and SHA-256 derive from the
-   * fields above). */
-  extra: Checksums
 }
 
 /** `given`: the body's bytes from within this actor (a copy's), in place of the message's. */
@@ -199,6 +177,10 @@ export async function storeBody<T>(
 ): Promise<Result<T>> {
   assert((msg.body === undefined) !== (msg.stream === undefined), 'put needs a body or a stream')
   const source = given ?? (msg.stream === undefined ? null : ctx.source(msg.stream, msg.deadlineMs))
+  // A cluster's store takes bodies from other nodes too: it hashes every one itself.
+  if (msg.digests !== undefined && (ctx.config['SVC_MODE'] ?? 'single') !== 'single') {
+    return fail('invalid_request', "digests come with a body from a single node's own ingress")
+  }
   const size = msg.expect.size ?? msg.body?.byteLength ?? 0
   const lent = given === undefined && source !== null && msg.lentWrite === true
   if (!(await roomFor(state, ctx, size, lent))) {
@@ -241,20 +223,8 @@ export interface Verified {
 }
 
 function startIngest(msg: BodyMsg, md5BySender: boolean): Ingest {
-  const extra = new Map<ChecksumAlgorithm, Checksum>()
-  const named = Object.keys(msg.expect.checksums ?? {}) as ChecksumAlgorithm[]
-  if (msg.expect.compute !== undefined) named.push(msg.expect.compute)
-  for (const algorithm of named) {
-    if (algorithm !== 'crc32' && algorithm !== 'sha256') {
-      extra.set(algorithm, createChecksum(algorithm))
-    }
-  }
   return {
-    size: 0,
-    md5: md5BySender ? null : createHash('md5'),
-    sha256: createHash('sha256'),
-    crc32: 0,
-    extra,
+    hasher: new BodyHasher(namedChecksums(msg.expect), !md5BySender),
     memory: [],
     file: null,
   }
@@ -265,11 +235,12 @@ async function receive(
   msg: BodyMsg,
   source: ByteSource | null,
   ctx: Context,
-): Promise<Digests> {
+): Promise<BodyDigests> {
   if (source === null) {
     assert(msg.body !== undefined)
+    if (msg.digests !== undefined) return hashedBySender(ingest, msg.body, msg.digests)
     await accept(ingest, msg, msg.body, ctx, null)
-    return digestsOf(ingest, null)
+    return ingest.hasher.digests()
   }
   for (;;) {
     let chunk: Uint8Array | null
@@ -278,41 +249,40 @@ async function receive(
     } catch (error) {
       throw senderFailure(error)
     }
-    if (chunk === null) return digestsOf(ingest, source)
+    if (chunk === null) return ingest.hasher.digests()
     await accept(ingest, msg, chunk, ctx, source)
   }
 }
 
-async function digestsOf(ingest: Ingest, source: ByteSource | null): Promise<Digests> {
-  const extra: Checksums = {}
-  for (const [algorithm, checksum] of ingest.extra) extra[algorithm] = await checksum.digestBase64()
-  return {
-    size: ingest.size,
-    md5: ingest.md5?.digest() ?? senderMd5(source),
-    sha256Hex: ingest.sha256.digest('hex'),
-    crc32: ingest.crc32,
-    extra,
+/** An inline body a single node's ingress hashed (BodyMsg.digests): the store keeps its bytes and
+ * takes its digests, as it takes a lent write's. */
+function hashedBySender(ingest: Ingest, body: Uint8Array, digests: BodyDigests): BodyDigests {
+  if (body.byteLength !== digests.size || body.byteLength > INLINE_BLOB_BYTES_MAX) {
+    throw new ServiceError('invalid_request', 'digests of another body')
   }
+  ingest.memory.push(body)
+  return digests
 }
 
 /** Lends a new temporary file to the sender, which writes the body there and hashes it, and takes
  * the digests it sends with the end. The file is the ingest's from the loan on: a failure, or a
  * duplicate's commit, removes it. */
-async function takeLentWrite(ingest: Ingest, source: ByteSource, ctx: Context): Promise<Digests> {
+async function takeLentWrite(
+  ingest: Ingest,
+  source: ByteSource,
+  ctx: Context,
+): Promise<BodyDigests> {
   if (source.lendWrite === undefined || ctx.blobs.createLent === undefined) {
     throw new ServiceError('invalid_request', 'a lent write on a stream that cannot lend a file')
   }
   const id = newFileId(ctx)
   const loan = await ctx.blobs.createLent(id)
   ingest.file = { id, writer: lentFileWriter(ctx, id) }
-  let written: WrittenBody
   try {
-    written = await source.lendWrite(loan)
+    return await source.lendWrite(loan)
   } catch (error) {
     throw senderFailure(error)
   }
-  const { size, sha256Hex, crc32, checksums } = written
-  return { size, md5: senderMd5(source), sha256Hex, crc32, extra: checksums }
 }
 
 /** The writer of a lent file, as the commit sees it: the sender wrote and synced the file. */
@@ -343,22 +313,19 @@ async function accept(
   ctx: Context,
   source: ByteSource | null,
 ): Promise<void> {
-  ingest.size += chunk.byteLength
-  if (ingest.size > SINGLE_PUT_BYTES_MAX) {
+  const size = ingest.hasher.size + chunk.byteLength
+  if (size > SINGLE_PUT_BYTES_MAX) {
     throw new ServiceError('entity_too_large', `body over ${SINGLE_PUT_BYTES_MAX} bytes`)
   }
-  if (msg.expect.size !== undefined && ingest.size > msg.expect.size) {
+  if (msg.expect.size !== undefined && size > msg.expect.size) {
     throw new ServiceError('incomplete_body', `body longer than the ${msg.expect.size} announced`)
   }
-  ingest.md5?.update(chunk)
-  ingest.sha256.update(chunk)
-  ingest.crc32 = crc32Update(ingest.crc32, chunk)
-  for (const checksum of ingest.extra.values()) checksum.update(chunk)
+  ingest.hasher.update(chunk)
   // Once written, the chunk's buffer goes back to the sender for reuse.
   const written = (): void => source?.release(chunk)
   if (ingest.file !== null) {
     await ingest.file.writer.write(chunk, written)
-  } else if (ingest.size <= INLINE_BLOB_BYTES_MAX) {
+  } else if (size <= INLINE_BLOB_BYTES_MAX) {
     ingest.memory.push(chunk)
   } else {
     // Past the inline bound: everything so far and everything after goes to a file.
@@ -383,13 +350,13 @@ export function newFileId(ctx: Context): string {
 
 /** Checks every expectation and returns the verified facts; the checksums stored with the object
  * are the ones the client sent, in a header or a trailer. */
-function verify(digests: Digests, msg: BodyMsg, source: ByteSource | null): Verified {
+function verify(digests: BodyDigests, msg: BodyMsg, source: ByteSource | null): Verified {
   const { expect } = msg
   if (expect.size !== undefined && digests.size !== expect.size) {
     throw new ServiceError('incomplete_body', `got ${digests.size} of ${expect.size} bytes`)
   }
   const trailers = source?.trailers() ?? {}
-  const md5 = digests.md5
+  const md5 = digests.md5Hex === undefined ? senderMd5(source) : Buffer.from(digests.md5Hex, 'hex')
   if (expect.md5Base64 !== undefined && md5.toString('base64') !== expect.md5Base64) {
     throw new ServiceError('bad_digest', 'Content-MD5 does not match the body')
   }
@@ -461,10 +428,10 @@ function wantedChecksums(
   return wanted
 }
 
-function computedChecksum(digests: Digests, algorithm: ChecksumAlgorithm): string {
+function computedChecksum(digests: BodyDigests, algorithm: ChecksumAlgorithm): string {
   if (algorithm === 'crc32') return crcToBase64(digests.crc32)
   if (algorithm === 'sha256') return Buffer.from(digests.sha256Hex, 'hex').toString('base64')
-  const checksum = digests.extra[algorithm]
+  const checksum = digests.checksums[algorithm]
   if (checksum === undefined) {
     // Only CRC32 and SHA-256 are always at hand; the HTTP layer announces the others up front.
     throw new ServiceError('invalid_request', `x-amz-checksum-${algorithm} was not announced`)
