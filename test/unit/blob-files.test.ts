@@ -4,31 +4,16 @@
 // transferred), and a write the data volume has no room for fails as insufficient_storage.
 // Method: drive openBlobFiles in a fresh temp dir per test and look at the directory tree directly.
 import { existsSync } from 'node:fs'
-import { link, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { link, mkdir, readdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { ServiceError } from '../../protocol/errors.js'
 import { openBlobFiles, type BlobSpace } from '../../runtime/blob-files.js'
-import { ROOMY_VOLUME } from '../support/fake-context.js'
+import { withBlobFiles } from '../support/blob-dir.js'
 
 const ID = '0123456789abcdef0123456789abcdef'
 const OTHER = 'fedcba9876543210fedcba9876543210'
-
-async function withFiles(
-  run: (files: Awaited<ReturnType<typeof openBlobFiles>>, dir: string) => Promise<void>,
-  space: BlobSpace = ROOMY_VOLUME,
-): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'blob-files-test-'))
-  const files = await openBlobFiles(dir, space)
-  try {
-    await run(files, dir)
-  } finally {
-    await files.close()
-    await rm(dir, { recursive: true, force: true })
-  }
-}
 
 async function readAll(
   files: Awaited<ReturnType<typeof openBlobFiles>>,
@@ -42,7 +27,7 @@ async function readAll(
 }
 
 test('a temporary file is readable, then promoted into its fan-out directory', () =>
-  withFiles(async (files, dir) => {
+  withBlobFiles(async (files, dir) => {
     const writer = await files.create(ID)
     await writer.write(Buffer.from('hello '))
     await writer.write(Buffer.from('world'))
@@ -61,7 +46,7 @@ test('a temporary file is readable, then promoted into its fan-out directory', (
   }))
 
 test('writes run several at a time yet land in order; each says when its buffer is free', () =>
-  withFiles(async (files) => {
+  withBlobFiles(async (files) => {
     const chunks = Array.from({ length: 40 }, (_, index) => Buffer.alloc(70_001, index))
     const written: number[] = []
     const writer = await files.create(ID)
@@ -80,7 +65,7 @@ test('writes run several at a time yet land in order; each says when its buffer 
   }))
 
 test('a discard while writes are still running waits for them and leaves no file', () =>
-  withFiles(async (files, dir) => {
+  withBlobFiles(async (files, dir) => {
     const writer = await files.create(ID)
     for (let index = 0; index < 3; index++) await writer.write(Buffer.alloc(1 << 20, index))
     await writer.discard()
@@ -88,7 +73,7 @@ test('a discard while writes are still running waits for them and leaves no file
   }))
 
 test('remove deletes a permanent or a still-temporary file; missing files are fine', () =>
-  withFiles(async (files) => {
+  withBlobFiles(async (files) => {
     for (const id of [ID, OTHER]) {
       const writer = await files.create(id)
       await writer.write(Buffer.from(id))
@@ -105,7 +90,7 @@ test('remove deletes a permanent or a still-temporary file; missing files are fi
   }))
 
 test('discard deletes the temporary file; a reused id is refused', () =>
-  withFiles(async (files) => {
+  withBlobFiles(async (files) => {
     const writer = await files.create(ID)
     await writer.write(Buffer.from('partial'))
     await assertRejects(() => files.create(ID))
@@ -115,7 +100,7 @@ test('discard deletes the temporary file; a reused id is refused', () =>
   }))
 
 test('ids that are not store-chosen hex never become paths', () =>
-  withFiles(async (files, dir) => {
+  withBlobFiles(async (files, dir) => {
     for (const bad of ['../escape', 'ABCDEF0123456789', '', 'abc', `${ID}/x`, `${ID}\0`, '..']) {
       await assertRejects(() => files.create(bad))
       await assertRejects(() => files.open(bad))
@@ -126,7 +111,7 @@ test('ids that are not store-chosen hex never become paths', () =>
   }))
 
 test('listTemporary ignores foreign names; removeTemporary leaves permanent files', () =>
-  withFiles(async (files, dir) => {
+  withBlobFiles(async (files, dir) => {
     await writeFile(join(dir, 'tmp', 'README'), 'not ours')
     const writer = await files.create(ID)
     await writer.commit()
@@ -137,7 +122,7 @@ test('listTemporary ignores foreign names; removeTemporary leaves permanent file
   }))
 
 test('reads: ranges, short reads at the end, chunks that own their buffers', () =>
-  withFiles(async (files) => {
+  withBlobFiles(async (files) => {
     const writer = await files.create(ID)
     const body = Buffer.alloc(10_000, 'x')
     body.write('start', 0)
@@ -165,7 +150,7 @@ test('a chunk the volume has no room for fails the write as insufficient_storage
     spend: () => Promise.resolve(++looks > 1),
     exhausted: () => undefined,
   }
-  return withFiles(async (files, dir) => {
+  return withBlobFiles(async (files, dir) => {
     const writer = await files.create(ID)
     const refused = await writer.write(new Uint8Array(100)).then(
       () => null,
@@ -180,7 +165,7 @@ test('a chunk the volume has no room for fails the write as insufficient_storage
 })
 
 test('an unlinked file stays readable through a reader opened before', () =>
-  withFiles(async (files) => {
+  withBlobFiles(async (files) => {
     const writer = await files.create(ID)
     await writer.write(Buffer.from('still here'))
     await writer.commit()
@@ -193,7 +178,7 @@ test('an unlinked file stays readable through a reader opened before', () =>
   }))
 
 test('promotion never replaces another file of the same id; a half-done one completes', () =>
-  withFiles(async (files, dir) => {
+  withBlobFiles(async (files, dir) => {
     const first = await files.create(ID)
     await first.write(Buffer.from('first'))
     await first.commit()

@@ -11,10 +11,10 @@ import { join } from 'node:path'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { crc32Update } from '../../protocol/checksums.js'
-import { ServiceError } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type { LentFile } from '../../protocol/messages.js'
 import { LoanSource } from '../../runtime/blob-loan.js'
+import { rejectionCode } from '../support/rejection.js'
 import { pollUntil } from '../support/wait.js'
 
 const BYTES = 2 * STREAM_CHUNK_BYTES + 1000
@@ -47,15 +47,6 @@ async function drain(source: LoanSource): Promise<{ bytes: Buffer; chunks: numbe
     source.release(chunk)
   }
   return { bytes: Buffer.concat(parts), chunks: parts.length }
-}
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise
-    return 'ok'
-  } catch (error) {
-    return error instanceof ServiceError ? error.code : String(error)
-  }
 }
 
 async function closedAgain(before: number): Promise<boolean> {
@@ -95,7 +86,7 @@ test('a CRC32 mismatch fails before the last chunk, reported once, descriptor cl
     )
     assert.ok((await source.next()) !== null)
     assert.ok((await source.next()) !== null)
-    assert.is(await codeOf(source.next()), 'corrupt', 'the last chunk is never handed out')
+    assert.is(await rejectionCode(source.next()), 'corrupt', 'the last chunk is never handed out')
     assert.is(damage.length, 1)
     assert.ok(await closedAgain(before), 'the descriptor was closed')
   })
@@ -113,7 +104,7 @@ test('the temporary path is read when the permanent one is missing; none is corr
     )
     assert.ok((await drain(fallback)).bytes.equals(body))
     const missing = new LoanSource(lentOf([`${path}-gone`], body), FAR_MS, Date.now, onDamage)
-    assert.is(await codeOf(missing.next()), 'corrupt')
+    assert.is(await rejectionCode(missing.next()), 'corrupt')
     assert.is(damage.length, 1)
   })
 })
@@ -130,7 +121,7 @@ test('past its deadline a read fails `timeout`; a cancel closes the descriptor',
     )
     assert.ok((await source.next()) !== null)
     nowMs = 2_000
-    assert.is(await codeOf(source.next()), 'timeout')
+    assert.is(await rejectionCode(source.next()), 'timeout')
     assert.ok(await closedAgain(before))
     const cancelled = new LoanSource(lentOf([path], body), FAR_MS, Date.now, () => undefined)
     assert.ok((await cancelled.next()) !== null)
