@@ -142,16 +142,15 @@ export async function sendBody<T>(
   }
   const deadlineMs = streamDeadlineMs(ex.mesh.now(), size)
   const [local, remote] = ex.mesh.openStream()
-  const lentWrite = single
   // Listening before the call: a call that cannot be sent closes `remote` at once.
-  const sink = lentWrite
+  const sink = single
     ? ex.mesh.lentWriteSink(local, size, namedChecksums(expect))
     : ex.mesh.sink(local, deadlineMs)
   const pending = ex.mesh.call(objectActor(ex.mesh.config), {
     ...base,
     stream: remote,
     streamMd5: true,
-    ...(lentWrite ? { lentWrite } : {}),
+    ...(single ? { lentWrite: true } : {}),
     deadlineMs,
   } as ObjectMsg) as Promise<Result<T>>
   const pumped = pumpBody(ex, auth, sink)
