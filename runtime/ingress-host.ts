@@ -67,15 +67,13 @@ export const httpIngress: Actor<IngressActorState, 'http-ingress'> = {
     const http = new HttpMetrics()
     // Reported with this thread's actor metrics, so /metrics adds up every ingress instance's.
     host.includeMetrics(http.registry)
-    // A single node's objects are read here too; a cluster's through its coordinator's quorum.
-    const metadata = ctx.config['SVC_MODE'] === 'single' ? host.metadata : null
     const mesh: Mesh = {
       call: ctx.call,
       openStream: ctx.openStream,
       source: ctx.source,
       sink: ctx.sink,
       readCurrent: (bucket, key, withBody) =>
-        metadata === null ? null : readCurrent(metadata, bucket, key, withBody),
+        host.metadata === null ? null : readCurrent(host.metadata, bucket, key, withBody),
       lentWriteSink: (handle, size, checksums) =>
         new LentWriteSink(handle, size, checksums, ctx.now),
       now: ctx.now,

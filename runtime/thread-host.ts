@@ -54,8 +54,8 @@ import { withTimeout } from '../protocol/timing.js'
  * cut off by a partition (the gRPC server drops its calls). */
 export type HostContext = Context & {
   supervisor: Comlink.Remote<SupervisorApi>
-  /** Reads of the node's metadata database (the runtime's handle): the ingresses' only; null on
-   * a gateway. */
+  /** Reads of the node's metadata database (the runtime's handle): a single node's ingresses'
+   * only, null elsewhere. */
   metadata: KvReader | null
   includeMetrics(registry: Registry): void
   isPartitioned(nodeId: string): boolean
@@ -150,9 +150,10 @@ async function main(): Promise<void> {
     data.actor === 'replica-store'
       ? await openStorage(data.config, log, owned(data.metadata))
       : null
-  // A single node's ingress serves small objects from the database itself.
+  // A single node's ingress serves small objects from the database itself; a cluster's reads go
+  // through its coordinator's quorum.
   const metadata =
-    data.actor === 'http-ingress' && data.metadata !== null
+    data.actor === 'http-ingress' && mode === 'single' && data.metadata !== null
       ? await attachKvReader(data.metadata)
       : null
   const kv: KvStore = storage?.kv ?? new Proxy({} as KvStore, { get: () => notOwned('kv store') })
