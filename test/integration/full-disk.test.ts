@@ -41,9 +41,12 @@ const SMALL_VOLUME_OBJECTS_MIN = 16
  * blob writes that filled it may have dug up to half of the floor, and the next PUT needs its own
  * MiB and one more to spare. */
 const FREEING_DELETES = Math.ceil(floorBytes(SMALL_VOLUME_MIB * MIB) / 2 / MIB) + 2
-/** Freed room must take a write within this: a PUT of 1 MiB on tmpfs answers in tens of
- * milliseconds, while a look at the volume cached for many seconds would not let it in. */
-const ROOM_USABLE_MS = 2_000
+/** Freed room must take a write within this: the files of deleted objects go once their batch is
+ * durable (on a busy machine, a second or more after the answer), and the store looks at the
+ * volume at most a second apart, while a look cached for many seconds would not let it in. */
+const ROOM_USABLE_MS = 5_000
+/** A PUT refused for want of room is tried again this often until ROOM_USABLE_MS passed. */
+const ROOM_RETRY_MS = 100
 const BUCKET = 'full'
 /** Far more PUTs than the volume holds of either size: the loop ends at the first refusal. */
 const PUTS_MAX = 2_000
@@ -302,13 +305,19 @@ test('64 MiB: 16 objects of 1 MiB fit, a restart on it filled to the last byte s
     // Full by objects alone, then a few deletes: the next PUT must find their room.
     stored.push(...(await fillUntilFull(again, MIB, 'refill')))
     for (const key of stored.splice(0, FREEING_DELETES)) await deleteObject(s3, key)
+    const putFreed = () =>
+      failure(() =>
+        s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'freed', Body: randomBytes(MIB) })),
+      )
     const startedMs = Date.now()
-    const put = await failure(() =>
-      s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'freed', Body: randomBytes(MIB) })),
-    )
-    const tookMs = Date.now() - startedMs
+    let put = await putFreed()
+    const triesMax = ROOM_USABLE_MS / ROOM_RETRY_MS
+    for (let tries = 1; tries < triesMax && put.name === 'InsufficientStorage'; tries++) {
+      if (Date.now() - startedMs >= ROOM_USABLE_MS) break
+      await new Promise((resolve) => setTimeout(resolve, ROOM_RETRY_MS))
+      put = await putFreed()
+    }
     assert.is(put.name, 'no error', `PUT after ${FREEING_DELETES} deletes: ${JSON.stringify(put)}`)
-    assert.ok(tookMs <= ROOM_USABLE_MS, `the PUT into freed room took ${tookMs} ms`)
     assert.is((await volumeGauges(again)).storeRestarts, 0)
   }, SMALL_VOLUME_MIB))
 
