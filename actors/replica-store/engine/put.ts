@@ -47,11 +47,8 @@ export const NO_ROOM = 'the data volume has no room for more object data'
 const FILE_ID_BYTES = 16
 const FILE_ID_ATTEMPTS_MAX = 8
 
-/** The body as it arrives: its hashes so far, and the bytes either in memory or in a temporary
- * file. */
+/** The body as it arrives: the bytes either in memory or in a temporary file. */
 interface Ingest {
-  /** Without MD5 when the sender computes it and sends it with the stream's end. */
-  hasher: BodyHasher
   memory: Uint8Array[]
   file: { id: string; writer: BlobWriter } | null
 }
@@ -192,12 +189,13 @@ export async function storeBody<T>(
     source?.cancel(admitted.code, admitted.detail)
     return admitted
   }
-  const ingest = startIngest(msg, given === undefined && source !== null && msg.streamMd5 === true)
+  const ingest: Ingest = { memory: [], file: null }
+  const md5BySender = given === undefined && source !== null && msg.streamMd5 === true
   let verified: Verified
   try {
     const digests = lent
       ? await takeLentWrite(ingest, source, ctx)
-      : await receive(ingest, msg, source, ctx)
+      : await receive(ingest, msg, source, ctx, md5BySender)
     verified = verify(digests, msg, source)
   } catch (error) {
     // The sender learns at once (rather than at its idle timeout) that nothing more is read.
@@ -222,25 +220,24 @@ export interface Verified {
   endStamp?: string
 }
 
-function startIngest(msg: BodyMsg, md5BySender: boolean): Ingest {
-  return {
-    hasher: new BodyHasher(namedChecksums(msg.expect), !md5BySender),
-    memory: [],
-    file: null,
-  }
-}
-
+/** Takes in and hashes the body (MD5 too, unless `md5BySender`), or a single node's inline body
+ * with the digests its ingress sent. */
 async function receive(
   ingest: Ingest,
   msg: BodyMsg,
   source: ByteSource | null,
   ctx: Context,
+  md5BySender: boolean,
 ): Promise<BodyDigests> {
+  if (source === null && msg.digests !== undefined) {
+    assert(msg.body !== undefined)
+    return hashedBySender(ingest, msg.body, msg.digests)
+  }
+  const hasher = new BodyHasher(namedChecksums(msg.expect), !md5BySender)
   if (source === null) {
     assert(msg.body !== undefined)
-    if (msg.digests !== undefined) return hashedBySender(ingest, msg.body, msg.digests)
-    await accept(ingest, msg, msg.body, ctx, null)
-    return ingest.hasher.digests()
+    await accept(ingest, hasher, msg, msg.body, ctx, null)
+    return hasher.digests()
   }
   for (;;) {
     let chunk: Uint8Array | null
@@ -249,8 +246,8 @@ async function receive(
     } catch (error) {
       throw senderFailure(error)
     }
-    if (chunk === null) return ingest.hasher.digests()
-    await accept(ingest, msg, chunk, ctx, source)
+    if (chunk === null) return hasher.digests()
+    await accept(ingest, hasher, msg, chunk, ctx, source)
   }
 }
 
@@ -308,19 +305,20 @@ export function senderFailure(error: unknown): ServiceError {
 
 async function accept(
   ingest: Ingest,
+  hasher: BodyHasher,
   msg: BodyMsg,
   chunk: Uint8Array,
   ctx: Context,
   source: ByteSource | null,
 ): Promise<void> {
-  const size = ingest.hasher.size + chunk.byteLength
+  const size = hasher.size + chunk.byteLength
   if (size > SINGLE_PUT_BYTES_MAX) {
     throw new ServiceError('entity_too_large', `body over ${SINGLE_PUT_BYTES_MAX} bytes`)
   }
   if (msg.expect.size !== undefined && size > msg.expect.size) {
     throw new ServiceError('incomplete_body', `body longer than the ${msg.expect.size} announced`)
   }
-  ingest.hasher.update(chunk)
+  hasher.update(chunk)
   // Once written, the chunk's buffer goes back to the sender for reuse.
   const written = (): void => source?.release(chunk)
   if (ingest.file !== null) {
