@@ -104,6 +104,35 @@ export function byKind<State, Name extends ActorName, K extends KindOf<Name>>(
 /** Sorted byte-keyed metadata store (RocksDB in production). Reads are synchronous and see every
  * write handed to `commit`, including ones whose sync is still in flight; `commit` resolves once
  * the batch is on stable storage. Keys are strings compared as UTF-8 bytes. */
+/** Exclusion among the shards of a node's store: SVC_STORE_SHARDS store threads share one
+ * metadata database, each owning a part of the key space, and what several of them read and write
+ * (a blob's record, which keys of every shard may name; a bucket's record, which every shard's
+ * writes into it check) is changed by one shard at a time. Locks are named (the caller namespaces
+ * the names: a blob's by its sha256, a bucket's by its name) and hashed onto a fixed set of
+ * stripes, so two names may share a stripe: holding a lock is holding its stripe. A holder keeps
+ * its locks until its batch is durable, so the next holder reads what it wrote. */
+export interface ShardLocks {
+  /** This shard's index, from 0, and how many shards the node runs. */
+  readonly shard: number
+  readonly shards: number
+  /** Takes the `exclusive` locks for this shard alone and the `shared` ones beside other shards'
+   * shared holds (a name in both is taken exclusively), all at once in stripe order, so that two
+   * holders never wait on each other in a cycle. Resolves with the release of every one of them;
+   * rejects with a ServiceError `timeout` (none held) once `deadlineMs` passed. */
+  hold(
+    names: { exclusive?: readonly string[]; shared?: readonly string[] },
+    deadlineMs: number,
+  ): Promise<() => void>
+  /** A file some reader of any shard will still open: its removal as garbage waits. */
+  pin(fileId: string): void
+  unpin(fileId: string): void
+  /** Whether any shard pins `fileId` (or another file on its stripe: then its removal waits too). */
+  pinned(fileId: string): boolean
+  /** At a shard's start: drops every lock and pin its previous incarnation held (a killed thread
+   * cannot release them; its batches in flight have landed or failed by then). */
+  releaseAll(): void
+}
+
 /** Reads of the metadata database. */
 export interface KvReader {
   get(key: string): Uint8Array | undefined
