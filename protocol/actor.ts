@@ -107,31 +107,35 @@ export function byKind<State, Name extends ActorName, K extends KindOf<Name>>(
 /** Exclusion among the shards of a node's store: SVC_STORE_SHARDS store threads share one
  * metadata database, each owning a part of the key space, and what several of them read and write
  * (a blob's record, which keys of every shard may name; a bucket's record, which every shard's
- * writes into it check) is changed by one shard at a time. Locks are named (the caller namespaces
- * the names: a blob's by its sha256, a bucket's by its name) and hashed onto a fixed set of
- * stripes, so two names may share a stripe: holding a lock is holding its stripe. A holder keeps
- * its locks until its batch is durable, so the next holder reads what it wrote. */
+ * writes into it check) is changed by one shard at a time. A name (the caller namespaces them: a
+ * blob's by its sha256, a bucket's by its name) is hashed onto one of a fixed set of stripes, so
+ * two names may share one: claiming a name is claiming its stripe. Claims are taken at once or not
+ * at all, so a mutation claims what it reads as it reads it, synchronously; one that cannot waits
+ * for the stripe to change and prepares again. A shard's own claims never exclude each other: its
+ * requests see each other's batches through its kv (mutation.ts). A claim lasts until the batch
+ * that relied on it is durable, so the next shard to claim reads what it wrote. */
 export interface ShardLocks {
   /** This shard's index, from 0, and how many shards the node runs. */
   readonly shard: number
   readonly shards: number
-  /** Takes the `exclusive` locks for this shard alone and the `shared` ones beside other shards'
-   * shared holds (a name in both is taken exclusively), all at once in stripe order, so that two
-   * holders never wait on each other in a cycle. Resolves with the release of every one of them;
-   * rejects with a ServiceError `timeout` (none held) once `deadlineMs` passed. */
-  hold(
-    names: { exclusive?: readonly string[]; shared?: readonly string[] },
-    deadlineMs: number,
-  ): Promise<() => void>
+  /** Claims `name` unless another shard holds it exclusively, or (`exclusive`) at all. */
+  claim(name: string, mode: ClaimMode): boolean
+  release(name: string, mode: ClaimMode): void
+  /** A count that moves whenever a claim on `name`'s stripe is released. */
+  version(name: string): number
+  /** Resolves once `name`'s stripe's version is no longer `seen`, or at `deadlineMs`. */
+  changed(name: string, seen: number, deadlineMs: number): Promise<void>
   /** A file some reader of any shard will still open: its removal as garbage waits. */
   pin(fileId: string): void
   unpin(fileId: string): void
-  /** Whether any shard pins `fileId` (or another file on its stripe: then its removal waits too). */
+  /** Whether any shard pins `fileId` (or a file on its stripe: its removal then waits too). */
   pinned(fileId: string): boolean
-  /** At a shard's start: drops every lock and pin its previous incarnation held (a killed thread
+  /** At a shard's start: drops every claim and pin its previous incarnation held (a killed thread
    * cannot release them; its batches in flight have landed or failed by then). */
   releaseAll(): void
 }
+
+export type ClaimMode = 'shared' | 'exclusive'
 
 /** Reads of the metadata database. */
 export interface KvReader {
@@ -281,6 +285,8 @@ export interface Context {
   after(ms: number, task: () => void): () => void
   readonly kv: KvStore
   readonly blobs: BlobFiles
+  /** The store's: its shard and the exclusion among the node's store shards. */
+  readonly shardLocks: ShardLocks
   readonly passwords: PasswordHasher
   /** Other nodes of the cluster; in single mode every call answers `unavailable`. */
   readonly peers: Peers

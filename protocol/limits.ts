@@ -37,3 +37,7 @@ export const PART_BYTES_MAX = 5 * 1024 ** 3
 /** Entries a ListParts or ListMultipartUploads page returns at most. */
 export const LIST_PARTS_MAX = 1000
 export const LIST_UPLOADS_MAX = 1000
+
+/** Store threads a single node may run (SVC_STORE_SHARDS): more only split a node's cores
+ * further. Each keeps its own counters records, so a reader sums at most this many. */
+export const STORE_SHARDS_MAX = 16

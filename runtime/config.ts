@@ -2,9 +2,14 @@
  * resulting flat record; nothing else reads process.env. */
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
-import { DEFAULT_HTTP_WORKERS_MAX, DEFAULT_HTTP_WORKERS_RESERVED_CORES } from './knobs.js'
+import {
+  DEFAULT_HTTP_WORKERS_MAX,
+  DEFAULT_HTTP_WORKERS_RESERVED_CORES,
+  DEFAULT_STORE_SHARDS,
+} from './knobs.js'
 import { isAcceptablePassword, isValidUsername } from '../protocol/identity.js'
 import { LOG_LEVELS } from './log.js'
+import { STORE_SHARDS_MAX } from '../protocol/limits.js'
 
 export interface NodeConfig {
   mode: 'single' | 'cluster' | 'gateway'
@@ -13,6 +18,8 @@ export interface NodeConfig {
   httpPort: number
   /** Ingress threads sharing the HTTP port. */
   httpWorkers: number
+  /** Store threads, each owning a part of the key space (runtime/store-shards.ts). */
+  storeShards: number
   chaos: boolean
   /** The flat record handed to every actor. */
   actorConfig: Record<string, string>
@@ -55,6 +62,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
   const dataDir = resolve(env['SVC_DATA_DIR'] ?? './data')
   const http = parseHostPort(env['SVC_NODE_HTTP_ADDR'] ?? '0.0.0.0:9000', 'SVC_NODE_HTTP_ADDR')
   const httpWorkers = parseHttpWorkers(env['SVC_HTTP_WORKERS'])
+  const storeShards = parseStoreShards(env['SVC_STORE_SHARDS'], mode)
   const keyId = env['SVC_ACCESS_KEY_ID']
   const secret = env['SVC_SECRET_ACCESS_KEY']
   if ((keyId === undefined) !== (secret === undefined)) {
@@ -72,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     SVC_HTTP_HOST: http.host,
     SVC_HTTP_PORT: String(http.port),
     SVC_HTTP_WORKERS: String(httpWorkers),
+    SVC_STORE_SHARDS: String(storeShards),
     SVC_CHAOS: env['SVC_CHAOS'] === '1' ? '1' : '0',
     SVC_SCRUBBER_FULL_SCAN_DAYS: String(scanDays(env['SVC_SCRUBBER_FULL_SCAN_DAYS'])),
   }
@@ -85,6 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     httpHost: http.host,
     httpPort: http.port,
     httpWorkers,
+    storeShards,
     chaos: actorConfig['SVC_CHAOS'] === '1',
     actorConfig,
   }
@@ -118,6 +128,20 @@ function parseHttpWorkers(value: string | undefined): number {
     )
   }
   return workers
+}
+
+/** Store threads of a single node. A cluster node's and a gateway's store are not sharded: its
+ * replication paths (stamps, digests, the catalog, hints) keep one owner per node. */
+function parseStoreShards(value: string | undefined, mode: NodeConfig['mode']): number {
+  if (value === undefined || value === '') return DEFAULT_STORE_SHARDS
+  const shards = Number(value)
+  if (!/^\d+$/.test(value) || shards < 1 || shards > STORE_SHARDS_MAX) {
+    throw new ConfigError(`SVC_STORE_SHARDS must be an integer from 1 to ${STORE_SHARDS_MAX}`)
+  }
+  if (shards > 1 && mode !== 'single') {
+    throw new ConfigError('SVC_STORE_SHARDS above 1 is for a single node; a cluster node runs 1')
+  }
+  return shards
 }
 
 /** Incomplete multipart uploads are reclaimed after this many hours: at most a year; fractions

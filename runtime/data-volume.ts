@@ -136,12 +136,16 @@ export class DataVolume {
   private readonly timer: NodeJS.Timeout
   private readonly reservePath: string
 
-  /** Looks at the volume and deletes the reserve, before the metadata database opens. */
-  static async open(dataDir: string, log: VolumeLog): Promise<DataVolume> {
+  /** Looks at the volume and deletes the reserve, before the metadata database opens. Of a
+   * sharded store, shard 0 `keepsReserve`: the others only delete it when the database finds no
+   * room (any shard's write may be the one that finds it), and look at its size, as the keeper
+   * does, at every look. */
+  static async open(dataDir: string, log: VolumeLog, keepsReserve = true): Promise<DataVolume> {
     const reservePath = join(dataDir, RESERVE_FILE)
     const sample = { ...(await look(dataDir)), atMs: Date.now() }
-    const volume = new DataVolume(dataDir, log, sample, await reserveSize(reservePath))
-    await volume.releaseReserve('the metadata database opens')
+    const held = await reserveSize(reservePath)
+    const volume = new DataVolume(dataDir, log, sample, held, keepsReserve)
+    if (keepsReserve) await volume.releaseReserve('the metadata database opens')
     return volume
   }
 
@@ -150,6 +154,7 @@ export class DataVolume {
     private readonly log: VolumeLog,
     private sample: Sample,
     reserveHeld: number,
+    private readonly keepsReserve: boolean,
   ) {
     this.reservePath = join(dataDir, RESERVE_FILE)
     this.reserveHeld = reserveHeld
@@ -228,15 +233,20 @@ export class DataVolume {
   private async lookAgain(): Promise<void> {
     try {
       const writtenBefore = this.writtenSince
-      const seen = await look(this.dataDir)
+      const [seen, reserve] = await Promise.all([
+        look(this.dataDir),
+        this.reserveWork === null ? reserveSize(this.reservePath) : this.reserveHeld,
+      ])
       this.sample = { ...seen, atMs: Date.now() }
       // Bytes counted while the look ran may not have been in it yet.
       this.writtenSince = Math.max(0, this.writtenSince - writtenBefore)
+      this.reserveSeen(reserve)
     } catch (error) {
       this.log.warn({ err: String(error) }, 'data volume: statfs failed')
       return
     }
     this.reportEdge()
+    if (!this.keepsReserve) return
     if (this.reserveWork !== null || this.closed || !this.databaseOpen) return
     if (Date.now() < this.holdOffUntilMs) return
     // The reserve comes back only where the whole floor stays free beside it (a room of at least
@@ -255,6 +265,17 @@ export class DataVolume {
     const fields = { freeBytes: this.sample.freeBytes, sizeBytes: this.sample.sizeBytes }
     if (full) this.log.warn(fields, 'data volume full: object writes are refused')
     else this.log.info(fields, 'data volume has room again: object writes are admitted')
+  }
+
+  /** The reserve's size as a look found it. Another shard deleted it for the metadata database,
+   * if it is smaller than the keeper held: the keeper holds off writing it back, as after its own
+   * release. */
+  private reserveSeen(bytes: number): void {
+    if (this.reserveWork !== null) return
+    if (this.keepsReserve && bytes < this.reserveHeld) {
+      this.holdOffUntilMs = Date.now() + RESERVE_HOLD_OFF_MS
+    }
+    this.reserveHeld = bytes
   }
 
   /** Deletes the reserve, for the metadata database (`why`). */

@@ -29,13 +29,15 @@ export async function openMetadata(dataDir: string): Promise<MetadataDb> {
   }
 }
 
+/** `keepsReserve`: the store's shard 0 (data-volume.ts). */
 export async function openStorage(
   config: Readonly<Record<string, string>>,
   log: Logger,
   metadata: bigint,
+  keepsReserve: boolean,
 ): Promise<Storage> {
   const dataDir = config['SVC_DATA_DIR'] ?? './data'
-  const volume = await DataVolume.open(dataDir, log).catch((error: unknown) => {
+  const volume = await DataVolume.open(dataDir, log, keepsReserve).catch((error: unknown) => {
     throw environmentCause(error, dataDir)
   })
   const onNoSpace = (): void => volume.databaseExhausted()

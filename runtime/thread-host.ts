@@ -20,6 +20,7 @@ import {
   type Context,
   type KvReader,
   type KvStore,
+  type ShardLocks,
   type PasswordHasher,
   type StreamHandle,
 } from '../protocol/actor.js'
@@ -32,6 +33,7 @@ import type {
   PeerTarget,
 } from '../protocol/cluster.js'
 import { fail, ServiceError, type Result } from '../protocol/errors.js'
+import type { DeleteManyResult, StoreMsg } from '../protocol/messages.js'
 import { EnvironmentError } from '../protocol/environment-error.js'
 import { Mailbox } from './mailbox.js'
 import { loadActor } from './actor-table.js'
@@ -42,6 +44,14 @@ import { FrameSink } from './cluster/frame-sink.js'
 import type { GrpcPeers } from './cluster/grpc-peers.js'
 import { peerBytesRegistry } from './cluster/peer-bytes.js'
 import { openStorage } from './storage.js'
+import { SharedShardLocks } from './shard-locks.js'
+import {
+  joinDeleteMany,
+  shardInstance,
+  shardOfInstance,
+  splitDeleteMany,
+  storeShardOf,
+} from './store-shards.js'
 import { attachKvReader } from './rocks-kv.js'
 import { openStream, PortSink, PortSource } from './stream-port.js'
 import { ActorMetrics, type MetricsJson } from './actor-metrics.js'
@@ -68,6 +78,8 @@ export interface HostData {
   config: Record<string, string>
   /** The handle of the metadata database the runtime opened (null on a gateway). */
   metadata: bigint | null
+  /** The memory of the store shards' locks (runtime/shard-locks.ts). */
+  shardLocks: SharedArrayBuffer
   /** Port on which the supervisor serves requests from actors (chaos, metrics of the node). */
   supervisor: MessagePort
 }
@@ -95,6 +107,8 @@ const metrics = new ActorMetrics(data.instance)
 const callers = new Map<ActorName, CallerLink[]>()
 /** Spreads calls over the instances of a role that runs several. */
 let nextInstance = 0
+/** The store's threads; a request to it goes to the shard that owns its key. */
+const storeShards = Number(data.config['SVC_STORE_SHARDS'] ?? '1')
 const servedPorts: MessagePort[] = []
 let dispatcher: Dispatch | null = null
 let stopActor: () => Promise<void> = () => Promise.resolve()
@@ -148,7 +162,12 @@ async function main(): Promise<void> {
   const actor = await loadActor(data.actor)
   const storage =
     data.actor === 'replica-store'
-      ? await openStorage(data.config, log, owned(data.metadata))
+      ? await openStorage(
+          data.config,
+          log,
+          owned(data.metadata),
+          shardOfInstance(data.instance) === 0,
+        )
       : null
   // A single node's ingress serves small objects from the database itself; a cluster's reads go
   // through its coordinator's quorum.
@@ -164,6 +183,7 @@ async function main(): Promise<void> {
     now: () => Date.now(),
     randomBytes: (length) => new Uint8Array(randomBytes(length)),
     call(to, msg) {
+      if (to === 'replica-store' && storeShards > 1) return callStore(msg as StoreMsg) as never
       const links = callers.get(to) ?? []
       const link = links[links.length === 1 ? 0 : nextInstance++ % links.length]
       if (link === undefined) return undelivered(msg, 'unavailable', `${to} is down`)
@@ -181,6 +201,10 @@ async function main(): Promise<void> {
     },
     kv,
     blobs,
+    shardLocks:
+      data.actor === 'replica-store'
+        ? new SharedShardLocks(data.shardLocks, shardOfInstance(data.instance), storeShards)
+        : new Proxy({} as ShardLocks, { get: () => notOwned('shard locks') }),
     passwords: poolPasswords(supervisor),
     get peers() {
       return threadPeers()
@@ -215,6 +239,27 @@ async function main(): Promise<void> {
     grpcPeers?.close()
   }
   for (const port of servedPorts.splice(0)) serveLink(port, dispatch)
+}
+
+/** A request to a sharded store goes to the shard that owns its key (runtime/store-shards.ts); a
+ * delete of many keys to each shard that owns some of them, its answers joined. */
+async function callStore(msg: StoreMsg): Promise<Result<unknown>> {
+  if (msg.kind !== 'object.delete-many') return callShard(storeShardOf(msg, storeShards), msg)
+  const parts = splitDeleteMany(msg, storeShards)
+  const answers = await Promise.all(
+    parts.map(([shard, part]) => callShard<DeleteManyResult>(shard, part)),
+  )
+  return joinDeleteMany(
+    parts.map(([, part]) => part),
+    answers,
+  )
+}
+
+function callShard<T>(shard: number, msg: StoreMsg): Promise<Result<T>> {
+  const name = shardInstance(shard, storeShards)
+  const link = callers.get('replica-store')?.find((each) => each.peer === name)
+  if (link === undefined) return undelivered(msg, 'unavailable', `${name} is down`)
+  return link.call<T>(msg)
 }
 
 /** gRPC in cluster and gateway modes, made when an actor first calls a peer (most threads never

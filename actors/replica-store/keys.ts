@@ -11,7 +11,12 @@
  *   D\0<sha256>         bytes of an inline blob (at most INLINE_BLOB_BYTES_MAX)
  *   F\0<file id>        file -> sha256, so recovery can tell a committed temporary file
  *   G\0<file id>        garbage: a file whose blob lost its last reference, removed after commit
- *   C\0                 store-wide counters
+ *   C\0                 store-wide counters (shard 0's, and the only ones of a store of one shard)
+ *   C\0<shard>          store-wide counters of store shard <shard> (1 and up); the counts are the
+ *                       sum of every C\0 record, a shard's alone may be negative (a blob one shard
+ *                       made, another freed)
+ *   K\0<bucket>\0<shard>  the bucket's counters kept by store shard <shard> (1 and up), added to
+ *                       those in its B\0 record (shard 0's); deleted with the bucket
  *   Y\0<name>           system records kept for other actors (iam)
  *   L\0<name>           records of this node alone kept for other actors (the scrubber's cursor):
  *                       never part of the catalog; and L\0replica-store.digests, present once the
@@ -53,6 +58,8 @@ import { isBucketSettingName, type BucketSettingName } from '../../protocol/buck
 import { parseHlc } from '../../protocol/hlc.js'
 
 export const COUNTERS_KEY = 'C\0'
+/** The first key after every counters record. */
+export const COUNTERS_END = 'C\x01'
 export const BUCKET_PREFIX = 'B\0'
 /** The first key after every bucket record. */
 export const BUCKET_END = 'B\x01'
@@ -101,6 +108,22 @@ export function bucketKey(bucket: string): string {
   return BUCKET_PREFIX + bucket
 }
 
+/** The store-wide counters store shard `shard` keeps (runtime/store-shards.ts). */
+export function countersKey(shard: number): string {
+  return shard === 0 ? COUNTERS_KEY : COUNTERS_KEY + String(shard)
+}
+
+/** The counters of `bucket` kept by store shard `shard`, 1 and up (shard 0's are in B\0). */
+export function bucketCountersKey(bucket: string, shard: number): string {
+  assert(shard > 0, "shard 0's bucket counters are in its bucket record")
+  return bucketCountersPrefix(bucket) + String(shard)
+}
+
+export function bucketCountersPrefix(bucket: string): string {
+  checkBucket(bucket)
+  return `K\0${bucket}\0`
+}
+
 export function bucketSettingKey(bucket: string, name: BucketSettingName): string {
   checkBucket(bucket)
   assert(isBucketSettingName(name), 'an unknown bucket setting')
@@ -144,6 +167,13 @@ export function inlineKey(sha256Hex: string): string {
 /** File ids are hex strings the store draws from ctx.randomBytes (see put.ts). */
 export function isFileId(text: string): boolean {
   return /^[0-9a-f]{32}$/.test(text)
+}
+
+/** The store shard whose temporary file `fileId` is: a shard's ids start with its hex digit
+ * (STORE_SHARDS_MAX is 16), and an id drawn by a store of another shard count (any digit) is its
+ * digit's shard modulo the count. */
+export function fileShard(fileId: string, shards: number): number {
+  return Number.parseInt(fileId.charAt(0), 16) % shards
 }
 
 export function fileKey(fileId: string): string {

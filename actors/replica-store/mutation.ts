@@ -10,15 +10,22 @@
  * crash). In cluster mode the batch also moves the digests of the keys whose replicated records it
  * changes (digests.ts). */
 import assert from 'node:assert/strict'
-import type { KvOp, KvReader } from '../../protocol/actor.js'
+import type { ClaimMode, KvOp, KvRange, KvReader, ShardLocks } from '../../protocol/actor.js'
 import { BUCKET_SETTING_NAMES } from '../../protocol/bucket-settings.js'
 import { ServiceError } from '../../protocol/errors.js'
+import { STORE_SHARDS_MAX } from '../../protocol/limits.js'
 import { digestOps, isDigested, keepsDigests } from './replication/digests.js'
 import {
   blobKey,
   bucketKey,
   bucketSettingKey,
+  BLOB_PREFIX,
+  BUCKET_PREFIX,
+  bucketCountersKey,
+  bucketCountersPrefix,
+  COUNTERS_END,
   COUNTERS_KEY,
+  countersKey,
   fileKey,
   garbageKey,
   inlineKey,
@@ -31,6 +38,7 @@ import {
   blobsOf,
   decodeBlob,
   decodeBucket,
+  decodeBucketCounters,
   decodeCounters,
   decodeObject,
   decodePart,
@@ -62,19 +70,41 @@ export class Mutation {
    * record written only for its counters is not among them. */
   readonly catalogKeys = new Set<string>()
 
-  constructor(private readonly kv: KvReader) {}
+  /** What this mutation claimed of the shard locks, released once its batch is durable. */
+  private readonly claims = new Map<string, ClaimMode>()
+  /** Whether commitMutation took the claims over; otherwise they go once the synchronous step
+   * that prepared the mutation ends. */
+  private handedOver = false
+  private claimsReleased = false
+
+  /** `owner`: the store shard that commits it (a mutation only read needs none). Its counters
+   * are that shard's (keys.ts: C\0, K\0): the only records of every batch that keys of any
+   * bucket share, each shard keeps its own. It claims (ShardLocks) every blob record it reads,
+   * exclusively, and every bucket record, shared: what other shards also change. */
+  constructor(
+    private readonly kv: KvReader,
+    private readonly owner?: ShardLocks,
+  ) {}
 
   get(key: string): Uint8Array | undefined {
     const written = this.writes.get(key)
     if (written !== undefined) return written ?? undefined
     if (this.fetched.has(key)) return this.fetched.get(key)
+    this.claimFor(key)
     return this.kv.get(key)
+  }
+
+  /** Claims the bucket's record for this shard alone (its delete, its versioning), or throws
+   * ShardContention. */
+  claimBucket(bucket: string): void {
+    this.claim(bucketKey(bucket), 'exclusive')
   }
 
   /** Reads `keys` in one kv call for the `get`s that follow: each kv call costs more than a key
    * read within it. Like every read of a mutation, only valid until its next await. */
   prefetch(keys: readonly string[]): void {
     const wanted = keys.filter((key) => !this.writes.has(key) && !this.fetched.has(key))
+    for (const key of wanted) this.claimFor(key)
     const values = this.kv.getMany(wanted)
     wanted.forEach((key, index) => this.fetched.set(key, values[index]))
   }
@@ -87,23 +117,82 @@ export class Mutation {
     this.writes.set(key, null)
   }
 
+  /** A record other shards also change is claimed before it is read. */
+  private claimFor(key: string): void {
+    if (this.owner === undefined) return
+    if (key.startsWith(BLOB_PREFIX)) this.claim(key, 'exclusive')
+    else if (key.startsWith(BUCKET_PREFIX)) this.claim(key, 'shared')
+  }
+
+  /** A store of one shard claims nothing of its locks, but keeps the same account, so that a
+   * mutation prepared across an await fails its tests as it would fail a sharded store. */
+  private claim(name: string, mode: ClaimMode): void {
+    const owner = this.owner
+    if (owner === undefined) return
+    const held = this.claims.get(name)
+    if (held === mode || held === 'exclusive') return
+    assert(!this.claimsReleased, 'a mutation read after the step that prepared it')
+    if (owner.shards > 1) {
+      const seen = owner.version(name)
+      if (!owner.claim(name, mode)) throw new ShardContention(name, seen)
+      if (held === 'shared') owner.release(name, 'shared')
+    }
+    if (this.claims.size === 0) queueMicrotask(() => this.releaseUnlessHandedOver())
+    this.claims.set(name, mode)
+  }
+
+  private releaseUnlessHandedOver(): void {
+    if (!this.handedOver) this.releaseClaims()
+  }
+
+  /** commitMutation takes the claims over, to release them once the batch is durable. */
+  handOverClaims(): void {
+    assert(!this.claimsReleased, 'a mutation prepared across an await')
+    this.handedOver = true
+  }
+
+  releaseClaims(): void {
+    if (this.claimsReleased) return
+    this.claimsReleased = true
+    if (this.owner === undefined || this.owner.shards === 1) return
+    for (const [name, mode] of this.claims) this.owner.release(name, mode)
+  }
+
+  /** This mutation's shard's counters, which it changes (totals: totalCounters). */
   counters(): Counters {
     if (this.counterCache === null) {
-      const stored = this.kv.get(COUNTERS_KEY)
+      const stored = this.kv.get(countersKey(this.shard()))
       this.counterCache = stored === undefined ? { ...EMPTY_COUNTERS } : decodeCounters(stored)
     }
     return this.counterCache
   }
 
+  /** The bucket's record, with the counters this mutation's shard keeps of it (totals:
+   * bucketTotals). */
   bucket(name: string): BucketRecord | undefined {
     if (!this.buckets.has(name)) {
       const stored = this.get(bucketKey(name))
-      this.buckets.set(name, stored === undefined ? null : decodeBucket(stored))
+      const record = stored === undefined ? null : decodeBucket(stored)
+      const shard = this.owner?.shard ?? 0
+      if (record !== null && shard > 0) {
+        const kept = this.get(bucketCountersKey(name, shard))
+        Object.assign(
+          record,
+          kept === undefined ? { objects: 0, bytes: 0 } : decodeBucketCounters(kept),
+        )
+      }
+      this.buckets.set(name, record)
     }
     return this.buckets.get(name) ?? undefined
   }
 
+  private shard(): number {
+    assert(this.owner !== undefined, 'a mutation that writes counters names its shard')
+    return this.owner.shard
+  }
+
   createBucket(name: string, createdMs: number, owner: string | undefined, pool?: string): void {
+    assert.equal(this.shard(), 0, 'buckets are made by store shard 0')
     assert(this.bucket(name) === undefined)
     const ownedBy = owner === undefined ? {} : { owner }
     const inPool = pool === undefined ? {} : { pool }
@@ -113,9 +202,11 @@ export class Mutation {
   }
 
   deleteBucket(name: string): void {
+    assert.equal(this.shard(), 0, 'buckets are deleted by store shard 0')
     const record = this.bucket(name)
     assert(record !== undefined)
-    assert.equal(record.objects, 0)
+    assert.equal(bucketTotals(this.kv, name, record).objects, 0)
+    for (const [key] of this.kv.scan(bucketCountersRange(name))) this.del(key)
     this.buckets.set(name, null)
     this.counters().buckets--
     this.catalogKeys.add(bucketKey(name))
@@ -159,6 +250,14 @@ export class Mutation {
     }
     this.put(blobKey(sha256), encodeRecord(record))
     return true
+  }
+
+  /** Adds a reference to a blob a copy's source names. The source may be another store shard's
+   * key, changed since it was read: a blob gone meanwhile sends the request round again
+   * (ShardContention, at once), and the next round reads the source anew. */
+  referenceCopied(sha256: string): void {
+    if (this.blob(sha256) === undefined) throw new ShardContention(blobKey(sha256), NOT_A_VERSION)
+    this.addReference(sha256)
   }
 
   dropReference(sha256: string): void {
@@ -370,16 +469,23 @@ export class Mutation {
 
   /** The batch: every write, plus the bucket records and counters this mutation touched. */
   ops(): KvOp[] {
+    const shard = this.buckets.size > 0 || this.counterCache !== null ? this.shard() : 0
     for (const [name, record] of this.buckets) {
-      if (record === null) this.writes.set(bucketKey(name), null)
-      else this.writes.set(bucketKey(name), encodeRecord(record))
+      if (shard === 0) {
+        this.writes.set(bucketKey(name), record === null ? null : encodeRecord(record))
+      } else if (record !== null) {
+        const kept = { objects: record.objects, bytes: record.bytes }
+        this.writes.set(bucketCountersKey(name, shard), encodeRecord(kept))
+      }
     }
     if (this.counterCache !== null) {
+      // One shard's counters alone may be negative (a blob it freed that another made); a store
+      // of one shard folded every shard's into its own at start (foldShardCounters).
       assert(
-        Object.values(this.counterCache).every((count) => count >= 0),
+        this.owner?.shards !== 1 || Object.values(this.counterCache).every((count) => count >= 0),
         'negative counter',
       )
-      this.writes.set(COUNTERS_KEY, encodeRecord(this.counterCache))
+      this.writes.set(countersKey(shard), encodeRecord(this.counterCache))
     }
     const ops: KvOp[] = []
     for (const [key, value] of this.writes) {
@@ -402,4 +508,53 @@ export class Mutation {
     }))
     return digestOps(this.kv, changes)
   }
+}
+
+/** No stripe's version: a ShardContention that names it is tried again at once. */
+const NOT_A_VERSION = -1
+
+/** A record another store shard holds: the request waits for it (retryingClaims) or answers
+ * `busy`. */
+export class ShardContention extends ServiceError {
+  constructor(
+    readonly claimName: string,
+    /** The stripe's version when the claim failed: a change from it is worth another try. */
+    readonly seen: number,
+  ) {
+    super('busy', 'another store shard is changing a record this request needs')
+  }
+}
+
+function bucketCountersRange(bucket: string): KvRange {
+  const prefix = bucketCountersPrefix(bucket)
+  return { gte: prefix, lt: prefix.slice(0, -1) + '\x01', limit: STORE_SHARDS_MAX }
+}
+
+/** A bucket's objects and bytes: its record's (shard 0's) and every other shard's. */
+export function bucketTotals(
+  kv: KvReader,
+  bucket: string,
+  record: BucketRecord,
+): { objects: number; bytes: number } {
+  const totals = { objects: record.objects, bytes: record.bytes }
+  for (const [, value] of kv.scan(bucketCountersRange(bucket))) {
+    const kept = decodeBucketCounters(value)
+    totals.objects += kept.objects
+    totals.bytes += kept.bytes
+  }
+  return totals
+}
+
+/** The store's counters: the sum of every shard's. */
+export function totalCounters(kv: KvReader): Counters {
+  const totals = { ...EMPTY_COUNTERS }
+  for (const [, value] of kv.scan({
+    gte: COUNTERS_KEY,
+    lt: COUNTERS_END,
+    limit: STORE_SHARDS_MAX,
+  })) {
+    const counters = decodeCounters(value)
+    for (const name of Object.keys(totals) as (keyof Counters)[]) totals[name] += counters[name]
+  }
+  return totals
 }

@@ -176,6 +176,21 @@ function isCount(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
 }
 
+/** Counters one store shard keeps may be negative (keys.ts: C\0<shard>); only their sums are
+ * counts. */
+function requireSums(
+  record: Record<string, unknown>,
+  what: string,
+  names: readonly string[],
+): void {
+  for (const name of names) {
+    const value = record[name]
+    if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+      throw new ServiceError('corrupt', `${what} record: bad ${name}`)
+    }
+  }
+}
+
 function requireFields(
   record: Record<string, unknown>,
   what: string,
@@ -194,7 +209,8 @@ function requireFields(
 
 export function decodeBucket(encoded: Encoded): BucketRecord {
   const record = decodeJson(encoded, 'bucket')
-  requireFields(record, 'bucket', ['createdMs', 'objects', 'bytes'])
+  requireFields(record, 'bucket', ['createdMs'])
+  requireSums(record, 'bucket', ['objects', 'bytes'])
   if (record['owner'] !== undefined) requireFields(record, 'bucket', [], ['owner'])
   return record as unknown as BucketRecord
 }
@@ -304,9 +320,21 @@ export function decodeBlob(encoded: Encoded): BlobRecord {
   return record as unknown as BlobRecord
 }
 
+/** A bucket's counters kept by a store shard other than 0 (keys.ts: K\0). */
+export interface BucketCounters {
+  objects: number
+  bytes: number
+}
+
+export function decodeBucketCounters(encoded: Encoded): BucketCounters {
+  const record = decodeJson(encoded, 'bucket counters')
+  requireSums(record, 'bucket counters', ['objects', 'bytes'])
+  return { objects: record['objects'] as number, bytes: record['bytes'] as number }
+}
+
 export function decodeCounters(encoded: Encoded): Counters {
   const record = decodeJson(encoded, 'counters')
-  requireFields(record, 'counters', ['buckets', 'objects', 'bytes', 'blobs', 'refs'])
+  requireSums(record, 'counters', ['buckets', 'objects', 'bytes', 'blobs', 'refs'])
   return record as unknown as Counters
 }
 

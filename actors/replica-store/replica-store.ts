@@ -85,7 +85,8 @@ import { EMPTY_COUNTERS, encodeRecord } from './records.js'
 import { closeHints, countHints, hintsDone, pageHints, putHints } from './system/hints.js'
 import { claimKeyFor, releaseKey } from './replication/key-claims.js'
 import { recover } from './blobs/recovery.js'
-import { createState, track, type StoreState } from './store-state.js'
+import { foldShardCounters } from './system/shard-counters.js'
+import { createState, retryingClaims, track, type StoreState } from './store-state.js'
 import {
   deleteSystemRecord,
   getLocalRecord,
@@ -102,10 +103,16 @@ export const replicaStore: Actor<StoreState, 'replica-store'> = {
   name: 'replica-store',
 
   async init(ctx: Context): Promise<StoreState> {
-    const state = createState()
-    if (ctx.kv.get(COUNTERS_KEY) === undefined) {
+    const state = createState(ctx.shardLocks)
+    // Nothing this shard's previous incarnation held may outlive it.
+    ctx.shardLocks.releaseAll()
+    if (state.shard.shard === 0 && ctx.kv.get(COUNTERS_KEY) === undefined) {
       // A new data directory: every counter starts at zero, durably, before the first request.
       await ctx.kv.commit([{ type: 'put', key: COUNTERS_KEY, value: encodeRecord(EMPTY_COUNTERS) }])
+    }
+    if (state.shard.shards === 1) {
+      const folded = await foldShardCounters(state, ctx)
+      if (folded > 0) ctx.log.info({ records: folded }, "replica-store folded shards' counters")
     }
     const report = await recover(state, ctx)
     ctx.log.info({ ...report }, 'replica-store recovered')
@@ -151,33 +158,45 @@ export const replicaStore: Actor<StoreState, 'replica-store'> = {
       state.catalog !== null
         ? createBucketInCluster(state, msg, ctx)
         : createBucket(state, msg, ctx),
-    'bucket.delete': deleteBucket,
+    'bucket.delete': (state, msg, ctx) =>
+      retryingClaims(ctx, msg.deadlineMs, () => deleteBucket(state, msg, ctx)),
     'bucket.head': (_state, msg, ctx) => headBucket(msg.bucket, ctx),
     'bucket.list': (_state, msg, ctx) => listBuckets(msg, ctx),
     'bucket.stats': (_state, _msg, ctx) => bucketStats(ctx),
     'bucket.setting.put': putSetting,
     'bucket.setting.get': (_state, msg, ctx) => getSetting(msg, ctx),
     'bucket.setting.delete': deleteSetting,
-    'bucket.versioning.put': (state, msg, ctx) => putVersioning(state, msg.bucket, msg.status, ctx),
+    'bucket.versioning.put': (state, msg, ctx) =>
+      retryingClaims(ctx, msg.deadlineMs, () => putVersioning(state, msg.bucket, msg.status, ctx)),
     'bucket.versioning.get': (_state, msg, ctx) => getVersioning(msg.bucket, ctx),
     'object.put': putObject,
     'object.get': getObject,
     'object.delete': (state, msg, ctx) => {
       const target = msg.versionId === undefined ? { key: msg.key } : msg
-      return deleteObject(state, msg.bucket, target, ctx, deleteStampOf(msg))
+      return retryingClaims(ctx, msg.deadlineMs, () =>
+        deleteObject(state, msg.bucket, target, ctx, deleteStampOf(msg)),
+      )
     },
     'object.delete-many': (state, msg, ctx) =>
-      deleteObjects(state, msg.bucket, msg.objects, ctx, deleteStampOf(msg)),
+      retryingClaims(ctx, msg.deadlineMs, () =>
+        deleteObjects(state, msg.bucket, msg.objects, ctx, deleteStampOf(msg)),
+      ),
     'object.list-versions': (_state, msg, ctx) => listVersions(msg, ctx),
-    'object.copy': copyObject,
+    'object.copy': (state, msg, ctx) =>
+      retryingClaims(ctx, msg.deadlineMs, () => copyObject(state, msg, ctx)),
     'object.list': (_state, msg, ctx) => listObjects(msg, ctx),
-    'object.attributes.put': putObjectAttributes,
+    'object.attributes.put': (state, msg, ctx) =>
+      retryingClaims(ctx, msg.deadlineMs, () => putObjectAttributes(state, msg, ctx)),
     'object.attributes.get': (_state, msg, ctx) => getObjectAttributes(msg, ctx),
-    'upload.create': createUpload,
+    'upload.create': (state, msg, ctx) =>
+      retryingClaims(ctx, msg.deadlineMs, () => createUpload(state, msg, ctx)),
     'upload.part': uploadPart,
-    'upload.part-copy': uploadPartCopy,
-    'upload.complete': completeUpload,
-    'upload.abort': abortUpload,
+    'upload.part-copy': (state, msg, ctx) =>
+      retryingClaims(ctx, msg.deadlineMs, () => uploadPartCopy(state, msg, ctx)),
+    'upload.complete': (state, msg, ctx) =>
+      retryingClaims(ctx, msg.deadlineMs, () => completeUpload(state, msg, ctx)),
+    'upload.abort': (state, msg, ctx) =>
+      retryingClaims(ctx, msg.deadlineMs, () => abortUpload(state, msg, ctx)),
     'upload.list-parts': (_state, msg, ctx) => listParts(msg, ctx),
     'upload.list': (_state, msg, ctx) => listUploads(msg, ctx),
     // What replicas of a cluster ask each other: point checks, key claims, digests, bootstrap.

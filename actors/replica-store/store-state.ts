@@ -4,11 +4,11 @@
 import type { BootstrapJob } from '../../protocol/messages.js'
 import type { RejoinPhase } from './replication/rejoin.js'
 import assert from 'node:assert/strict'
-import type { ByteSink, Context } from '../../protocol/actor.js'
+import type { ByteSink, Context, ShardLocks } from '../../protocol/actor.js'
 import { ServiceError } from '../../protocol/errors.js'
 import type { CatalogState } from './replication/catalog-state.js'
 import { garbageKey } from './keys.js'
-import type { Mutation } from './mutation.js'
+import { ShardContention, type Mutation } from './mutation.js'
 
 export interface StoreState {
   /** Work that outlives the request that started it (commits, promotions, garbage removal);
@@ -55,14 +55,23 @@ export interface StoreState {
   rejoin: RejoinPhase
   bootstrap: BootstrapJob
   cancelAliveNote: () => void
+  /** Which store shard this is, of how many (runtime/store-shards.ts), with the locks the shards
+   * share: its mutations claim what other shards also change, and keep their own counters. */
+  shard: ShardLocks
 }
 
 /** GET streams at once. Every other task is bounded by the requests in flight (the runtime's
  * mailbox), but a stream outlives its request; past this bound a GET of a file blob is answered
  * `busy`. Each holds a file descriptor and at most a credit window (1 MiB) of chunks in flight. */
 export const GET_STREAMS_MAX = 256
+/** Tries of a mutation whose records another store shard holds, and the longest wait between two:
+ * a claim lasts one batch's commit. */
+const CLAIM_TRIES_MAX = 100
+const CLAIM_WAIT_MS = 1_000
+/** How often garbage files another shard pins are looked at again. */
+const FOREIGN_PIN_RETRY_MS = 5_000
 
-export function createState(): StoreState {
+export function createState(shard: ShardLocks): StoreState {
   return {
     tasks: new Set(),
     promoting: new Map(),
@@ -83,6 +92,28 @@ export function createState(): StoreState {
     hintsClosed: new Set(),
     handling: 0,
     damaged: new Set(),
+    shard,
+  }
+}
+
+/** Tries a mutation's preparation and commit again while a record it needs is another store
+ * shard's (ShardContention), each time once that claim changed, until `deadlineMs` or
+ * CLAIM_TRIES_MAX tries; then the request answers `busy`. `attempt` must prepare its mutation
+ * before its first await, so a try that lost its claim has changed nothing. */
+export async function retryingClaims<T>(
+  ctx: Context,
+  deadlineMs: number,
+  attempt: () => Promise<T>,
+): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt()
+    } catch (error) {
+      if (!(error instanceof ShardContention) || tries >= CLAIM_TRIES_MAX) throw error
+      const waitUntilMs = Math.min(deadlineMs, ctx.now() + CLAIM_WAIT_MS)
+      if (waitUntilMs <= ctx.now()) throw error
+      await ctx.shardLocks.changed(error.claimName, error.seen, waitUntilMs)
+    }
   }
 }
 
@@ -104,9 +135,14 @@ export async function commitMutation(
   ctx: Context,
   mutation: Mutation,
 ): Promise<void> {
-  const ops = mutation.ops()
-  if (state.catalog !== null) ops.push(...state.catalog.stampOps(mutation.catalogKeys))
-  await durably(state, ctx, ctx.kv.commit(ops))
+  mutation.handOverClaims()
+  try {
+    const ops = mutation.ops()
+    if (state.catalog !== null) ops.push(...state.catalog.stampOps(mutation.catalogKeys))
+    await durably(state, ctx, ctx.kv.commit(ops))
+  } finally {
+    mutation.releaseClaims()
+  }
   if (mutation.garbage.length > 0) {
     track(state, ctx, 'garbage', removeGarbage(state, ctx, mutation.garbage))
   }
@@ -145,8 +181,20 @@ export async function removeGarbage(
   ctx: Context,
   fileIds: readonly string[],
 ): Promise<void> {
-  const removable = fileIds.filter((id) => !state.pinned.has(id))
-  for (const id of fileIds) if (state.pinned.has(id)) state.deferred.add(id)
+  const removable = fileIds.filter((id) => !ctx.shardLocks.pinned(id))
+  const othersPin: string[] = []
+  for (const id of fileIds) {
+    if (state.pinned.has(id)) state.deferred.add(id)
+    else if (ctx.shardLocks.pinned(id)) othersPin.push(id)
+  }
+  // Another shard's reader (or a stripe's other file) holds them: this shard's unpins will not
+  // say when they go, so it looks again.
+  if (othersPin.length > 0) {
+    // After a stop, the garbage records stay for the next start's recovery.
+    ctx.after(FOREIGN_PIN_RETRY_MS, () => {
+      if (!state.stopping) track(state, ctx, 'garbage', removeGarbage(state, ctx, othersPin))
+    })
+  }
   const removed = removeFiles(state, ctx, removable)
   state.removing.add(removed)
   try {
@@ -167,7 +215,10 @@ async function removeFiles(state: StoreState, ctx: Context, ids: readonly string
 
 /** Keeps `fileIds` from removal until `unpin`; a GET pins the files it has not opened yet. */
 export function pin(state: StoreState, fileIds: readonly string[]): void {
-  for (const id of fileIds) state.pinned.set(id, (state.pinned.get(id) ?? 0) + 1)
+  for (const id of fileIds) {
+    state.pinned.set(id, (state.pinned.get(id) ?? 0) + 1)
+    state.shard.pin(id)
+  }
 }
 
 export function unpin(state: StoreState, ctx: Context, fileIds: readonly string[]): void {
@@ -175,6 +226,7 @@ export function unpin(state: StoreState, ctx: Context, fileIds: readonly string[
   for (const id of fileIds) {
     const count = state.pinned.get(id)
     assert(count !== undefined && count > 0, 'unpin of a file that is not pinned')
+    state.shard.unpin(id)
     if (count > 1) {
       state.pinned.set(id, count - 1)
       continue
@@ -189,12 +241,17 @@ export function unpin(state: StoreState, ctx: Context, fileIds: readonly string[
  * was synced and the metadata says where it is), so the reply does not wait for the rename. */
 export function promoteInBackground(state: StoreState, ctx: Context, fileId: string): void {
   assert(!state.promoting.has(fileId))
+  // Pinned while it moves, so that no other shard removes it meanwhile as garbage.
+  pin(state, [fileId])
   const promotion = ctx.blobs.promote(fileId)
   state.promoting.set(fileId, promotion)
   track(
     state,
     ctx,
     'promote',
-    promotion.finally(() => state.promoting.delete(fileId)),
+    promotion.finally(() => {
+      state.promoting.delete(fileId)
+      unpin(state, ctx, [fileId])
+    }),
   )
 }

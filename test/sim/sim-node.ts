@@ -44,6 +44,7 @@ import type { SimRandom } from './random.js'
 import type { Owner, Scheduler } from './scheduler.js'
 import type { SimNetwork } from './network.js'
 import type { Trace } from './trace.js'
+import { soleShardLocks } from '../../runtime/shard-locks.js'
 
 /** The actors of a storage node, in the order the supervisor starts them. */
 export const SIM_ACTORS = [
@@ -112,6 +113,8 @@ interface RunningActor {
 export class SimNode {
   kv: MemoryKv
   blobs = new MemoryBlobs()
+  /** The node's one store shard's locks, which outlive its store's crashes as a node's do. */
+  readonly shardLocks = soleShardLocks()
   /** The node's life: every event of a node that crashed belongs to a dead owner. */
   life: Owner = { alive: false }
   readonly actors = new Map<SimActorName, RunningActor>()
@@ -342,6 +345,7 @@ export class SimNode {
       after: (ms, task) => scheduler.after(ms, task, owner),
       kv: guardedKv(this.kv, owner),
       blobs: guardedBlobs(this.blobs, owner),
+      shardLocks: this.shardLocks,
       passwords: SIM_PASSWORDS,
       peers: this.network.peersOf(this, owner),
       openStream: () => {

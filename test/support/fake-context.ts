@@ -26,6 +26,7 @@ import type {
   KvOp,
   KvRange,
   KvStore,
+  ShardLocks,
   Logger,
   Request,
   StreamHandle,
@@ -35,6 +36,7 @@ import { fail, ServiceError, type ErrorCode, type Result } from '../../protocol/
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type { BlobSpace } from '../../runtime/blob-files.js'
 import runPasswordTask from '../../runtime/password-task.js'
+import { soleShardLocks } from '../../runtime/shard-locks.js'
 
 // ---------------------------------------------------------------------------------------------
 // Sorted in-memory kv
@@ -506,6 +508,8 @@ export interface FakeContext extends Context {
 
 export interface FakeContextOptions {
   self?: ActorName
+  /** A store shard's locks (default: those of a store that runs alone). */
+  shardLocks?: ShardLocks
   kv?: MemoryKv
   blobs?: MemoryBlobs
   nowMs?: number
@@ -601,6 +605,7 @@ export function fakeContext(options: FakeContextOptions = {}): FakeContext {
   }
   return {
     self: options.self ?? 'replica-store',
+    shardLocks: options.shardLocks ?? soleShardLocks(),
     now: () => clock.nowMs,
     randomBytes: seededRandomBytes(options.seed ?? 1),
     call<T>(to: ActorName, msg: { kind: string } & Request): Promise<Result<T>> {

@@ -42,7 +42,7 @@ export async function replaceBlob(
   })
   if (!taken.ok) return taken
   const copy = taken.value
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   if (!mutation.replaceBlob(msg.sha256, expectedFile, copy)) {
     if ('file' in copy) await ctx.blobs.removeTemporary(copy.file)
     return ok({ replaced: false })

@@ -12,7 +12,7 @@ import type { BlobEntry, BlobHead, BlobMsg, BlobPage } from '../../../protocol/s
 import { holdDamaged, isDamaged } from './damaged.js'
 import { checkedInline, startPump } from '../engine/get.js'
 import { BLOB_END, BLOB_PREFIX, blobKey, inlineKey, isSha256 } from '../keys.js'
-import { Mutation } from '../mutation.js'
+import { Mutation, totalCounters } from '../mutation.js'
 import { decodeBlob } from '../records.js'
 import { commitMutation, GET_STREAMS_MAX, type StoreState } from '../store-state.js'
 
@@ -42,7 +42,7 @@ export function listBlobs(state: StoreState, msg: ListMsg, ctx: Context): Result
     if (corrupt === true) entry.corrupt = true
     return entry
   })
-  const storedBytes = new Mutation(ctx.kv).counters().bytes
+  const storedBytes = totalCounters(ctx.kv).bytes
   return ok({ blobs, storedBytes, load: loadOf(state) })
 }
 
@@ -99,7 +99,7 @@ export async function markBlob(
   msg: MarkMsg,
   ctx: Context,
 ): Promise<Result<null>> {
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   const blob = mutation.blob(msg.sha256)
   if (msg.corrupt && blob !== undefined) holdDamaged(state, msg.sha256)
   else state.damaged.delete(msg.sha256)

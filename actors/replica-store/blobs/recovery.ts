@@ -1,12 +1,15 @@
 /** @module Recovery, run by `init` before the first request: it finishes what a crash interrupted,
  * reading only small key ranges (never all objects):
  * - garbage records: files whose blob lost its last reference; remove each, then the record;
- * - temporary files: one with a file->sha record belongs to a committed put whose promotion did
- *   not happen, so promote it; any other is an upload that never committed, so remove it.
+ * - temporary files (of this store shard: keys.ts fileShard): one with a file->sha record belongs
+ *   to a committed put whose promotion did not happen, so promote it; any other is an upload that
+ *   never committed, so remove it.
+ * Of garbage records too, this shard handles those of its files: the shard that made the record
+ * removes the file itself while it runs, and every removal waits for every shard's pins.
  * Both steps are idempotent, so a crash during recovery is recovered by the next one, and so is a
  * garbage pass that a full volume cut short. */
 import type { Context } from '../../../protocol/actor.js'
-import { fileKey, GARBAGE_END, GARBAGE_PREFIX, isFileId } from '../keys.js'
+import { fileKey, fileShard, GARBAGE_END, GARBAGE_PREFIX, isFileId } from '../keys.js'
 import { isNoRoom, removeGarbage, type StoreState } from '../store-state.js'
 
 /** Garbage records handled per batch. */
@@ -27,15 +30,18 @@ export async function recover(state: StoreState, ctx: Context): Promise<Recovery
     promoted: 0,
     temporaryRemoved: 0,
   }
-  // Each pass deletes the records it read, so the loop ends when the range is empty.
+  const { shard, shards } = ctx.shardLocks
+  // A pass at a time, from where the last ended: other shards add records meanwhile.
+  let from = GARBAGE_PREFIX
   for (;;) {
-    const rows = ctx.kv.scan({
-      gte: GARBAGE_PREFIX,
-      lt: GARBAGE_END,
-      limit: GARBAGE_ROWS_PER_BATCH,
-    })
-    const ids = rows.map(([key]) => key.slice(GARBAGE_PREFIX.length)).filter(isFileId)
-    if (ids.length === 0) break
+    const rows = ctx.kv.scan({ gt: from, lt: GARBAGE_END, limit: GARBAGE_ROWS_PER_BATCH })
+    const last = rows[rows.length - 1]
+    if (last === undefined) break
+    from = last[0]
+    const ids = rows
+      .map(([key]) => key.slice(GARBAGE_PREFIX.length))
+      .filter((id) => isFileId(id) && fileShard(id, shards) === shard)
+    if (ids.length === 0) continue
     try {
       await removeGarbage(state, ctx, ids)
     } catch (error) {
@@ -48,6 +54,8 @@ export async function recover(state: StoreState, ctx: Context): Promise<Recovery
     report.garbageRemoved += ids.length
   }
   for (const id of await ctx.blobs.listTemporary()) {
+    // Another shard's temporary files may be writes under way.
+    if (isFileId(id) && fileShard(id, shards) !== shard) continue
     if (isFileId(id) && ctx.kv.get(fileKey(id)) !== undefined) {
       await ctx.blobs.promote(id)
       report.promoted++

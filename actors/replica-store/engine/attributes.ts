@@ -100,7 +100,7 @@ export async function putObjectAttributes(
   ctx: Context,
 ): Promise<Result<AttributesResult>> {
   assert(validateAttributes(msg.attributes).ok, 'object.attributes.put with invalid attributes')
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   const located = locate(ctx, mutation, msg)
   if (!located.ok) return located
   if (msg.versionStamp !== undefined && located.value.record.stamp !== msg.versionStamp) {

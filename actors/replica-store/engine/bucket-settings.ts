@@ -39,7 +39,7 @@ export async function putSetting(
   if (rules.isEmpty(msg.value)) return deleteSetting(state, msg, ctx)
   const record = encodeRecord(msg.value)
   assert(record.byteLength <= rules.recordBytesMax, `${msg.name} record larger than its bound`)
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   if (mutation.bucket(msg.bucket) === undefined) return noSuchBucket(msg.bucket)
   const storedKey = bucketSettingKey(msg.bucket, msg.name)
   mutation.put(storedKey, record)
@@ -65,7 +65,7 @@ export async function deleteSetting(
   msg: { bucket: string; name: BucketSettingName },
   ctx: Context,
 ): Promise<Result<null>> {
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   if (mutation.bucket(msg.bucket) === undefined) return noSuchBucket(msg.bucket)
   const storedKey = bucketSettingKey(msg.bucket, msg.name)
   if (mutation.get(storedKey) === undefined) return ok(null)

@@ -33,7 +33,7 @@ import {
   versionPrefix,
 } from '../keys.js'
 import { firstKeys } from './list.js'
-import { Mutation } from '../mutation.js'
+import { bucketTotals, Mutation } from '../mutation.js'
 import { bucketInfo, decodeBucket, type BucketRecord, type VersioningStatus } from '../records.js'
 import { commitMutation, type StoreState } from '../store-state.js'
 import { findUpload, removeUpload } from './uploads.js'
@@ -66,7 +66,7 @@ export async function createBucket(
   pool?: string,
 ): Promise<Result<BucketInfo>> {
   const name = msg.bucket
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   const existing = mutation.bucket(name)
   if (existing !== undefined) {
     if (existing.owner !== undefined && existing.owner === msg.owner) {
@@ -93,7 +93,9 @@ export async function deleteBucket(
   const batchObjects = msg.force === true ? FORCE_DELETE_BATCH_OBJECTS : 1
   for (let batches = 0; ; batches++) {
     assert(batches <= FORCE_DELETE_BATCHES_MAX)
-    const mutation = new Mutation(ctx.kv)
+    const mutation = new Mutation(ctx.kv, state.shard)
+    // No other shard writes into the bucket while it is found empty and goes.
+    mutation.claimBucket(name)
     if (mutation.bucket(name) === undefined) {
       return fail('no_such_bucket', `bucket ${name} does not exist`)
     }
@@ -126,7 +128,7 @@ export async function emptyBucket(
   deadlineMs: number,
 ): Promise<Result<null>> {
   for (let batches = 0; batches < FORCE_DELETE_BATCHES_MAX; batches++) {
-    const mutation = new Mutation(ctx.kv)
+    const mutation = new Mutation(ctx.kv, state.shard)
     const content =
       mutation.bucket(name) === undefined
         ? null
@@ -199,7 +201,9 @@ export async function putVersioning(
   status: VersioningStatus,
   ctx: Context,
 ): Promise<Result<null>> {
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
+  // Every shard's writes into the bucket read its versioning: none is under way meanwhile.
+  mutation.claimBucket(bucket)
   const record = mutation.bucket(bucket)
   if (record === undefined) return fail('no_such_bucket', `bucket ${bucket} does not exist`)
   record.versioning = status
@@ -261,12 +265,15 @@ export function bucketStats(ctx: Context): Result<BucketStats[]> {
     return fail('internal', `more than ${BUCKETS_LISTED_MAX} buckets: stats refused`)
   }
   return ok(
-    buckets.map(([name, record]) => ({
-      name,
-      createdMs: record.createdMs,
-      objectsCount: record.objects,
-      storageUsedBytes: record.bytes,
-    })),
+    buckets.map(([name, record]) => {
+      const totals = bucketTotals(ctx.kv, name, record)
+      return {
+        name,
+        createdMs: record.createdMs,
+        objectsCount: totals.objects,
+        storageUsedBytes: totals.bytes,
+      }
+    }),
   )
 }
 

@@ -41,7 +41,7 @@ export async function completeUpload(
 ): Promise<Result<PutResult>> {
   assert(msg.parts.length > 0 && msg.parts.length <= PART_NUMBER_MAX, 'parts list out of bounds')
   if (!(await ctx.blobs.admits(0))) return fail('insufficient_storage', NO_ROOM)
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   const wanted = distinctParts(msg.parts)
   if (!wanted.ok) return wanted
   const partsDigest = completedPartsDigest(

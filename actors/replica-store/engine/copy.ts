@@ -43,7 +43,7 @@ export async function copyObject(
   const changes = checkSelfCopy(source, target, msg.replace !== undefined)
   if (!changes.ok) return changes
   if (!(await ctx.blobs.admits(0))) return fail('insufficient_storage', NO_ROOM)
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   if (mutation.bucket(source.bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${source.bucket} does not exist`)
   }
@@ -77,7 +77,7 @@ export async function copyObject(
     userMeta,
     ...withAttributes(attributes),
   }
-  for (const blob of blobsOf(original)) mutation.addReference(blob.sha256)
+  for (const blob of blobsOf(original)) mutation.referenceCopied(blob.sha256)
   const versionId = writeCurrent(state, ctx, mutation, target, record)
   await commitMutation(state, ctx, mutation)
   const result: PutResult = {

@@ -66,7 +66,7 @@ export async function deleteObject(
   ctx: Context,
   stamped?: DeleteStamp,
 ): Promise<Result<DeleteResult>> {
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   if (mutation.bucket(bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${bucket} does not exist`)
   }
@@ -84,7 +84,7 @@ export async function deleteObjects(
   stamped?: DeleteStamp,
 ): Promise<Result<DeleteManyResult>> {
   assert(targets.length <= DELETE_OBJECTS_KEYS_MAX, 'delete-many over its key limit')
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   if (mutation.bucket(bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${bucket} does not exist`)
   }

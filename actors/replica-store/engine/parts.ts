@@ -79,7 +79,7 @@ export async function uploadPartCopy(
   ctx: Context,
 ): Promise<Result<PartInfo>> {
   if (!(await ctx.blobs.admits(0))) return fail('insufficient_storage', NO_ROOM)
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
   if (!upload.ok) return upload
   if (mutation.bucket(msg.source.bucket) === undefined) {
@@ -101,7 +101,7 @@ export async function uploadPartCopy(
   const reusable = whole && etagIsMd5OfBytes({ partsCount: source.parts?.length })
   if (reusable && only !== undefined && expect.compute === undefined) {
     // The part is the source's blob: one more reference, no byte moves.
-    mutation.addReference(only.sha256)
+    mutation.referenceCopied(only.sha256)
     const record: PartRecord = {
       size: source.size,
       etag: source.etag,

@@ -20,9 +20,14 @@ import { END_STAMP_TRAILER, type ObjectMsg, type PutResult } from '../../../prot
 import type { BodyDigests, ChecksumAlgorithm, Checksums } from '../../../protocol/objects.js'
 import { withAttributes } from '../../../protocol/object-attributes.js'
 import { fileKey, garbageKey, isStamp } from '../keys.js'
-import { Mutation, type NewBlob } from '../mutation.js'
+import { Mutation, ShardContention, type NewBlob } from '../mutation.js'
 import { type ObjectRecord } from '../records.js'
-import { commitMutation, promoteInBackground, type StoreState } from '../store-state.js'
+import {
+  commitMutation,
+  promoteInBackground,
+  retryingClaims,
+  type StoreState,
+} from '../store-state.js'
 import { placeStamped, stampedChange, writeStamped, type Placement } from '../replication/stamps.js'
 import { writeCurrent, type StampedChange } from './versions.js'
 import { checkWriteConditions } from './write-conditions.js'
@@ -205,7 +210,7 @@ export async function storeBody<T>(
     if (failure === null) throw error
     return fail(failure.code, failure.message)
   }
-  return commitBody(state, ctx, ingest, verified, record)
+  return commitBody(state, ctx, ingest, verified, record, msg.deadlineMs)
 }
 
 /** What the body turned out to be, once every expectation held. */
@@ -336,10 +341,13 @@ async function accept(
 }
 
 /** Draws a file id no live or garbage file has. 128 random bits do not collide, but a replayed
- * random source (a simulation restarted with its seed) would: such an id is drawn again. */
+ * random source (a simulation restarted with its seed) would: such an id is drawn again. A
+ * sharded store's ids start with the shard's hex digit (keys.ts: fileShard). */
 export function newFileId(ctx: Context): string {
+  const { shard, shards } = ctx.shardLocks
   for (let attempt = 0; attempt < FILE_ID_ATTEMPTS_MAX; attempt++) {
-    const id = Buffer.from(ctx.randomBytes(FILE_ID_BYTES)).toString('hex')
+    const drawn = Buffer.from(ctx.randomBytes(FILE_ID_BYTES)).toString('hex')
+    const id = shards === 1 ? drawn : shard.toString(16) + drawn.slice(1)
     if (ctx.kv.getMany([fileKey(id), garbageKey(id)]).every((found) => found === undefined))
       return id
   }
@@ -437,28 +445,40 @@ function computedChecksum(digests: BodyDigests, algorithm: ChecksumAlgorithm): s
   return checksum
 }
 
-/** Commits the verified body: inline, as a duplicate of an existing blob, or as a new file blob. */
+/** Commits the verified body: inline, as a duplicate of an existing blob, or as a new file blob.
+ * Each commit is tried again while another store shard holds a record it needs. */
 async function commitBody<T>(
   state: StoreState,
   ctx: Context,
   ingest: Ingest,
   verified: Verified,
   record: Recorder<T>,
+  deadlineMs: number,
 ): Promise<Result<T>> {
   const blob = { size: verified.size, crc32: verified.crc32 }
   const file = ingest.file
   if (file === null) {
     const inline = Buffer.concat(ingest.memory, verified.size)
-    return (await commitRecord(state, ctx, verified, { ...blob, inline }, record)).result
+    const created = { ...blob, inline }
+    return retryingClaims(ctx, deadlineMs, async () => {
+      return (await commitRecord(state, ctx, verified, created, record)).result
+    })
   }
-  if (new Mutation(ctx.kv).blob(verified.sha256) !== undefined) {
-    // A duplicate: commit the reference now (no await since the check, so the blob is still
-    // there), then drop this copy of the bytes; it was never synced.
-    try {
+  let duplicate: Result<T> | null
+  try {
+    // A duplicate: its reference is committed in the step that found the blob (so the blob is
+    // still there), and this copy of the bytes, never synced, goes.
+    duplicate = await retryingClaims(ctx, deadlineMs, async () => {
+      if (new Mutation(ctx.kv, state.shard).blob(verified.sha256) === undefined) return null
       return (await commitRecord(state, ctx, verified, undefined, record)).result
-    } finally {
-      await file.writer.discard()
-    }
+    })
+  } catch (error) {
+    await file.writer.discard()
+    throw error
+  }
+  if (duplicate !== null) {
+    await file.writer.discard()
+    return duplicate
   }
   try {
     await file.writer.commit()
@@ -467,8 +487,15 @@ async function commitBody<T>(
     throw error
   }
   // If the commit below fails, the synced file stays: whether the batch landed is unknown, and
-  // recovery keeps the file exactly if its file->sha record is durable.
-  const committed = await commitRecord(state, ctx, verified, { ...blob, file: file.id }, record)
+  // recovery keeps the file exactly if its file->sha record is durable. A batch never prepared
+  // (another shard held its records to the end) surely did not land.
+  const created = { ...blob, file: file.id }
+  const committed = await retryingClaims(ctx, deadlineMs, () =>
+    commitRecord(state, ctx, verified, created, record),
+  ).catch(async (error: unknown) => {
+    if (error instanceof ShardContention) await ctx.blobs.removeTemporary(file.id)
+    throw error
+  })
   if (committed.createdBlob) promoteInBackground(state, ctx, file.id)
   else await ctx.blobs.removeTemporary(file.id)
   return committed.result
@@ -483,7 +510,7 @@ async function commitRecord<T>(
   created: NewBlob | undefined,
   record: Recorder<T>,
 ): Promise<{ result: Result<T>; createdBlob: boolean }> {
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   const recorded = record(mutation, verified, created)
   if (!recorded.ok) return { result: recorded, createdBlob: false }
   // A blob made anew is not the damaged copy of the same bytes that was deleted before.

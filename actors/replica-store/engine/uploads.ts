@@ -38,6 +38,7 @@ import {
 import { forgetCompletion } from './completed-uploads.js'
 import { compareUtf8 } from '../../../protocol/key-order.js'
 import { withAttributes } from '../../../protocol/object-attributes.js'
+import { keyShard } from '../../../protocol/key-shard.js'
 import { Mutation } from '../mutation.js'
 import { checkPointList } from '../replication/point-checks.js'
 import {
@@ -70,7 +71,7 @@ export async function createUpload(
   msg: Msg<'upload.create'>,
   ctx: Context,
 ): Promise<Result<UploadCreated>> {
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   if (mutation.bucket(msg.bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${msg.bucket} does not exist`)
   }
@@ -186,7 +187,7 @@ export async function abortUpload(
   msg: Msg<'upload.abort'>,
   ctx: Context,
 ): Promise<Result<null>> {
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   const upload = findUpload(mutation, msg.bucket, msg.key, msg.uploadId)
   if (msg.stamp === undefined) {
     if (!upload.ok) return upload
@@ -315,16 +316,10 @@ export async function expireUploads(
   ctx: Context,
   beforeMs: number,
 ): Promise<number> {
-  const rows = ctx.kv.scan({
-    gte: EXPIRY_PREFIX,
-    lt: expiryBound(beforeMs),
-    limit: EXPIRY_BATCH_UPLOADS,
-  })
+  const rows = ownExpiries(state, ctx, beforeMs)
   if (rows.length === 0) return 0
-  const mutation = new Mutation(ctx.kv)
-  for (const [storedKey, value] of rows) {
-    const uploadId = storedKey.slice(-32)
-    const { bucket, key } = expiryTarget(decodeText(value, 'expiry'))
+  const mutation = new Mutation(ctx.kv, state.shard)
+  for (const { storedKey, uploadId, bucket, key } of rows) {
     if (bucket === undefined || key === undefined) {
       ctx.log.error({ uploadId }, 'expiry record is malformed: dropped')
       mutation.del(storedKey)
@@ -345,6 +340,39 @@ export async function expireUploads(
   }
   await commitMutation(state, ctx, mutation)
   return rows.length
+}
+
+/** Pages of the expiry index read for one batch at most: a store shard skips other shards' keys,
+ * which their owners expire. */
+const EXPIRY_PAGES_MAX = 64
+
+/** Up to EXPIRY_BATCH_UPLOADS entries of the expiry index before `beforeMs` whose keys this
+ * store shard owns (a malformed entry: shard 0's), oldest first. */
+function ownExpiries(
+  state: StoreState,
+  ctx: Context,
+  beforeMs: number,
+): { storedKey: string; uploadId: string; bucket?: string; key?: string }[] {
+  const own: { storedKey: string; uploadId: string; bucket?: string; key?: string }[] = []
+  const { shard, shards } = state.shard
+  let from: { gte: string } | { gt: string } = { gte: EXPIRY_PREFIX }
+  for (let page = 0; page < EXPIRY_PAGES_MAX; page++) {
+    const rows = ctx.kv.scan({ ...from, lt: expiryBound(beforeMs), limit: EXPIRY_BATCH_UPLOADS })
+    for (const [storedKey, value] of rows) {
+      const target = expiryTarget(decodeText(value, 'expiry'))
+      const owner =
+        target.bucket === undefined || target.key === undefined
+          ? 0
+          : keyShard(target.bucket, target.key, shards)
+      if (owner !== shard) continue
+      own.push({ storedKey, uploadId: storedKey.slice(-32), ...target })
+      if (own.length === EXPIRY_BATCH_UPLOADS) return own
+    }
+    const last = rows[rows.length - 1]
+    if (last === undefined || rows.length < EXPIRY_BATCH_UPLOADS) return own
+    from = { gt: last[0] }
+  }
+  return own
 }
 
 function expiryTarget(text: string): { bucket?: string; key?: string } {

@@ -38,7 +38,7 @@ export async function mergeKey(
   let bytes = 0
   try {
     for (let round = 0; round < FETCH_ROUNDS_MAX; round++) {
-      const mutation = new Mutation(ctx.kv)
+      const mutation = new Mutation(ctx.kv, state.shard)
       const bucket = mutation.bucket(at.bucket)
       if (bucket === undefined) return fail('no_such_bucket', `bucket ${at.bucket} does not exist`)
       const mine = heldRecords(ctx, at.bucket, at.key)

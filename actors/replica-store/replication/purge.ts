@@ -60,7 +60,7 @@ export async function purgeTombstones(
       ? { gte: partitionKeysPrefix(partition) }
       : { gt: keyDigestKey(partition, treePlace(after.bucket, after.key).leaf, ...at(after)) }
   const rows = ctx.kv.scan({ ...from, lt: partitionKeysEnd(partition), limit })
-  const mutation = new Mutation(ctx.kv)
+  const mutation = new Mutation(ctx.kv, state.shard)
   let purged = 0
   let last: KeyCursor | null = null
   for (const [digestKey] of rows) {

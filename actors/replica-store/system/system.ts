@@ -10,7 +10,7 @@ import type { Context } from '../../../protocol/actor.js'
 import { fail, ok, type Result } from '../../../protocol/errors.js'
 import type { StoreStats, SystemRecord } from '../../../protocol/messages.js'
 import { localKey, successor, SYSTEM_END, SYSTEM_PREFIX, systemKey } from '../keys.js'
-import { Mutation } from '../mutation.js'
+import { Mutation, totalCounters } from '../mutation.js'
 import { durably, type StoreState } from '../store-state.js'
 
 /** A system record's largest value: they hold a few users' records, never bodies. */
@@ -97,7 +97,7 @@ export async function putLocalRecord(
 }
 
 export function storeStats(ctx: Context): Result<StoreStats> {
-  const counters = new Mutation(ctx.kv).counters()
+  const counters = totalCounters(ctx.kv)
   return ok({
     bucketsCount: counters.buckets,
     objectsCount: counters.objects,
