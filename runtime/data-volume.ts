@@ -121,9 +121,17 @@ export interface VolumeLog {
   warn(fields: Record<string, unknown>, message: string): void
 }
 
+/** The count of bytes written that the store's shards share (DataVolume.open). */
+export function createVolumeMemory(): SharedArrayBuffer {
+  return new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT)
+}
+
 export class DataVolume {
-  /** Blob bytes handed to writes since the last look. */
-  private writtenSince = 0
+  /** Bytes every shard of the store handed to writes (a count in memory they share, shared by
+   * none when the store runs alone), and its value when this shard last looked: the difference
+   * is what the look cannot have seen yet, whichever shard admitted it. */
+  private readonly written: BigInt64Array
+  private writtenAtLook = 0n
   private reserveHeld: number
   /** False until the metadata database is open: the reserve is its room to open. */
   private databaseOpen = false
@@ -140,11 +148,21 @@ export class DataVolume {
    * sharded store, shard 0 `keepsReserve`: the others only delete it when the database finds no
    * room (any shard's write may be the one that finds it), and look at its size, as the keeper
    * does, at every look. */
-  static async open(dataDir: string, log: VolumeLog, keepsReserve = true): Promise<DataVolume> {
+  static async open(
+    dataDir: string,
+    log: VolumeLog,
+    shards: { keepsReserve: boolean; written: SharedArrayBuffer } = {
+      keepsReserve: true,
+      written: createVolumeMemory(),
+    },
+  ): Promise<DataVolume> {
+    const { keepsReserve } = shards
     const reservePath = join(dataDir, RESERVE_FILE)
+    const written = new BigInt64Array(shards.written)
+    const before = Atomics.load(written, 0)
     const sample = { ...(await look(dataDir)), atMs: Date.now() }
     const held = await reserveSize(reservePath)
-    const volume = new DataVolume(dataDir, log, sample, held, keepsReserve)
+    const volume = new DataVolume(dataDir, log, sample, held, keepsReserve, written, before)
     if (keepsReserve) await volume.releaseReserve('the metadata database opens')
     return volume
   }
@@ -155,7 +173,11 @@ export class DataVolume {
     private sample: Sample,
     reserveHeld: number,
     private readonly keepsReserve: boolean,
+    written: BigInt64Array,
+    writtenAtLook: bigint,
   ) {
+    this.written = written
+    this.writtenAtLook = writtenAtLook
     this.reservePath = join(dataDir, RESERVE_FILE)
     this.reserveHeld = reserveHeld
     this.timer = setInterval(() => void this.refresh(), SAMPLE_INTERVAL_MS)
@@ -172,7 +194,7 @@ export class DataVolume {
   /** Room for object data by the estimate. */
   private room(): number {
     const { sizeBytes, freeBytes } = this.sample
-    return objectRoomBytes(sizeBytes, freeBytes - this.writtenSince, this.reserveHeld)
+    return objectRoomBytes(sizeBytes, freeBytes - this.writtenSince(), this.reserveHeld)
   }
 
   /** Whether `bytes` of object data fit; a fresh look decides when the last is old or the
@@ -184,14 +206,14 @@ export class DataVolume {
     const fresh = Date.now() - this.sample.atMs <= SAMPLE_INTERVAL_MS
     if (!fresh || !fits()) await this.refresh()
     if (!fits()) return false
-    if (counted) this.writtenSince += bytes
+    if (counted) this.count(bytes)
     return true
   }
 
   /** Counts `bytes` about to be written to a blob file. True while they stay out of the lower
    * half of the floor; otherwise a fresh look decides (a promise). */
   spend(bytes: number): true | Promise<boolean> {
-    this.writtenSince += bytes
+    this.count(bytes)
     if (this.room() > -this.halfFloor()) return true
     return this.refresh().then(() => this.room() > -this.halfFloor())
   }
@@ -218,6 +240,14 @@ export class DataVolume {
     await this.reserveWork
   }
 
+  private writtenSince(): number {
+    return Number(Atomics.load(this.written, 0) - this.writtenAtLook)
+  }
+
+  private count(bytes: number): void {
+    Atomics.add(this.written, 0, BigInt(bytes))
+  }
+
   private halfFloor(): number {
     return floorBytes(this.sample.sizeBytes) / 2
   }
@@ -232,14 +262,14 @@ export class DataVolume {
 
   private async lookAgain(): Promise<void> {
     try {
-      const writtenBefore = this.writtenSince
+      // Bytes counted while the look ran may not have been in it yet.
+      const writtenBefore = Atomics.load(this.written, 0)
       const [seen, reserve] = await Promise.all([
         look(this.dataDir),
         this.reserveWork === null ? reserveSize(this.reservePath) : this.reserveHeld,
       ])
       this.sample = { ...seen, atMs: Date.now() }
-      // Bytes counted while the look ran may not have been in it yet.
-      this.writtenSince = Math.max(0, this.writtenSince - writtenBefore)
+      this.writtenAtLook = writtenBefore
       this.reserveSeen(reserve)
     } catch (error) {
       this.log.warn({ err: String(error) }, 'data volume: statfs failed')

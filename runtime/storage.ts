@@ -29,15 +29,16 @@ export async function openMetadata(dataDir: string): Promise<MetadataDb> {
   }
 }
 
-/** `keepsReserve`: the store's shard 0 (data-volume.ts). */
+/** `shards`: whether this store shard keeps the volume's reserve (shard 0), and the count of
+ * bytes written that all shards share (data-volume.ts). */
 export async function openStorage(
   config: Readonly<Record<string, string>>,
   log: Logger,
   metadata: bigint,
-  keepsReserve: boolean,
+  shards: { keepsReserve: boolean; written: SharedArrayBuffer },
 ): Promise<Storage> {
   const dataDir = config['SVC_DATA_DIR'] ?? './data'
-  const volume = await DataVolume.open(dataDir, log, keepsReserve).catch((error: unknown) => {
+  const volume = await DataVolume.open(dataDir, log, shards).catch((error: unknown) => {
     throw environmentCause(error, dataDir)
   })
   const onNoSpace = (): void => volume.databaseExhausted()

@@ -11,8 +11,20 @@ import type { StoreMsg } from '../protocol/messages.js'
 import type { DeleteManyResult } from '../protocol/messages.js'
 import { fail, ok, type Result } from '../protocol/errors.js'
 import { keyShard } from '../protocol/key-shard.js'
+import { createVolumeMemory } from './data-volume.js'
+import { createShardLockMemory } from './shard-locks.js'
 
 const STORE_ROLE = 'replica-store'
+
+/** What the main thread makes once for the store's shards, which outlives any shard's thread. */
+export interface StoreMemory {
+  locks: SharedArrayBuffer
+  written: SharedArrayBuffer
+}
+
+export function createStoreMemory(shards: number): StoreMemory {
+  return { locks: createShardLockMemory(shards), written: createVolumeMemory() }
+}
 
 /** The shard a request runs on (a delete of many keys is split first: splitDeleteMany). */
 export function storeShardOf(msg: StoreMsg, shards: number): number {

@@ -38,7 +38,7 @@ import type { HostApi, HostData } from './thread-host.js'
 import type { MetricsJson } from './actor-metrics.js'
 import type { NodeMetrics } from './node-metrics.js'
 import { PasswordPool } from './password-pool.js'
-import { createShardLockMemory } from './shard-locks.js'
+import { createStoreMemory, type StoreMemory } from './store-shards.js'
 import type { Result } from '../protocol/errors.js'
 import { withTimeout } from '../protocol/timing.js'
 
@@ -137,8 +137,8 @@ export class Supervisor {
   /** Outlives every actor thread: a kill never lands on a thread that runs argon2. */
   private readonly passwords = new PasswordPool()
   private stopping = false
-  /** The store shards' shared locks: made once, so that they outlive any shard's thread. */
-  private readonly shardLocks: SharedArrayBuffer
+  /** What the store's shards share: made once, so that it outlives any shard's thread. */
+  private readonly storeMemory: StoreMemory
   /** The ingress first, then the others in the table's order (a store before its readers). */
   private readonly startOrder: readonly ActorName[]
   /** The ingress first (it drains while the others still serve it), then the reverse order. */
@@ -156,7 +156,7 @@ export class Supervisor {
     this.startOrder = [options.ingress, ...others]
     this.stopOrder = [options.ingress, ...others.reverse()]
     this.config = options.config
-    this.shardLocks = createShardLockMemory(options.instances?.['replica-store'] ?? 1)
+    this.storeMemory = createStoreMemory(options.instances?.['replica-store'] ?? 1)
     this.started = new Promise((resolve) => {
       this.markStarted = resolve
     })
@@ -243,7 +243,7 @@ export class Supervisor {
       instance: child.name,
       config: this.config,
       metadata: this.options.metadata,
-      shardLocks: this.shardLocks,
+      storeMemory: this.storeMemory,
       supervisor: control.port2,
     }
     const worker = new Worker(new URL('./thread-host.js', import.meta.url), {

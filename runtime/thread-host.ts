@@ -48,6 +48,7 @@ import { SharedShardLocks } from './shard-locks.js'
 import {
   joinDeleteMany,
   shardInstance,
+  type StoreMemory,
   shardOfInstance,
   splitDeleteMany,
   storeShardOf,
@@ -78,8 +79,9 @@ export interface HostData {
   config: Record<string, string>
   /** The handle of the metadata database the runtime opened (null on a gateway). */
   metadata: bigint | null
-  /** The memory of the store shards' locks (runtime/shard-locks.ts). */
-  shardLocks: SharedArrayBuffer
+  /** Memory the store's shards share: their locks (runtime/shard-locks.ts) and the count of
+   * bytes they wrote (runtime/data-volume.ts). */
+  storeMemory: StoreMemory
   /** Port on which the supervisor serves requests from actors (chaos, metrics of the node). */
   supervisor: MessagePort
 }
@@ -162,12 +164,10 @@ async function main(): Promise<void> {
   const actor = await loadActor(data.actor)
   const storage =
     data.actor === 'replica-store'
-      ? await openStorage(
-          data.config,
-          log,
-          owned(data.metadata),
-          shardOfInstance(data.instance) === 0,
-        )
+      ? await openStorage(data.config, log, owned(data.metadata), {
+          keepsReserve: shardOfInstance(data.instance) === 0,
+          written: data.storeMemory.written,
+        })
       : null
   // A single node's ingress serves small objects from the database itself; a cluster's reads go
   // through its coordinator's quorum.
@@ -203,7 +203,7 @@ async function main(): Promise<void> {
     blobs,
     shardLocks:
       data.actor === 'replica-store'
-        ? new SharedShardLocks(data.shardLocks, shardOfInstance(data.instance), storeShards)
+        ? new SharedShardLocks(data.storeMemory.locks, shardOfInstance(data.instance), storeShards)
         : new Proxy({} as ShardLocks, { get: () => notOwned('shard locks') }),
     passwords: poolPasswords(supervisor),
     get peers() {

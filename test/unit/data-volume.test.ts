@@ -1,7 +1,8 @@
 // Goal: what the data volume holds back follows its size (a small volume keeps most of itself for
 // objects), the reserve covers the room the metadata database needs to open, and the reserve is
 // let go at every start before the database opens and written back only once it is open, and
-// when the database meets no space it gets the reserve, which is not written back at once.
+// when the database meets no space it gets the reserve, which is not written back at once, also
+// when another shard of the store (which never writes it) let it go.
 // Method: the sizing functions on a few volume sizes; DataVolume on a temp dir of this machine's
 // disk, with a reserve file left as a previous run would leave it.
 import { existsSync } from 'node:fs'
@@ -11,6 +12,7 @@ import { join } from 'node:path'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
+  createVolumeMemory,
   DataVolume,
   floorBytes,
   FULL_ROOM_BYTES,
@@ -90,6 +92,35 @@ test('the reserve the database took is not written back at the next looks', asyn
       assert.not.ok(existsSync(reserve), 'not written back while the database resumes')
     } finally {
       await volume.close()
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test('a shard without the reserve lets it go for the database; it stays gone a while', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-volume-'))
+  const reserve = join(dir, RESERVE_FILE)
+  const written = createVolumeMemory()
+  try {
+    const keeper = await DataVolume.open(dir, QUIET, { keepsReserve: true, written })
+    const other = await DataVolume.open(dir, QUIET, { keepsReserve: false, written })
+    try {
+      other.databaseOpened()
+      keeper.databaseOpened()
+      const stats = await statfs(dir)
+      const expected = reserveBytes(stats.blocks * stats.bsize)
+      const whole = async (): Promise<boolean> => (await stat(reserve)).size === expected
+      assert.ok(await pollUntil(whole, 10_000, 50), 'the keeper writes the reserve')
+      // The other shard's look has seen it whole; its write was the one the database refused.
+      await new Promise((resolve) => setTimeout(resolve, 1_200))
+      other.databaseExhausted()
+      assert.ok(await pollUntil(() => !existsSync(reserve), 5_000, 20), 'the reserve is let go')
+      await new Promise((resolve) => setTimeout(resolve, 2_200))
+      assert.not.ok(existsSync(reserve), 'the keeper holds off while the database resumes')
+    } finally {
+      await other.close()
+      await keeper.close()
     }
   } finally {
     await rm(dir, { recursive: true, force: true })

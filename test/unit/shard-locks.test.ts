@@ -85,7 +85,7 @@ import(workerData.module).then(({ SharedShardLocks }) => {
 })
 `
 
-test('a claim in another thread excludes this one until it goes; its release wakes it', async () => {
+test('a claim in another thread excludes this one till it goes; its release wakes it', async () => {
   const memory = createShardLockMemory(2)
   const here = new SharedShardLocks(memory, 0, 2)
   const module = new URL('../../runtime/shard-locks.js', import.meta.url).href
