@@ -57,8 +57,8 @@ const SERVICE_CREDENTIALS = {
 /** Each service target's own settings, the one place they are set: a setting that must match the
  * ingress threads (a shard count) joins SVC_HTTP_WORKERS here. */
 export const SERVICE_ENV: Readonly<Record<ServiceName, Readonly<Record<string, string>>>> = {
-  service: { SVC_HTTP_WORKERS: '1' },
-  'service-2w': { SVC_HTTP_WORKERS: '2' },
+  service: { SVC_HTTP_WORKERS: '1', SVC_STORE_SHARDS: '1' },
+  'service-2w': { SVC_HTTP_WORKERS: '2', SVC_STORE_SHARDS: '2' },
 }
 const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }
 

@@ -2,11 +2,7 @@
  * resulting flat record; nothing else reads process.env. */
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
-import {
-  DEFAULT_HTTP_WORKERS_MAX,
-  DEFAULT_HTTP_WORKERS_RESERVED_CORES,
-  DEFAULT_STORE_SHARDS,
-} from './knobs.js'
+import { DEFAULT_HTTP_WORKERS_MAX, DEFAULT_HTTP_WORKERS_RESERVED_CORES } from './knobs.js'
 import { isAcceptablePassword, isValidUsername } from '../protocol/identity.js'
 import { LOG_LEVELS } from './log.js'
 import { STORE_SHARDS_MAX } from '../protocol/limits.js'
@@ -130,10 +126,12 @@ function parseHttpWorkers(value: string | undefined): number {
   return workers
 }
 
-/** Store threads of a single node. A cluster node's and a gateway's store are not sharded: its
- * replication paths (stamps, digests, the catalog, hints) keep one owner per node. */
+/** Store threads of a single node, by default one per core. A cluster node's store is not
+ * sharded: its replication paths (stamps, digests, the catalog, hints) keep one owner per node. */
 function parseStoreShards(value: string | undefined, mode: NodeConfig['mode']): number {
-  if (value === undefined || value === '') return DEFAULT_STORE_SHARDS
+  if (value === undefined || value === '') {
+    return mode === 'single' ? Math.min(availableParallelism(), STORE_SHARDS_MAX) : 1
+  }
   const shards = Number(value)
   if (!/^\d+$/.test(value) || shards < 1 || shards > STORE_SHARDS_MAX) {
     throw new ConfigError(`SVC_STORE_SHARDS must be an integer from 1 to ${STORE_SHARDS_MAX}`)

@@ -64,8 +64,6 @@ export const TRIM_RETRY_CHECKS = 4
  * its own V8 heap; past a few, the ingress is no longer what limits a node. */
 export const DEFAULT_HTTP_WORKERS_RESERVED_CORES = 2
 export const DEFAULT_HTTP_WORKERS_MAX = 4
-/** Store threads of a single node by default (SVC_STORE_SHARDS). */
-export const DEFAULT_STORE_SHARDS = 1
 /** Metrics gathered from actors for one scrape must answer within this. */
 export const METRICS_GATHER_TIMEOUT_MS = 2_000
 /** Password pool (argon2id, tens of milliseconds and 19 MiB a task): threads, tasks that may

@@ -149,6 +149,9 @@ export interface RocksKvOptions {
   onNoSpace?: () => void
   /** The memtable budget (four write buffers); METADATA_MEMTABLE_BYTES_MAX when not given. */
   memtableBytes?: number
+  /** The writer thread's name: `kv-writer`, numbered as its store shard is when there are
+   * several. */
+  writerName?: string
 }
 
 /** The room RocksDB writes in to open: a new MANIFEST and a new WAL (both preallocated), and the
@@ -208,7 +211,7 @@ async function startKv(
 ): Promise<RocksKv> {
   const writer = new Worker(WRITER_SOURCE, {
     eval: true,
-    name: 'kv-writer',
+    name: options.writerName ?? 'kv-writer',
     // It only unpacks batches: V8's default young generation let it hold far more under load.
     resourceLimits: { maxYoungGenerationSizeMb: 4 },
     workerData: { handle, bindingPath: require.resolve('@nxtedition/rocksdb/binding.js') },

@@ -29,23 +29,25 @@ export async function openMetadata(dataDir: string): Promise<MetadataDb> {
   }
 }
 
-/** `shards`: whether this store shard keeps the volume's reserve (shard 0), and the count of
- * bytes written that all shards share (data-volume.ts). */
+/** `shards`: whether this store shard keeps the volume's reserve (shard 0), the count of bytes
+ * written that all shards share (data-volume.ts), and its kv writer thread's name. */
 export async function openStorage(
   config: Readonly<Record<string, string>>,
   log: Logger,
   metadata: bigint,
-  shards: { keepsReserve: boolean; written: SharedArrayBuffer },
+  shards: { keepsReserve: boolean; written: SharedArrayBuffer; writerName: string },
 ): Promise<Storage> {
   const dataDir = config['SVC_DATA_DIR'] ?? './data'
   const volume = await DataVolume.open(dataDir, log, shards).catch((error: unknown) => {
     throw environmentCause(error, dataDir)
   })
   const onNoSpace = (): void => volume.databaseExhausted()
-  const kv = await attachRocksKv(metadata, { onNoSpace }).catch(async (error: unknown) => {
-    await volume.close()
-    throw environmentCause(error, dataDir)
-  })
+  const kv = await attachRocksKv(metadata, { onNoSpace, writerName: shards.writerName }).catch(
+    async (error: unknown) => {
+      await volume.close()
+      throw environmentCause(error, dataDir)
+    },
+  )
   volume.databaseOpened()
   const blobs = await openBlobFiles(dataDir, volume).catch(async (error: unknown) => {
     await kv.close()

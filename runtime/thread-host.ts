@@ -167,6 +167,7 @@ async function main(): Promise<void> {
       ? await openStorage(data.config, log, owned(data.metadata), {
           keepsReserve: shardOfInstance(data.instance) === 0,
           written: data.storeMemory.written,
+          writerName: data.instance.replace('replica-store', 'kv-writer'),
         })
       : null
   // A single node's ingress serves small objects from the database itself; a cluster's reads go

@@ -29,6 +29,9 @@ export let s3: S3Client
 
 type Target = 'single' | 'cluster' | 'gateway'
 
+/** Store shards of the single node the suites run on. */
+const SUITE_SHARDS = 3
+
 function target(): Target {
   const named = process.env['TEST_TARGET'] ?? 'single'
   if (named === 'single' || named === 'cluster' || named === 'gateway') return named
@@ -38,7 +41,9 @@ function target(): Target {
 /** The server a suite talks to; stopping it stops everything the target started. */
 async function startTarget(): Promise<SuiteTarget> {
   const chosen = target()
-  if (chosen === 'single') return startServer()
+  // A single node's store in shards (more than this machine may have cores): every S3 case
+  // meets the routing of keys to shards and their claims on shared records.
+  if (chosen === 'single') return startServer({ env: { SVC_STORE_SHARDS: String(SUITE_SHARDS) } })
   const shared = process.env['TEST_TARGET_URL']
   if (shared !== undefined && shared !== '') {
     const dataDir = process.env['TEST_TARGET_DATA_DIR'] ?? ''

@@ -9,7 +9,7 @@ import { withinGoal } from '../../bench/ceiling.js'
 import { threadKind } from '../../bench/thread-kinds.js'
 import type { LoadResult } from '../../bench/wrk.js'
 
-test('ingress threads, the pools that grow with cores, and the rest are told apart', () => {
+test('ingress threads, pools and store shards that grow with cores, the rest told apart', () => {
   for (const name of ['http-ingress', 'http-ingress-1', 'http-ingress-2', 'http-ingress-12']) {
     assert.is(threadKind(name), 'ingress', name)
   }
@@ -21,6 +21,9 @@ test('ingress threads, the pools that grow with cores, and the rest are told apa
     'rocksdb:bottom',
   ]) {
     assert.is(threadKind(name), 'pool', name)
+  }
+  for (const name of ['replica-store-1', 'replica-store-16', 'kv-writer-2']) {
+    assert.is(threadKind(name), 'shard', name)
   }
   const shared = ['MainThread', 'replica-store', 'kv-writer', 'iam', 'scrubber', 'coordinator']
   for (const name of [...shared, 'DelayedTaskSche', 'WorkerThread', 'http-ingress-x']) {
