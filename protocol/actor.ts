@@ -305,7 +305,7 @@ export interface Context {
  * supervisor (chaos kills, metrics), clock and randomness. It never touches storage. */
 export interface Mesh extends Pick<
   Context,
-  'call' | 'openStream' | 'source' | 'sink' | 'now' | 'randomBytes' | 'log' | 'config'
+  'call' | 'callEach' | 'openStream' | 'source' | 'sink' | 'now' | 'randomBytes' | 'log' | 'config'
 > {
   /** Terminates an actor's thread (chaos testing), restarting it no sooner than `downMs` later;
    * false when chaos is off or the actor unknown. */

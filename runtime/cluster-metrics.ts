@@ -80,13 +80,15 @@ export async function clusterMetricsText(mesh: Mesh): Promise<string> {
     help: 'Hints this node keeps for replicas that missed writes',
     registers,
   }).set(await hintsPending(mesh))
-  const counted = await mesh.call('coordinator', {
+  // Each coordinator thread counts its own keys' requests.
+  const counted = await mesh.callEach('coordinator', {
     kind: 'coordinator.counters',
     requestId: 'metrics',
     deadlineMs: mesh.now() + VIEW_TIMEOUT_MS,
   })
   for (const [name, help, field] of COORDINATOR_COUNTERS) {
-    new Counter({ name, help, registers }).inc(counted.ok ? counted.value[field] : 0)
+    const sum = counted.reduce((total, each) => total + (each.ok ? each.value[field] : 0), 0)
+    new Counter({ name, help, registers }).inc(sum)
   }
   const hints = await mesh.call('hint-queue', {
     kind: 'hint-queue.counters',

@@ -16,6 +16,8 @@ export interface NodeConfig {
   httpWorkers: number
   /** Store threads, each owning a part of the key space (runtime/store-shards.ts). */
   storeShards: number
+  /** A cluster node's coordinator threads, each coordinating a part of the key space. */
+  coordinators: number
   chaos: boolean
   /** The flat record handed to every actor. */
   actorConfig: Record<string, string>
@@ -59,6 +61,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
   const http = parseHostPort(env['SVC_NODE_HTTP_ADDR'] ?? '0.0.0.0:9000', 'SVC_NODE_HTTP_ADDR')
   const httpWorkers = parseHttpWorkers(env['SVC_HTTP_WORKERS'])
   const storeShards = parseStoreShards(env['SVC_STORE_SHARDS'], mode)
+  const coordinators = parseCoordinators(env['SVC_COORDINATORS'], mode)
   const keyId = env['SVC_ACCESS_KEY_ID']
   const secret = env['SVC_SECRET_ACCESS_KEY']
   if ((keyId === undefined) !== (secret === undefined)) {
@@ -77,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     SVC_HTTP_PORT: String(http.port),
     SVC_HTTP_WORKERS: String(httpWorkers),
     SVC_STORE_SHARDS: String(storeShards),
+    SVC_COORDINATORS: String(coordinators),
     SVC_CHAOS: env['SVC_CHAOS'] === '1' ? '1' : '0',
     SVC_SCRUBBER_FULL_SCAN_DAYS: String(scanDays(env['SVC_SCRUBBER_FULL_SCAN_DAYS'])),
   }
@@ -91,6 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     httpPort: http.port,
     httpWorkers,
     storeShards,
+    coordinators,
     chaos: actorConfig['SVC_CHAOS'] === '1',
     actorConfig,
   }
@@ -140,6 +145,23 @@ function parseStoreShards(value: string | undefined, mode: NodeConfig['mode']): 
     throw new ConfigError('SVC_STORE_SHARDS above 1 is for a single node; a cluster node runs 1')
   }
   return shards
+}
+
+/** Coordinator threads of a cluster node, by default one per core: each coordinates the keys that
+ * hash to it (runtime/store-shards.ts), so that no one thread serialises a node's quorum paths. A
+ * single node and a gateway run no coordinator. */
+function parseCoordinators(value: string | undefined, mode: NodeConfig['mode']): number {
+  if (value === undefined || value === '') {
+    return mode === 'cluster' ? Math.min(availableParallelism(), STORE_SHARDS_MAX) : 1
+  }
+  const count = Number(value)
+  if (!/^\d+$/.test(value) || count < 1 || count > STORE_SHARDS_MAX) {
+    throw new ConfigError(`SVC_COORDINATORS must be an integer from 1 to ${STORE_SHARDS_MAX}`)
+  }
+  if (count > 1 && mode !== 'cluster') {
+    throw new ConfigError('SVC_COORDINATORS above 1 is for a cluster node; others run none')
+  }
+  return count
 }
 
 /** Incomplete multipart uploads are reclaimed after this many hours: at most a year; fractions

@@ -69,6 +69,7 @@ export const httpIngress: Actor<IngressActorState, 'http-ingress'> = {
     host.includeMetrics(http.registry)
     const mesh: Mesh = {
       call: ctx.call,
+      callEach: ctx.callEach,
       openStream: ctx.openStream,
       source: ctx.source,
       sink: ctx.sink,

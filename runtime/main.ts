@@ -57,7 +57,11 @@ async function main(): Promise<void> {
     supervisor.stop(drainMs).then(() => metadata?.close())
   const supervisor: Supervisor = new Supervisor({
     actors: table.actors,
-    instances: { 'http-ingress': config.httpWorkers, 'replica-store': config.storeShards },
+    instances: {
+      'http-ingress': config.httpWorkers,
+      'replica-store': config.storeShards,
+      coordinator: config.coordinators,
+    },
     links: table.links,
     config: { ...config.actorConfig, ...cluster?.actorConfig, ...secrets, SVC_VERSION: version() },
     metadata: metadata?.handle ?? null,

@@ -6,15 +6,15 @@
  * many keys is split by shard. What several shards change (blob records, a bucket's record) they
  * change under ShardLocks (runtime/shard-locks.ts); counters are kept per shard and summed. The
  * hash decides only where a request runs, never where anything is stored, so the shard count may
- * change between starts. */
+ * change between starts. A cluster node's SVC_COORDINATORS threads take their requests by the
+ * same rule, so that a key's quorum paths (its stamps, a GET's two requests, a held key) stay on
+ * one thread. */
 import type { StoreMsg } from '../protocol/messages.js'
 import type { DeleteManyResult } from '../protocol/messages.js'
 import { fail, ok, type Result } from '../protocol/errors.js'
 import { keyShard } from '../protocol/key-shard.js'
 import { createVolumeMemory } from './data-volume.js'
 import { createShardLockMemory } from './shard-locks.js'
-
-const STORE_ROLE = 'replica-store'
 
 /** What the main thread makes once for the store's shards, which outlives any shard's thread. */
 export interface StoreMemory {
@@ -37,8 +37,8 @@ export function storeShardOf(msg: StoreMsg, shards: number): number {
 }
 
 /** A shard's instance name, as the supervisor names the instances of a role that runs several. */
-export function shardInstance(shard: number, shards: number): string {
-  return shards === 1 ? STORE_ROLE : `${STORE_ROLE}-${shard + 1}`
+export function shardInstance(role: string, shard: number, shards: number): string {
+  return shards === 1 ? role : `${role}-${shard + 1}`
 }
 
 /** The shard an instance of the store is (its name as shardInstance makes it). */

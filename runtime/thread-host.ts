@@ -109,8 +109,13 @@ const metrics = new ActorMetrics(data.instance)
 const callers = new Map<ActorName, CallerLink[]>()
 /** Spreads calls over the instances of a role that runs several. */
 let nextInstance = 0
-/** The store's threads; a request to it goes to the shard that owns its key. */
+/** The store's threads and a cluster node's coordinators: a request to either goes to the
+ * instance that owns its key. */
 const storeShards = Number(data.config['SVC_STORE_SHARDS'] ?? '1')
+const KEYED_ROLES: ReadonlyMap<ActorName, number> = new Map<ActorName, number>([
+  ['replica-store', storeShards],
+  ['coordinator', Number(data.config['SVC_COORDINATORS'] ?? '1')],
+])
 const servedPorts: MessagePort[] = []
 let dispatcher: Dispatch | null = null
 let stopActor: () => Promise<void> = () => Promise.resolve()
@@ -184,7 +189,8 @@ async function main(): Promise<void> {
     now: () => Date.now(),
     randomBytes: (length) => new Uint8Array(randomBytes(length)),
     call(to, msg) {
-      if (to === 'replica-store' && storeShards > 1) return callStore(msg as StoreMsg) as never
+      const keyed = KEYED_ROLES.get(to)
+      if (keyed !== undefined && keyed > 1) return callKeyed(to, keyed, msg as StoreMsg) as never
       const links = callers.get(to) ?? []
       const link = links[links.length === 1 ? 0 : nextInstance++ % links.length]
       if (link === undefined) return undelivered(msg, 'unavailable', `${to} is down`)
@@ -242,13 +248,16 @@ async function main(): Promise<void> {
   for (const port of servedPorts.splice(0)) serveLink(port, dispatch)
 }
 
-/** A request to a sharded store goes to the shard that owns its key (runtime/store-shards.ts); a
- * delete of many keys to each shard that owns some of them, its answers joined. */
-async function callStore(msg: StoreMsg): Promise<Result<unknown>> {
-  if (msg.kind !== 'object.delete-many') return callShard(storeShardOf(msg, storeShards), msg)
-  const parts = splitDeleteMany(msg, storeShards)
+/** A request to a role of several instances by key (a sharded store, a cluster node's
+ * coordinators) goes to the instance that owns its key (runtime/store-shards.ts); a delete of many
+ * keys to each instance that owns some of them, its answers joined. */
+async function callKeyed(role: ActorName, count: number, msg: StoreMsg): Promise<Result<unknown>> {
+  if (msg.kind !== 'object.delete-many') {
+    return callInstance(role, storeShardOf(msg, count), count, msg)
+  }
+  const parts = splitDeleteMany(msg, count)
   const answers = await Promise.all(
-    parts.map(([shard, part]) => callShard<DeleteManyResult>(shard, part)),
+    parts.map(([shard, part]) => callInstance<DeleteManyResult>(role, shard, count, part)),
   )
   return joinDeleteMany(
     parts.map(([, part]) => part),
@@ -256,9 +265,14 @@ async function callStore(msg: StoreMsg): Promise<Result<unknown>> {
   )
 }
 
-function callShard<T>(shard: number, msg: StoreMsg): Promise<Result<T>> {
-  const name = shardInstance(shard, storeShards)
-  const link = callers.get('replica-store')?.find((each) => each.peer === name)
+function callInstance<T>(
+  role: ActorName,
+  shard: number,
+  count: number,
+  msg: StoreMsg,
+): Promise<Result<T>> {
+  const name = shardInstance(role, shard, count)
+  const link = callers.get(role)?.find((each) => each.peer === name)
   if (link === undefined) return undelivered(msg, 'unavailable', `${name} is down`)
   return link.call<T>(msg)
 }

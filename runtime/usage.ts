@@ -15,6 +15,11 @@ export const VARIABLES: readonly Variable[] = [
   { name: 'SVC_NODE_HTTP_ADDR', fallback: '0.0.0.0:9000', meaning: 'host:port of the S3 port' },
   { name: 'SVC_HTTP_WORKERS', fallback: 'cores - 2, 1 to 4', meaning: 'HTTP threads (1 to 64)' },
   { name: 'SVC_STORE_SHARDS', fallback: 'cores, up to 16', meaning: 'store threads (single node)' },
+  {
+    name: 'SVC_COORDINATORS',
+    fallback: 'cores, up to 16',
+    meaning: 'coordinator threads (cluster)',
+  },
   { name: 'SVC_DATA_DIR', fallback: './data', meaning: 'data directory (made owner-only)' },
   { name: 'SVC_ACCESS_KEY_ID', fallback: 'generated', meaning: 'bootstrap S3 access key' },
   { name: 'SVC_SECRET_ACCESS_KEY', fallback: 'generated', meaning: 'bootstrap S3 secret key' },

@@ -165,6 +165,9 @@ function suitesOf(group: string): string[] {
     .map((name) => join(folder, name))
 }
 
+/** Coordinator threads of each node of the S3 suites' cluster. */
+const SUITE_COORDINATORS = 2
+
 /** One pass of the S3 suites, one after another, against a cluster the pass starts and ends
  * (through a gateway, each suite runs its smoke cases: test/support/s3-suite.ts). */
 function clusterPass(target: 'cluster' | 'gateway', suites: string[]): Job {
@@ -176,7 +179,9 @@ function clusterPass(target: 'cluster' | 'gateway', suites: string[]): Job {
       const startedMs = Date.now()
       let cluster: TestCluster
       try {
-        cluster = await startCluster({ nodes: 3, gateways: gateway ? 1 : 0 })
+        // Two coordinator threads a node: every S3 case meets the routing of keys to them.
+        const env = { SVC_COORDINATORS: String(SUITE_COORDINATORS) }
+        cluster = await startCluster({ nodes: 3, gateways: gateway ? 1 : 0, env })
       } catch (error) {
         const output = `the cluster did not start: ${String(error)}\n`
         return [{ label, passed: 0, failed: 1, skipped: [], output, ms: Date.now() - startedMs }]

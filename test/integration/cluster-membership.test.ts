@@ -25,7 +25,8 @@ import {
 } from '@aws-sdk/client-s3'
 import { login } from '../support/admin-client.js'
 import { ROOT_PASSWORD, ROOT_USERNAME, startCluster, type TestCluster } from '../support/cluster.js'
-import { sample } from '../support/metrics-text.js'
+import { sample, seriesLines } from '../support/metrics-text.js'
+import { keyShard } from '../../protocol/key-shard.js'
 import { signedRequest } from '../support/signed-request.js'
 import { ACCESS_KEY, SECRET_KEY, type TestServer } from '../support/server.js'
 import { pollUntil, sleep } from '../support/wait.js'
@@ -63,6 +64,7 @@ interface Topology {
 }
 
 let cluster: TestCluster
+const N3_COORDINATORS = 2
 
 async function adminJson<T>(server: TestServer, method: string, path: string): Promise<T> {
   const answer = await signedRequest(server.url, { method, path })
@@ -93,7 +95,13 @@ async function waitStatus(
 }
 
 test.before(async () => {
-  cluster = await startCluster({ nodes: 3, gateways: 1, env: { SVC_CHAOS: '1' } })
+  cluster = await startCluster({
+    nodes: 3,
+    gateways: 1,
+    env: { SVC_CHAOS: '1' },
+    // n3 coordinates with two threads, each taking the keys that hash to it.
+    envOf: { n3: { SVC_COORDINATORS: String(N3_COORDINATORS) } },
+  })
 })
 
 test.after(async () => {
@@ -230,6 +238,7 @@ test('a node exports its store and cluster gauges; a gateway neither, nor disk',
     assert.is(sample(text, 'svc_cluster_quorum_read_failures_total'), 0, id)
   }
   assert.ok((total['storage_used_bytes'] ?? 0) >= bytes)
+  await assertCoordinatorsShareKeys()
   // The gateway has no data directory and no store: it says nothing of either.
   const gateway = await scrape('g1')
   assert.is(sample(gateway, 'svc_cluster_nodes_alive'), 3)
@@ -244,6 +253,35 @@ test('a node exports its store and cluster gauges; a gateway neither, nor disk',
     assert.is(sample(gateway, name), undefined, `the gateway exports ${name}`)
   }
 })
+
+/** PUTs through n3, whose two coordinator threads each take the keys of their hash: each handles
+ * its own, and the node's quorum counters add both up. */
+async function assertCoordinatorsShareKeys(): Promise<void> {
+  const node = cluster.server('n3')
+  const before = sample(await (await fetch(`${node.url}/metrics`)).text(), QUORUM_WRITES) ?? 0
+  const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((letter) => `through-n3-${letter}`)
+  const owners = new Set(keys.map((key) => keyShard('counted', key, N3_COORDINATORS)))
+  assert.is(owners.size, N3_COORDINATORS, 'the keys hash to both coordinators')
+  const s3 = node.client()
+  try {
+    for (const Key of keys) {
+      await s3.send(new PutObjectCommand({ Bucket: 'counted', Key, Body: randomBytes(64) }))
+    }
+  } finally {
+    s3.destroy()
+  }
+  const text = await (await fetch(`${node.url}/metrics`)).text()
+  assert.is((sample(text, QUORUM_WRITES) ?? 0) - before, keys.length)
+  for (let n = 1; n <= N3_COORDINATORS; n++) {
+    const puts = seriesLines(text, 'svc_actor_messages_total').filter(
+      (line) => line.includes(`actor="coordinator-${n}"`) && line.includes('kind="object.put"'),
+    )
+    const handled = puts.reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' '))), 0)
+    assert.ok(handled > 0, `coordinator-${n} handled no PUT`)
+  }
+}
+
+const QUORUM_WRITES = 'svc_cluster_quorum_writes_total'
 
 test('an admin token issued by one node is valid on the others and the gateway', async () => {
   const token = await login(cluster.server('n1'), ROOT_USERNAME, ROOT_PASSWORD)

@@ -177,9 +177,10 @@ export function nodeEnv(
     // One ingress thread unless a test asks for more: the default follows the core count, and
     // actor names in metrics and chaos routes follow the ingress's thread count.
     SVC_HTTP_WORKERS: '1',
-    // One store shard likewise: the S3 suites (test/support/s3-suite.ts) and store-shards ask for
-    // more.
+    // One store shard and one coordinator likewise: the S3 suites (test/support/s3-suite.ts,
+    // test/run.ts) and store-shards ask for more.
     SVC_STORE_SHARDS: '1',
+    SVC_COORDINATORS: '1',
     ...extra,
   }
 }

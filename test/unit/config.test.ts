@@ -30,6 +30,7 @@ test('store shards: 1 to 16 on a single node, 1 and no more for a cluster node',
   const cluster = { SVC_MODE: 'gateway' }
   assert.is(loadConfig(cluster).storeShards, 1)
   assert.is(loadConfig({ ...cluster, SVC_STORE_SHARDS: '1' }).storeShards, 1)
+  assert.is(loadConfig({}).coordinators, 1)
 })
 
 test('an address with an IPv6 host, and an explicit thread count', () => {
@@ -50,6 +51,8 @@ test('bad values are configuration errors that name their variable', () => {
     [{ SVC_STORE_SHARDS: '17' }, /SVC_STORE_SHARDS/],
     [{ SVC_STORE_SHARDS: 'two' }, /SVC_STORE_SHARDS/],
     [{ SVC_MODE: 'gateway', SVC_STORE_SHARDS: '2' }, /SVC_STORE_SHARDS above 1 is for a single/],
+    [{ SVC_COORDINATORS: '0' }, /SVC_COORDINATORS/],
+    [{ SVC_COORDINATORS: '2' }, /SVC_COORDINATORS above 1 is for a cluster node/],
     [{ SVC_NODE_HTTP_ADDR: '9000' }, /SVC_NODE_HTTP_ADDR/],
     [{ SVC_NODE_HTTP_ADDR: 'localhost:70000' }, /SVC_NODE_HTTP_ADDR/],
     [{ SVC_MODE: 'cloud' }, /SVC_MODE/],
