@@ -60,8 +60,20 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
   const dataDir = resolve(env['SVC_DATA_DIR'] ?? './data')
   const http = parseHostPort(env['SVC_NODE_HTTP_ADDR'] ?? '0.0.0.0:9000', 'SVC_NODE_HTTP_ADDR')
   const httpWorkers = parseHttpWorkers(env['SVC_HTTP_WORKERS'])
-  const storeShards = parseStoreShards(env['SVC_STORE_SHARDS'], mode)
-  const coordinators = parseCoordinators(env['SVC_COORDINATORS'], mode)
+  const storeShards = parseKeyedThreads(
+    'SVC_STORE_SHARDS',
+    env['SVC_STORE_SHARDS'],
+    mode,
+    'single',
+    'is for a single node; a cluster node runs 1',
+  )
+  const coordinators = parseKeyedThreads(
+    'SVC_COORDINATORS',
+    env['SVC_COORDINATORS'],
+    mode,
+    'cluster',
+    'is for a cluster node; others run none',
+  )
   const keyId = env['SVC_ACCESS_KEY_ID']
   const secret = env['SVC_SECRET_ACCESS_KEY']
   if ((keyId === undefined) !== (secret === undefined)) {
@@ -131,36 +143,26 @@ function parseHttpWorkers(value: string | undefined): number {
   return workers
 }
 
-/** Store threads of a single node, by default one per core. A cluster node's store is not
- * sharded: its replication paths (stamps, digests, the catalog, hints) keep one owner per node. */
-function parseStoreShards(value: string | undefined, mode: NodeConfig['mode']): number {
+/** Threads of a role that takes requests by key (runtime/store-shards.ts), in the one mode that
+ * runs several, by default one per core; elsewhere 1, and a count above 1 is refused (`why`). The
+ * store is sharded on a single node only: a cluster node's replication paths (stamps, digests,
+ * the catalog, hints) keep one owner per node. A cluster node's coordinators are several, so that
+ * no one thread serialises its quorum paths; a single node and a gateway run none. */
+function parseKeyedThreads(
+  name: 'SVC_STORE_SHARDS' | 'SVC_COORDINATORS',
+  value: string | undefined,
+  mode: NodeConfig['mode'],
+  runsSeveral: NodeConfig['mode'],
+  why: string,
+): number {
   if (value === undefined || value === '') {
-    return mode === 'single' ? Math.min(availableParallelism(), STORE_SHARDS_MAX) : 1
-  }
-  const shards = Number(value)
-  if (!/^\d+$/.test(value) || shards < 1 || shards > STORE_SHARDS_MAX) {
-    throw new ConfigError(`SVC_STORE_SHARDS must be an integer from 1 to ${STORE_SHARDS_MAX}`)
-  }
-  if (shards > 1 && mode !== 'single') {
-    throw new ConfigError('SVC_STORE_SHARDS above 1 is for a single node; a cluster node runs 1')
-  }
-  return shards
-}
-
-/** Coordinator threads of a cluster node, by default one per core: each coordinates the keys that
- * hash to it (runtime/store-shards.ts), so that no one thread serialises a node's quorum paths. A
- * single node and a gateway run no coordinator. */
-function parseCoordinators(value: string | undefined, mode: NodeConfig['mode']): number {
-  if (value === undefined || value === '') {
-    return mode === 'cluster' ? Math.min(availableParallelism(), STORE_SHARDS_MAX) : 1
+    return mode === runsSeveral ? Math.min(availableParallelism(), STORE_SHARDS_MAX) : 1
   }
   const count = Number(value)
   if (!/^\d+$/.test(value) || count < 1 || count > STORE_SHARDS_MAX) {
-    throw new ConfigError(`SVC_COORDINATORS must be an integer from 1 to ${STORE_SHARDS_MAX}`)
+    throw new ConfigError(`${name} must be an integer from 1 to ${STORE_SHARDS_MAX}`)
   }
-  if (count > 1 && mode !== 'cluster') {
-    throw new ConfigError('SVC_COORDINATORS above 1 is for a cluster node; others run none')
-  }
+  if (count > 1 && mode !== runsSeveral) throw new ConfigError(`${name} above 1 ${why}`)
   return count
 }
 

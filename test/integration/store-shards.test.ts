@@ -98,13 +98,23 @@ function blobFiles(dataDir: string): number {
   return count
 }
 
+/** Runs `body` with a node of SHARDS store shards, then kills it and removes its data. */
+async function onShardedNode(body: (server: TestServer) => Promise<void>): Promise<void> {
+  const server = await startServer({ env: env(SHARDS) })
+  try {
+    await body(server)
+  } finally {
+    await server.kill()
+    server.cleanup()
+  }
+}
+
 function md5(bytes: Uint8Array): string {
   return createHash('md5').update(bytes).digest('hex')
 }
 
-test('every shard serves its keys; listings, stats and dedup span them all', async () => {
-  const server = await startServer({ env: env(SHARDS) })
-  try {
+test('every shard serves its keys; listings, stats and dedup span them all', () =>
+  onShardedNode(async (server) => {
     const s3 = server.client()
     await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
     const owned = keysPerShard('object', 4)
@@ -178,15 +188,10 @@ test('every shard serves its keys; listings, stats and dedup span them all', asy
     assert.is(empty.objects_count, 0)
     assert.is(empty.storage_used_bytes, 0)
     assert.is(empty.dedup_unique_blobs, 0)
-  } finally {
-    await server.kill()
-    server.cleanup()
-  }
-})
+  }))
 
-test('one body written and deleted at once on every shard: one blob, counted once', async () => {
-  const server = await startServer({ env: env(SHARDS) })
-  try {
+test('one body written and deleted at once on every shard: one blob, counted once', () =>
+  onShardedNode(async (server) => {
     const s3 = server.client()
     await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
     const keys = keysPerShard('race', 2).flat()
@@ -207,15 +212,10 @@ test('one body written and deleted at once on every shard: one blob, counted onc
     assert.is(deleted.dedup_unique_blobs, 0)
     assert.is(deleted.dedup_total_references, 0)
     assert.is(deleted.objects_count, 0)
-  } finally {
-    await server.kill()
-    server.cleanup()
-  }
-})
+  }))
 
-test('a killed shard: the others serve, its keys answer 503, then all is there', async () => {
-  const server = await startServer({ env: env(SHARDS) })
-  try {
+test('a killed shard: the others serve, its keys answer 503, then all is there', () =>
+  onShardedNode(async (server) => {
     const s3 = server.client()
     await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
     const owned = keysPerShard('kill', 2)
@@ -245,11 +245,7 @@ test('a killed shard: the others serve, its keys answer 503, then all is there',
     assert.ok(back, 'the shard is back')
     for (const [key, bytes] of bodies) assert.is(md5(await body(s3, key)), md5(bytes), key)
     assert.is((await stats(server)).objects_count, bodies.size)
-  } finally {
-    await server.kill()
-    server.cleanup()
-  }
-})
+  }))
 
 test('restarts with fewer and more shards keep every object and the counters', async () => {
   let server = await startServer({ env: env(SHARDS) })
