@@ -4,7 +4,7 @@
  * interfaces). */
 import type { Peers } from './cluster.js'
 import { fail, type ErrorCode, type Result } from './errors.js'
-import type { GetResult, LentFile } from './messages.js'
+import type { AbsentResult, GetResult, LentFile, MarkerResult, ReplicaRead } from './messages.js'
 import type { BodyDigests, ChecksumAlgorithm } from './objects.js'
 import type { Handled, KindOf, MessageOf, MessageTo, Protocols, ReplyOf } from './protocols.js'
 
@@ -329,6 +329,14 @@ export interface Mesh extends Pick<
    * thread: its info, with the bytes of a small (inline) object when `withBody`. Null where the
    * store must answer (actors/replica-store/local-read.ts), and always off a single node. */
   readCurrent(bucket: string, key: string, withBody: boolean): GetResult | null
+  /** A cluster's read of `range` of a version's bytes from the node that holds it
+   * (GetResult.readFrom), on this thread: the replica's answer (its head, before any byte), and
+   * the bytes. */
+  readReplica(
+    read: ReplicaRead,
+    range: { start: number; end: number },
+    deadlineMs: number,
+  ): { answer: Promise<Result<GetResult | MarkerResult | AbsentResult>>; source: ByteSource }
   /** The sending end of a stream whose receiver lends a file (ByteSource.lendWrite): each chunk is
    * hashed (SHA-256, CRC32 and the `checksums` named) and written to the file on this thread, at
    * most `size` bytes; the end syncs the file and sends the digests. */

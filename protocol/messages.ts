@@ -10,7 +10,7 @@
 import type { z } from 'zod'
 import type { Request, StreamHandle } from './actor.js'
 import type { AntiEntropyMsg } from './anti-entropy.js'
-import type { NodePhase, PeerRequestMsg } from './cluster.js'
+import type { NodePhase, PeerRequestMsg, PeerTarget } from './cluster.js'
 import type { WriteConditions } from './s3-rules/conditions.js'
 import type {
   BucketSettingName,
@@ -41,6 +41,17 @@ export type GetResult = z.infer<typeof answers.getResult> & {
   body?: Uint8Array
   /** The blob's file, lent to the caller (a `lend` request): it reads the bytes itself. */
   lent?: LentFile
+  /** Where the caller reads the bytes itself (a `direct` request whose newest copy is on another
+   * node): nothing comes on the request's stream. */
+  readFrom?: ReplicaRead
+}
+/** A read of a version's bytes from the node that holds it (Replica.Read): the replica, the read
+ * pinned to the version a quorum found, and the key stamp its answer must carry (else the key
+ * changed meanwhile, and the read is not that version's). */
+export interface ReplicaRead {
+  target: PeerTarget
+  msg: Omit<Extract<ObjectMsg, { kind: 'object.get' }>, 'stream' | 'inline' | 'direct'>
+  keyStamp: string | null | undefined
 }
 /** A blob file lent to another thread of the store's process, which opens and reads it itself:
  * the store keeps the file from removal as garbage for LOAN_PIN_MS, time enough to open it (an
@@ -111,6 +122,9 @@ export type ObjectMsg =
          * single-file blob is lent (GetResult.lent) rather than streamed, so the whole GET is one
          * round trip and its bytes never cross threads. */
         lend?: true
+        /** With a stream, to a cluster's coordinator: bytes of another node are not relayed
+         * through it; the answer says where to read them (GetResult.readFrom). */
+        direct?: true
       })
   | (Request & Fields<typeof wire.objectDelete>)
   | (Request & Fields<typeof wire.objectDeleteMany>)

@@ -75,6 +75,14 @@ export const httpIngress: Actor<IngressActorState, 'http-ingress'> = {
       sink: ctx.sink,
       readCurrent: (bucket, key, withBody) =>
         host.metadata === null ? null : readCurrent(host.metadata, bucket, key, withBody),
+      readReplica(read, range, deadlineMs) {
+        const [mine, theirs] = ctx.openStream()
+        const body = { msg: read.msg, range }
+        return {
+          answer: ctx.peers.callForBody(read.target, 'Replica.Read', body, theirs, deadlineMs),
+          source: ctx.source(mine, deadlineMs),
+        }
+      },
       lentWriteSink: (handle, size, checksums) =>
         new LentWriteSink(handle, size, checksums, ctx.now),
       now: ctx.now,

@@ -2,8 +2,9 @@
  * local store first); the answer with the newest key stamp wins, whether an object, a delete
  * marker or nothing (a tombstone), so a deleted key reads as deleted even from a replica that
  * missed the delete. The bytes come from the winner: this node's store when it holds the winning
- * change, else another node streamed through here. Replicas that answered an older key stamp are
- * repaired in the background (repair.ts).
+ * change, else another node: streamed through here, or (a `direct` read) read by the ingress
+ * itself from the node this answer names (GetResult.readFrom). Replicas that answered an older
+ * key stamp are repaired in the background (repair.ts).
  *
  * A corrupt copy never wins a read of bytes once its store knows it (the store answers `corrupt`
  * before any byte, and a quorum read counts that replica as failed). A relayed read whose replica
@@ -122,10 +123,17 @@ export async function getObject(
   if (winner.replica.local) {
     // This node's store holds the newest change: it answers and streams as on a single node.
     // Not `stamped`: the store answers what it holds, never AbsentResult.
-    return ctx.call('replica-store', msg) as Promise<Result<GetResult | MarkerResult>>
+    const { direct: _direct, ...local } = msg
+    return ctx.call('replica-store', local) as Promise<Result<GetResult | MarkerResult>>
   }
   const { body: _body, ...head } = answer.value
   const pinned = pinnedRead(msg, winner)
+  if (msg.direct === true) {
+    // The ingress reads the other node's bytes itself: no second relay through this thread.
+    const { direct: _direct, ...read } = pinned
+    const readFrom = { target: winner.replica.target, msg: read, keyStamp: winner.answer.keyStamp }
+    return cancelStream(ctx, msg, ok({ ...head, readFrom }))
+  }
   void relayBody(cluster, ctx, msg, winner, pinned)
   return ok(head)
 }

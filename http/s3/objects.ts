@@ -6,8 +6,14 @@ import { checksumAlgorithmFromHeader } from '../../protocol/checksums.js'
 import { evaluateConditions } from '../../protocol/s3-rules/conditions.js'
 import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
-import { objectActor, type Request } from '../../protocol/actor.js'
-import type { GetResult, MarkerResult, ObjectMsg, PutResult } from '../../protocol/messages.js'
+import { objectActor, type ByteSource, type Request } from '../../protocol/actor.js'
+import type {
+  GetResult,
+  MarkerResult,
+  ObjectMsg,
+  PutResult,
+  ReplicaRead,
+} from '../../protocol/messages.js'
 import type { BodyDigests, Checksums, Expectations } from '../../protocol/objects.js'
 import { BodyHasher, namedChecksums } from '../../protocol/body-hasher.js'
 import { copyObjectResultXml } from './xml/s3-xml.js'
@@ -292,10 +298,27 @@ async function getOnce(ex: S3Exchange, at: ObjectTarget, retry: boolean): Promis
     const headers = { ...firstAnswer.headers, 'content-length': length }
     return streamOut(ex, firstAnswer.status, headers, source, retry)
   }
+  // A cluster's coordinator says where another node's bytes are, for this thread to read them.
+  const direct = objectActor(ex.mesh.config) === 'coordinator'
+  return getStreamed(ex, at, byPart, length, retry, direct)
+}
+
+/** The read with a stream: the bytes come on it, or (`direct`) from the node the answer names,
+ * read here; a read of that node that fails before its first byte is asked for again without
+ * `direct`, and the coordinator relays it, from the next replica if need be. */
+async function getStreamed(
+  ex: S3Exchange,
+  at: ObjectTarget,
+  byPart: { partNumber?: number; versionId?: string },
+  length: number,
+  retry: boolean,
+  direct: boolean,
+): Promise<'again' | void> {
   const [local, remote] = ex.mesh.openStream()
-  const streamed = { ...byPart, stream: remote }
-  const second = await getCall(ex, at, streamed, streamDeadlineMs(ex.mesh.now(), length))
-  const source = ex.mesh.source(local, deadlineMs)
+  const streamed = { ...byPart, stream: remote, ...(direct ? { direct: true as const } : {}) }
+  const deadlineMs = streamDeadlineMs(ex.mesh.now(), length)
+  const second = await getCall(ex, at, streamed, deadlineMs)
+  const source = ex.mesh.source(local, callDeadline(ex))
   if (!second.ok || 'marker' in second.value) {
     source.cancel('internal', 'request failed')
     if (retry && !second.ok && second.code === 'corrupt') return 'again'
@@ -304,16 +327,40 @@ async function getOnce(ex: S3Exchange, at: ObjectTarget, retry: boolean): Promis
   }
   const answer = planAnswer(ex, second.value.info, second.value.part)
   const body = second.value.body
+  const readFrom = second.value.readFrom
   if (answer === null || body !== undefined || answer.end < answer.start) {
     source.cancel('internal', 'no stream needed')
     if (answer === null) return
     const bytes = body?.subarray(answer.start, answer.end + 1) ?? new Uint8Array(0)
     return send(ex, answer.status, answer.headers, bytes)
   }
-  source.request(answer.start, answer.end)
   const contentLength = answer.end - answer.start + 1
   const headers = { ...answer.headers, 'content-length': contentLength }
-  return streamOut(ex, answer.status, headers, source, retry)
+  if (readFrom === undefined) {
+    source.request(answer.start, answer.end)
+    return streamOut(ex, answer.status, headers, source, retry)
+  }
+  source.cancel('internal', 'the bytes are read from their node')
+  const fromReplica = await replicaSource(ex, readFrom, answer, deadlineMs)
+  if (fromReplica === null) return getStreamed(ex, at, byPart, length, retry, false)
+  return streamOut(ex, answer.status, headers, fromReplica, retry)
+}
+
+/** The bytes of `range` from the node that holds them, once its answer shows the version the
+ * quorum found (its key stamp); null, with nothing read, when it does not or it failed. */
+async function replicaSource(
+  ex: S3Exchange,
+  read: ReplicaRead,
+  range: { start: number; end: number },
+  deadlineMs: number,
+): Promise<ByteSource | null> {
+  const { answer, source } = ex.mesh.readReplica(read, range, deadlineMs)
+  const head = await answer
+  if (head.ok && 'info' in head.value && head.value.keyStamp === read.keyStamp) return source
+  const why = head.ok ? 'the object changed while it was read' : head.detail
+  source.cancel('unavailable', why)
+  ex.mesh.log.warn({ requestId: ex.requestId, replica: read.target.id, why }, 'direct read failed')
+  return null
 }
 
 /** A delete marker where an object was asked for: 404 NoSuchKey for the current version, 405

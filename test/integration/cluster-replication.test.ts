@@ -3,7 +3,9 @@
  * Last-Modified and version id; a SIGKILL of one node under a concurrent PUT load loses no
  * acknowledged write (each reads back bit-exact through every live node, and through the node once
  * restarted); with two nodes down, writes and reads answer 503 ServiceUnavailable with Retry-After
- * rather than hang; a deleted key stays deleted when read through the node that missed the delete.
+ * rather than hang; a deleted key stays deleted when read through the node that missed the delete,
+ * and an object stays whole when read through a node that missed it (its ingress reads the bytes
+ * from a node that holds them).
  * Method: three real nodes and a gateway (test/support/cluster.ts) driven by the AWS SDK. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
@@ -25,6 +27,24 @@ import { pollUntil, sleep } from '../support/wait.js'
 let cluster: TestCluster
 /** How long a case keeps a node's hints from being delivered: past its read and repair. */
 const HINTS_HELD_MS = 45_000
+/** Past the reads of an object a node missed, short of the next case's own hold. */
+const MISSED_HINTS_HELD_MS = 15_000
+
+/** Keeps `id`'s hint-queue down for `ms` (chaos), once a hold an earlier case asked for ended. */
+async function holdHints(id: string, ms: number): Promise<void> {
+  const hold = () =>
+    signedRequest(cluster.server(id).url, {
+      method: 'POST',
+      path: '/admin/chaos/kill/hint-queue',
+      query: { down_ms: String(ms) },
+    })
+  let held = await hold()
+  for (let tries = 0; held.status === 404 && tries < HINTS_HELD_MS / 500; tries++) {
+    await sleep(500)
+    held = await hold()
+  }
+  assert.is(held.status, 200, held.body.toString())
+}
 
 test.before(async () => {
   // Chaos routes on: one case holds a node's hint delivery back.
@@ -241,6 +261,30 @@ test('listings are exact and alike through every member, also after a missed del
   }
 })
 
+test('an object a node missed is read through it from a node that holds it, whole and in ranges', async () => {
+  const Key = 'missed-while-down'
+  const body = randomBytes(300_000)
+  const s3 = retrying(cluster.server('n1').url)
+  await killMember('n3')
+  await s3.send(new PutObjectCommand({ Bucket: 'plain', Key, Body: body }))
+  // n1 coordinated the write and keeps n3's hint: held back, so that n3 still lacks the object
+  // when it is read through n3, whose ingress then reads the bytes from n1 or n2 itself.
+  await holdHints('n1', MISSED_HINTS_HELD_MS)
+  await restartMember('n3')
+  const through = retrying(cluster.server('n3').url)
+  const whole = await through.send(new GetObjectCommand({ Bucket: 'plain', Key }))
+  const bytes = Buffer.from((await whole.Body?.transformToByteArray()) ?? [])
+  assert.is(
+    createHash('md5').update(bytes).digest('hex'),
+    createHash('md5').update(body).digest('hex'),
+  )
+  const range = await through.send(
+    new GetObjectCommand({ Bucket: 'plain', Key, Range: 'bytes=100000-100099' }),
+  )
+  const part = Buffer.from((await range.Body?.transformToByteArray()) ?? [])
+  assert.ok(part.equals(body.subarray(100_000, 100_100)), 'the range')
+})
+
 test('a key deleted while a node was down stays deleted when read through that node', async () => {
   const Key = 'deleted-while-down'
   // Retrying as SDKs do by default: a node just restarted may take a moment to be reached.
@@ -253,12 +297,7 @@ test('a key deleted while a node was down stays deleted when read through that n
   await s3.send(new DeleteObjectCommand({ Bucket: 'plain', Key }))
   // n1, which coordinated the delete, keeps a hint for n2 and would deliver it as soon as it sees
   // n2 again, racing the read below: its hint-queue stays down until the read has repaired n2.
-  const held = await signedRequest(cluster.server('n1').url, {
-    method: 'POST',
-    path: '/admin/chaos/kill/hint-queue',
-    query: { down_ms: String(HINTS_HELD_MS) },
-  })
-  assert.is(held.status, 200, held.body.toString())
+  await holdHints('n1', HINTS_HELD_MS)
   await restartMember('n2')
   const missing = await failure(() =>
     cluster

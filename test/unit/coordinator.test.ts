@@ -721,6 +721,45 @@ test('a newer object n1 missed is relayed from a replica; n1 is repaired with it
   assert.is(counters.readRepairs, 1)
 })
 
+test('a direct read of an object n1 missed names its holder; read there, it is the newest', async () => {
+  const cluster = await CoordinatedCluster.start()
+  await newBucket(cluster)
+  await put(cluster, 'k', large(5))
+  cluster.advance(10)
+  const newer = large(9)
+  const stamp = hlcString({ wallMs: cluster.clock.nowMs, logical: 0, node: nodeTag('n2') })
+  value(await cluster.sendTo<PutResult>('n2', stampedPut('k', newer, stamp)))
+  value(await cluster.sendTo<PutResult>('n3', stampedPut('k', newer, stamp)))
+  const unused = memoryStream()
+  const answer = value(
+    await cluster.send<GetResult>({
+      kind: 'object.get',
+      bucket: BUCKET,
+      key: 'k',
+      stream: unused.handle,
+      direct: true,
+    }),
+  )
+  const readFrom = answer.readFrom
+  assert.ok(readFrom !== undefined, 'the answer names where the bytes are')
+  assert.ok(readFrom.target.id === 'n2' || readFrom.target.id === 'n3', `${readFrom.target.id}`)
+  assert.is(readFrom.keyStamp, stamp)
+  assert.ok((await cluster.drive(unused.received(), 0)).ended === false, 'nothing came relayed')
+  // What the ingress does with it: the read, on the holder, of the version the quorum found.
+  const stream = memoryStream()
+  const held = value(
+    await cluster.sendTo<GetResult>(readFrom.target.id as NodeId, {
+      ...readFrom.msg,
+      stream: stream.handle,
+    }),
+  )
+  assert.is(held.keyStamp, stamp)
+  stream.request(0, newer.byteLength - 1)
+  const got = await cluster.drive(stream.received(), 0)
+  assert.is(hex(got.bytes), hex(newer))
+  await cluster.settle()
+})
+
 test('a relay whose copy is corrupt takes the same version from the next replica', async () => {
   const cluster = await CoordinatedCluster.start()
   await newBucket(cluster)
