@@ -261,7 +261,7 @@ test('listings are exact and alike through every member, also after a missed del
   }
 })
 
-test('an object a node missed is read through it from a node that holds it, whole and in ranges', async () => {
+test('an object a node missed reads through it from a holder, whole and in ranges', async () => {
   const Key = 'missed-while-down'
   const body = randomBytes(300_000)
   const s3 = retrying(cluster.server('n1').url)

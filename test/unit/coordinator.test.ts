@@ -721,7 +721,7 @@ test('a newer object n1 missed is relayed from a replica; n1 is repaired with it
   assert.is(counters.readRepairs, 1)
 })
 
-test('a direct read of an object n1 missed names its holder; read there, it is the newest', async () => {
+test('a direct read of an object n1 missed names its holder, where it is the newest', async () => {
   const cluster = await CoordinatedCluster.start()
   await newBucket(cluster)
   await put(cluster, 'k', large(5))
