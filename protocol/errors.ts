@@ -157,6 +157,13 @@ export class ServiceError extends Error {
   }
 }
 
+/** An error as a ServiceError: itself, or `internal` with its message (a programmer's or the
+ * platform's error that a stream must still report as one). */
+export function asServiceError(error: unknown): ServiceError {
+  if (error instanceof ServiceError) return error
+  return new ServiceError('internal', error instanceof Error ? error.message : String(error))
+}
+
 export function unreachable(value: never): never {
   throw new Error(`unreachable: ${JSON.stringify(value)}`)
 }

@@ -10,7 +10,7 @@
  * closes the port, which fails the next write here at once. */
 import type { BlobWriter, ByteSink, StreamHandle, WriteLoan } from '../protocol/actor.js'
 import { BodyHasher } from '../protocol/body-hasher.js'
-import { ServiceError, type ErrorCode } from '../protocol/errors.js'
+import { asServiceError, ServiceError, type ErrorCode } from '../protocol/errors.js'
 import type { ChecksumAlgorithm } from '../protocol/objects.js'
 import { openLentWriter } from './blob-files.js'
 import { recycleChunk, takeChunk } from './chunk-pool.js'
@@ -138,9 +138,4 @@ export class LentWriteSink implements ByteSink {
       // Closed: the store has gone, and the close handler said so.
     }
   }
-}
-
-function asServiceError(error: unknown): ServiceError {
-  if (error instanceof ServiceError) return error
-  return new ServiceError('internal', error instanceof Error ? error.message : String(error))
 }

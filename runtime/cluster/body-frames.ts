@@ -8,7 +8,7 @@
  * HTTP/2 stops the sender. Each hop thus holds a bounded window, whatever the speeds. Frames from
  * another node are checked (order, sizes, JSON of the end and abort); a bad one fails the body
  * with `invalid_argument`. */
-import { isErrorCode, type ErrorCode, ServiceError } from '../../protocol/errors.js'
+import { asServiceError, isErrorCode, type ErrorCode, ServiceError } from '../../protocol/errors.js'
 import { STREAM_CHUNK_BYTES } from '../../protocol/limits.js'
 import type { PortSink, PortSource } from '../stream-port.js'
 
@@ -160,7 +160,7 @@ export class BodyReceiver {
     try {
       if (this.state === 'open' || this.state === 'ended') await this.sink.write(chunk)
     } catch (error) {
-      this.failWith(failureAsServiceError(error))
+      this.failWith(asServiceError(error))
     }
     if (--this.pending === 0) this.input.resume()
   }
@@ -188,12 +188,8 @@ export function abortFrame(code: ErrorCode, detail: string): Frame {
 
 /** The code and detail of a stream's failure (a ServiceError), or `internal` for anything else. */
 export function failureOf(error: unknown): { code: ErrorCode; detail: string } {
-  const failure = failureAsServiceError(error)
+  const failure = asServiceError(error)
   return { code: failure.code, detail: failure.message }
-}
-
-function failureAsServiceError(error: unknown): ServiceError {
-  return error instanceof ServiceError ? error : new ServiceError('internal', String(error))
 }
 
 function parseObject(bytes: Buffer): Record<string, unknown> | null {
