@@ -144,8 +144,8 @@ export class DataVolume {
   private readonly timer: NodeJS.Timeout
   private readonly reservePath: string
 
-  /** Looks at the volume and deletes the reserve, before the metadata database opens. Of a
-   * sharded store, shard 0 `keepsReserve`: the others only delete it when the database finds no
+  /** Looks at the volume, once the runtime opened the metadata database. Of a sharded store,
+   * shard 0 `keepsReserve`: the others only delete it when the database finds no
    * room (any shard's write may be the one that finds it), and look at its size, as the keeper
    * does, at every look. */
   static async open(
@@ -162,9 +162,9 @@ export class DataVolume {
     const before = Atomics.load(written, 0)
     const sample = { ...(await look(dataDir)), atMs: Date.now() }
     const held = await reserveSize(reservePath)
-    const volume = new DataVolume(dataDir, log, sample, held, keepsReserve, written, before)
-    if (keepsReserve) await volume.releaseReserve('the metadata database opens')
-    return volume
+    // The runtime deleted the reserve before it opened the database (releaseReserveToOpen), which
+    // outlives the store: a store that starts again keeps the reserve it finds.
+    return new DataVolume(dataDir, log, sample, held, keepsReserve, written, before)
   }
 
   private constructor(

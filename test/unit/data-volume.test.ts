@@ -1,6 +1,7 @@
 // Goal: what the data volume holds back follows its size (a small volume keeps most of itself for
 // objects), the reserve covers the room the metadata database needs to open, and the reserve is
-// let go at every start before the database opens and written back only once it is open, and
+// let go at every start of the node before the database opens and written back only once it is
+// open (a store that starts again on the open database keeps it), and
 // when the database meets no space it gets the reserve, which is not written back at once, also
 // when another shard of the store (which never writes it) let it go.
 // Method: the sizing functions on a few volume sizes; DataVolume on a temp dir of this machine's
@@ -19,6 +20,7 @@ import {
   memtableBytes,
   objectRoomBytes,
   RESERVE_FILE,
+  releaseReserveToOpen,
   reserveBytes,
 } from '../../runtime/data-volume.js'
 import {
@@ -55,9 +57,10 @@ test('the reserve goes at start and comes back only once the database is open', 
   const reserve = join(dir, RESERVE_FILE)
   try {
     await writeFile(reserve, new Uint8Array(MIB))
+    await releaseReserveToOpen(dir)
+    assert.not.ok(existsSync(reserve), 'the reserve is gone before the database opens')
     const volume = await DataVolume.open(dir, QUIET)
     try {
-      assert.not.ok(existsSync(reserve), 'the reserve is gone before the database opens')
       // Two looks at the volume (a second apart) write nothing while the database opens.
       await new Promise((resolve) => setTimeout(resolve, 2_200))
       assert.not.ok(existsSync(reserve), 'no reserve while the database opens')
@@ -68,6 +71,33 @@ test('the reserve goes at start and comes back only once the database is open', 
       assert.ok(await pollUntil(written, 10_000, 50), 'the reserve is written back')
     } finally {
       await volume.close()
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test('a store that starts again on the open database keeps the reserve it finds', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-volume-'))
+  const reserve = join(dir, RESERVE_FILE)
+  try {
+    const first = await DataVolume.open(dir, QUIET)
+    first.databaseOpened()
+    const stats = await statfs(dir)
+    const expected = reserveBytes(stats.blocks * stats.bsize)
+    const written = async (): Promise<boolean> => (await stat(reserve)).size === expected
+    assert.ok(await pollUntil(written, 10_000, 50), 'the reserve is written')
+    await first.close()
+    const before = await stat(reserve)
+    const again = await DataVolume.open(dir, QUIET)
+    try {
+      again.databaseOpened()
+      await new Promise((resolve) => setTimeout(resolve, 1_200))
+      const after = await stat(reserve)
+      assert.equal([after.ino, after.mtimeMs], [before.ino, before.mtimeMs], 'not written again')
+      assert.ok(await written())
+    } finally {
+      await again.close()
     }
   } finally {
     await rm(dir, { recursive: true, force: true })
