@@ -26,6 +26,12 @@ export function createStoreMemory(shards: number): StoreMemory {
   return { locks: createShardLockMemory(shards), written: createVolumeMemory() }
 }
 
+/** What every shard must hear, each holding the copies found damaged in memory (blobs/damaged.ts):
+ * a copy a reader found damaged, and the scrubber's verdict on it (a copy marked corrupt is then
+ * so in its record, which every shard reads; one found sound again is no shard's damage). Each
+ * answers null. */
+export const EVERY_SHARD_KINDS: ReadonlySet<string> = new Set(['blob.damaged', 'blob.mark'])
+
 /** The shard a request runs on (a delete of many keys is split first: splitDeleteMany). */
 export function storeShardOf(msg: StoreMsg, shards: number): number {
   if (shards === 1) return 0

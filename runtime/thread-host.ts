@@ -32,7 +32,7 @@ import type {
   Peers,
   PeerTarget,
 } from '../protocol/cluster.js'
-import { fail, ServiceError, type Result } from '../protocol/errors.js'
+import { fail, ok, ServiceError, type Result } from '../protocol/errors.js'
 import type { DeleteManyResult, StoreMsg } from '../protocol/messages.js'
 import { EnvironmentError } from '../protocol/environment-error.js'
 import { Mailbox } from './mailbox.js'
@@ -46,6 +46,7 @@ import { peerBytesRegistry } from './cluster/peer-bytes.js'
 import { openStorage } from './storage.js'
 import { SharedShardLocks } from './shard-locks.js'
 import {
+  EVERY_SHARD_KINDS,
   joinDeleteMany,
   shardInstance,
   type StoreMemory,
@@ -252,6 +253,11 @@ async function main(): Promise<void> {
  * coordinators) goes to the instance that owns its key (runtime/store-shards.ts); a delete of many
  * keys to each instance that owns some of them, its answers joined. */
 async function callKeyed(role: ActorName, count: number, msg: StoreMsg): Promise<Result<unknown>> {
+  if (EVERY_SHARD_KINDS.has(msg.kind)) {
+    const shards = Array.from({ length: count }, (_, shard) => shard)
+    const answers = await Promise.all(shards.map((shard) => callInstance(role, shard, count, msg)))
+    return answers.find((answer) => !answer.ok) ?? ok(null)
+  }
   if (msg.kind !== 'object.delete-many') {
     return callInstance(role, storeShardOf(msg, count), count, msg)
   }

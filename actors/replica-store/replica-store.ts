@@ -236,7 +236,10 @@ export const replicaStore: Actor<StoreState, 'replica-store'> = {
     // Blobs: the scrubber's pages, reads, verdicts and replacements.
     'blob.list': listBlobs,
     'blob.read': readBlob,
-    'blob.mark': markBlob,
+    // Every shard takes the verdict (runtime/store-shards.ts): one commits it, the others find
+    // it committed once the claim is theirs.
+    'blob.mark': (state, msg, ctx) =>
+      retryingClaims(ctx, msg.deadlineMs, () => markBlob(state, msg, ctx)),
     'blob.damaged': (state, msg, ctx) => {
       reportDamage(state, ctx, msg.sha256, msg.why)
       return ok(null)

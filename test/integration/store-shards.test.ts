@@ -7,7 +7,7 @@
  * Method: the real server (SVC_STORE_SHARDS=3, chaos on), the AWS SDK and /api/stats; which
  * shard owns a key comes from the same hash the node uses. */
 import { createHash, randomBytes } from 'node:crypto'
-import { readdirSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
@@ -36,6 +36,11 @@ const LARGE = 100 * 1024
 /** Long enough for every check of a killed shard's keys, short of any request's deadline. */
 const DOWN_MS = 3_000
 const BACK_MS = 15_000
+const DAMAGED_BYTES = 1024 * 1024
+/** Longer than a case that needs the scrubber down takes. */
+const SCRUBBER_DOWN_MS = 20_000
+/** A damage report reaches every shard within this (it takes milliseconds). */
+const REFUSED_MS = 5_000
 /** Rounds of one body written under keys of every shard at once. */
 const RACE_ROUNDS = 20
 
@@ -86,16 +91,20 @@ async function listAll(s3: S3Client): Promise<string[]> {
 }
 
 /** Blob files in the data directory's blobs/ tree. */
-function blobFiles(dataDir: string): number {
-  let count = 0
+function blobFilePaths(dataDir: string): string[] {
+  const paths: string[] = []
   const walk = (dir: string): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       if (entry.isDirectory()) walk(join(dir, entry.name))
-      else count++
+      else paths.push(join(dir, entry.name))
     }
   }
   walk(join(dataDir, 'blobs'))
-  return count
+  return paths
+}
+
+function blobFiles(dataDir: string): number {
+  return blobFilePaths(dataDir).length
 }
 
 /** Runs `body` with a node of SHARDS store shards, then kills it and removes its data. */
@@ -213,6 +222,45 @@ test('one body written and deleted at once on every shard: one blob, counted onc
     assert.is(deleted.dedup_total_references, 0)
     assert.is(deleted.objects_count, 0)
   }))
+
+test("a copy one shard's reader found damaged is refused by every shard", async () => {
+  // Several stream chunks: the flipped byte near the end shows only after bytes went.
+  const shared = randomBytes(DAMAGED_BYTES)
+  const [owned0, owned1] = keysPerShard('damaged', 1)
+  const keys = [owned0?.[0], owned1?.[0]] as [string, string]
+  let server = await startServer({ env: env(SHARDS) })
+  try {
+    const s3 = server.client()
+    await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
+    for (const key of keys) await put(s3, key, shared)
+    assert.is(await server.stop(), 0)
+    const [file] = blobFilePaths(server.dataDir)
+    assert.ok(file !== undefined && blobFilePaths(server.dataDir).length === 1, 'one file')
+    const bytes = readFileSync(file)
+    bytes[DAMAGED_BYTES - 10] = (bytes[DAMAGED_BYTES - 10] ?? 0) ^ 0x40
+    writeFileSync(file, bytes)
+    server = await startServer({ dataDir: server.dataDir, env: env(SHARDS) })
+    // Without the scrubber, whose verdict would mark the copy in its record, only what the
+    // reader reported keeps the other shard from sending the bytes.
+    const held = await signedRequest(server.url, {
+      method: 'POST',
+      path: '/admin/chaos/kill/scrubber',
+      query: { down_ms: String(SCRUBBER_DOWN_MS) },
+    })
+    assert.is(held.status, 200)
+    const client = server.client()
+    const first = await failure(() => body(client, keys[0]))
+    assert.ok(first.name !== 'no error', 'the damaged bytes never come whole')
+    const refused = await pollUntil(
+      async () => (await failure(() => body(client, keys[1]))).status === 500,
+      REFUSED_MS,
+    )
+    assert.ok(refused, "the other shard's key answers 500 before any byte")
+  } finally {
+    await server.kill()
+    server.cleanup()
+  }
+})
 
 test('a killed shard: the others serve, its keys answer 503, then all is there', () =>
   onShardedNode(async (server) => {
