@@ -40,9 +40,9 @@ export function printCeilingReport(print: Print, results: AllResults): void {
     print,
     `node ceiling (${settings})\n` +
       'busiest shared: the busiest thread that is neither ingress nor a pool that grows with ' +
-      'cores\n(V8Worker, libuv-worker, rocksdb:*); its CPU per request, us; ceiling/s: the ' +
-      'requests/s it allows\n(1e6 / us); node us: all CPU per request; both / the floor CPU ' +
-      'per request',
+      'cores\n(V8Worker, libuv-worker, rocksdb:*, the shards of a store of several: ' +
+      'replica-store-N, kv-writer-N);\nits CPU per request, us; ceiling/s: the requests/s it ' +
+      'allows (1e6 / us); node us: all CPU per\nrequest; both / the floor CPU per request',
     [...header, 'shared/floor', 'goal', 'met', 'node/floor', 'goal', 'met'],
     lines,
   )
