@@ -121,6 +121,10 @@ export interface ShardLocks {
   /** Claims `name` unless another shard holds it exclusively, or (`exclusive`) at all. */
   claim(name: string, mode: ClaimMode): boolean
   release(name: string, mode: ClaimMode): void
+  /** A shard that found `name` taken waits for it: while it does, the holders take no new claim
+   * of it, so that they drain and it gets its turn. It stops waiting when a claim of it is
+   * granted, or by this, when it gives up. */
+  stopWaiting(name: string): void
   /** A count that moves whenever a claim on `name`'s stripe is released. */
   version(name: string): number
   /** Resolves once `name`'s stripe's version is no longer `seen`, or at `deadlineMs`. */

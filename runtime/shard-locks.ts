@@ -19,7 +19,9 @@ const PIN_STRIPES = 4096
 const WRITER = 0
 const WRITER_COUNT = 1
 const VERSION = 2
-const LOCK_HEADER_WORDS = 3
+/** A bit per shard that found the stripe taken and waits for it. */
+const WAITING = 3
+const LOCK_HEADER_WORDS = 4
 
 /** ES2024's Atomics.waitAsync, which Node has; the project's TypeScript library predates it. */
 interface AtomicsWaitAsync {
@@ -50,6 +52,8 @@ export class SharedShardLocks implements ShardLocks {
   private readonly words: Int32Array
   private readonly stripeWords: number
   private readonly pinBase: number
+  /** Stripes this shard was granted in the synchronous step running now. */
+  private readonly thisStep = new Set<number>()
 
   constructor(
     memory: SharedArrayBuffer,
@@ -67,23 +71,32 @@ export class SharedShardLocks implements ShardLocks {
     const base = this.base(name)
     const me = this.shard + 1
     const writer = Atomics.load(this.words, base + WRITER)
-    if (writer !== 0 && writer !== me) return false
+    if (writer !== 0 && writer !== me) return this.refused(base)
+    // Another shard waits for the stripe: while it is held, no new claim comes before that one's,
+    // so that a shard whose requests keep it busy (one body written over and over) drains.
+    // A claim again in the step that took it (a check, then the change it decided) is not new.
+    const othersWait = (Atomics.load(this.words, base + WAITING) & ~this.bit()) !== 0
+    if (othersWait && this.held(base) && !this.thisStep.has(base)) return this.refused(base)
     if (mode === 'shared') {
       Atomics.add(this.words, base + LOCK_HEADER_WORDS + this.shard, 1)
       const now = Atomics.load(this.words, base + WRITER)
-      if (now === 0 || now === me) return true
+      if (now === 0 || now === me) return this.granted(base)
       this.dropShared(base)
-      return false
+      return this.refused(base)
     }
     if (writer === 0 && Atomics.compareExchange(this.words, base + WRITER, 0, me) !== 0) {
-      return false
+      return this.refused(base)
     }
     if (this.othersShare(base)) {
       if (Atomics.load(this.words, base + WRITER_COUNT) === 0) this.clearWriter(base)
-      return false
+      return this.refused(base)
     }
     Atomics.add(this.words, base + WRITER_COUNT, 1)
-    return true
+    return this.granted(base)
+  }
+
+  stopWaiting(name: string): void {
+    Atomics.and(this.words, this.base(name) + WAITING, ~this.bit())
   }
 
   release(name: string, mode: ClaimMode): void {
@@ -148,6 +161,7 @@ export class SharedShardLocks implements ShardLocks {
         Atomics.store(this.words, base + WRITER_COUNT, 0)
         this.clearWriter(base)
       }
+      Atomics.and(this.words, base + WAITING, ~this.bit())
     }
     for (let stripe = 0; stripe < PIN_STRIPES; stripe++) {
       Atomics.store(this.words, this.pinBase + stripe * this.shards + this.shard, 0)
@@ -160,6 +174,31 @@ export class SharedShardLocks implements ShardLocks {
 
   private pinIndex(fileId: string, shard: number): number {
     return this.pinBase + stripeOf(fileId, PIN_STRIPES) * this.shards + shard
+  }
+
+  private bit(): number {
+    return 1 << this.shard
+  }
+
+  private refused(base: number): false {
+    Atomics.or(this.words, base + WAITING, this.bit())
+    return false
+  }
+
+  private granted(base: number): true {
+    Atomics.and(this.words, base + WAITING, ~this.bit())
+    if (this.thisStep.size === 0) queueMicrotask(() => this.thisStep.clear())
+    this.thisStep.add(base)
+    return true
+  }
+
+  /** Whether any shard holds the stripe, in either mode. */
+  private held(base: number): boolean {
+    if (Atomics.load(this.words, base + WRITER) !== 0) return true
+    for (let shard = 0; shard < this.shards; shard++) {
+      if (Atomics.load(this.words, base + LOCK_HEADER_WORDS + shard) > 0) return true
+    }
+    return false
   }
 
   private othersShare(base: number): boolean {

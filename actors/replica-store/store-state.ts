@@ -64,9 +64,11 @@ export interface StoreState {
  * mailbox), but a stream outlives its request; past this bound a GET of a file blob is answered
  * `busy`. Each holds a file descriptor and at most a credit window (1 MiB) of chunks in flight. */
 export const GET_STREAMS_MAX = 256
-/** Tries of a mutation whose records another store shard holds, and the longest wait between two:
- * a claim lasts one batch's commit. */
-const CLAIM_TRIES_MAX = 100
+/** Tries of a mutation whose records another store shard holds, and the longest wait between two
+ * (a claim lasts one batch's commit). The request's deadline bounds the waiting; the count only
+ * bounds the loop: every release wakes every waiter of its stripe, and on a record many writes
+ * take (one body written over and over) a write waits for its turn over many wakes. */
+const CLAIM_TRIES_MAX = 100_000
 const CLAIM_WAIT_MS = 1_000
 /** How often garbage files another shard pins are looked at again. */
 const FOREIGN_PIN_RETRY_MS = 5_000
@@ -105,15 +107,21 @@ export async function retryingClaims<T>(
   deadlineMs: number,
   attempt: () => Promise<T>,
 ): Promise<T> {
-  for (let tries = 1; ; tries++) {
-    try {
-      return await attempt()
-    } catch (error) {
-      if (!(error instanceof ShardContention) || tries >= CLAIM_TRIES_MAX) throw error
-      const waitUntilMs = Math.min(deadlineMs, ctx.now() + CLAIM_WAIT_MS)
-      if (waitUntilMs <= ctx.now()) throw error
-      await ctx.shardLocks.changed(error.claimName, error.seen, waitUntilMs)
+  const waitedFor = new Set<string>()
+  try {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await attempt()
+      } catch (error) {
+        if (!(error instanceof ShardContention) || tries >= CLAIM_TRIES_MAX) throw error
+        const waitUntilMs = Math.min(deadlineMs, ctx.now() + CLAIM_WAIT_MS)
+        if (waitUntilMs <= ctx.now()) throw error
+        waitedFor.add(error.claimName)
+        await ctx.shardLocks.changed(error.claimName, error.seen, waitUntilMs)
+      }
     }
+  } finally {
+    for (const name of waitedFor) ctx.shardLocks.stopWaiting(name)
   }
 }
 

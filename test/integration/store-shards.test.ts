@@ -41,6 +41,9 @@ const DAMAGED_BYTES = 1024 * 1024
 const SCRUBBER_DOWN_MS = 20_000
 /** A damage report reaches every shard within this (it takes milliseconds). */
 const REFUSED_MS = 5_000
+/** Keys per shard and rounds of one body written over them all at once. */
+const HOT_KEYS_PER_SHARD = 12
+const HOT_ROUNDS = 15
 /** Rounds of one body written under keys of every shard at once. */
 const RACE_ROUNDS = 20
 
@@ -221,6 +224,27 @@ test('one body written and deleted at once on every shard: one blob, counted onc
     assert.is(deleted.dedup_unique_blobs, 0)
     assert.is(deleted.dedup_total_references, 0)
     assert.is(deleted.objects_count, 0)
+  }))
+
+test('one body written over and over under keys of every shard: every write lands', () =>
+  onShardedNode(async (server) => {
+    const s3 = server.client()
+    await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
+    // Every write takes the one blob record: a shard must get its turn however busy the others
+    // keep it (as zero-byte objects all share one blob).
+    const keys = keysPerShard('hot', HOT_KEYS_PER_SHARD).flat()
+    const same = randomBytes(100)
+    for (let round = 0; round < HOT_ROUNDS; round++) {
+      const failed = await Promise.all(keys.map((key) => failure(() => put(s3, key, same))))
+      assert.equal(
+        failed.filter((one) => one.name !== 'no error'),
+        [],
+        `round ${round}`,
+      )
+    }
+    const written = await stats(server)
+    assert.is(written.dedup_unique_blobs, 1)
+    assert.is(written.dedup_total_references, keys.length)
   }))
 
 test("a copy one shard's reader found damaged is refused by every shard", async () => {

@@ -15,28 +15,43 @@ function shards(count: number): SharedShardLocks[] {
   return Array.from({ length: count }, (_, shard) => new SharedShardLocks(memory, shard, count))
 }
 
-test('exclusive excludes every other shard, shared only exclusive; own claims never', () => {
+/** The end of the synchronous step: a shard's claims of a stripe it took in the same step are
+ * never refused (a check, then the change it decided). */
+const nextStep = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+test('exclusive excludes every other shard, shared only exclusive; own claims never', async () => {
   const [a, b, c] = shards(3) as [SharedShardLocks, SharedShardLocks, SharedShardLocks]
   assert.ok(a.claim('H\0x', 'exclusive'))
-  assert.not.ok(b.claim('H\0x', 'exclusive'))
-  assert.not.ok(b.claim('H\0x', 'shared'))
   assert.ok(a.claim('H\0x', 'exclusive'), 'a shard claims again what it holds')
   assert.ok(a.claim('H\0x', 'shared'))
+  assert.not.ok(b.claim('H\0x', 'exclusive'))
+  assert.not.ok(b.claim('H\0x', 'shared'))
+  assert.ok(a.claim('H\0x', 'exclusive'), 'in the step that took it, a claim is no new one')
+  a.release('H\0x', 'exclusive')
+  await nextStep()
+  assert.not.ok(a.claim('H\0x', 'exclusive'), 'the holder takes no new claim while b waits')
   a.release('H\0x', 'shared')
   a.release('H\0x', 'exclusive')
   assert.not.ok(b.claim('H\0x', 'shared'), 'held until its last exclusive claim goes')
   a.release('H\0x', 'exclusive')
+  assert.ok(b.claim('H\0x', 'exclusive'), "the waiter's turn")
+  assert.not.ok(a.claim('H\0x', 'shared'))
+  b.release('H\0x', 'exclusive')
+  assert.ok(a.claim('H\0x', 'shared'), 'a waiter of a stripe no one holds takes it')
   assert.ok(b.claim('B\0bucket', 'shared'))
   assert.ok(c.claim('B\0bucket', 'shared'))
   assert.not.ok(a.claim('B\0bucket', 'exclusive'))
-  assert.ok(b.claim('B\0bucket', 'shared'))
+  await nextStep()
+  assert.not.ok(b.claim('B\0bucket', 'shared'), 'no new shared claim while a writer waits')
   b.release('B\0bucket', 'shared')
-  b.release('B\0bucket', 'shared')
+  b.stopWaiting('B\0bucket')
   assert.not.ok(a.claim('B\0bucket', 'exclusive'), 'c still shares it')
   c.release('B\0bucket', 'shared')
   assert.ok(a.claim('B\0bucket', 'exclusive'))
   assert.ok(a.claim('B\0bucket', 'shared'), 'its own exclusive claim is no bar')
   assert.not.ok(c.claim('B\0bucket', 'shared'))
+  c.stopWaiting('B\0bucket')
+  assert.ok(a.claim('B\0bucket', 'exclusive'), 'no one waits once c gave up')
 })
 
 test('a release moves the version and wakes a waiter; a deadline ends the wait', async () => {
