@@ -161,7 +161,9 @@ function remember(cluster: ClusterState, ctx: Context, msg: GetMsg, winner: Repl
 function followUp(cluster: ClusterState, ctx: Context, msg: GetMsg): Result<QuorumRead> | null {
   const look = cluster.firstLooks.get(msg.requestId)
   if (look === undefined) return null
-  cluster.firstLooks.delete(msg.requestId)
+  // A direct read's ingress may still ask for a relay (its read of the node failed): the decision
+  // serves that third request too, until it expires.
+  if (msg.direct !== true) cluster.firstLooks.delete(msg.requestId)
   if (look.at !== lookKey(msg) || ctx.now() - look.atMs > FIRST_LOOK_TTL_MS) return null
   return ok({ winner: look.winner, answers: [look.winner] })
 }

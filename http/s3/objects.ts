@@ -341,7 +341,8 @@ async function getStreamed(
     return streamOut(ex, answer.status, headers, source, retry)
   }
   source.cancel('internal', 'the bytes are read from their node')
-  const fromReplica = await replicaSource(ex, readFrom, answer, deadlineMs)
+  const range = { start: answer.start, end: answer.end }
+  const fromReplica = await replicaSource(ex, readFrom, range, deadlineMs)
   if (fromReplica === null) return getStreamed(ex, at, byPart, length, retry, false)
   return streamOut(ex, answer.status, headers, fromReplica, retry)
 }
