@@ -11,7 +11,8 @@
  * database needs to open is held in reserve and released at start), single and as a cluster's
  * node. */
 import { randomBytes } from 'node:crypto'
-import { open, rm } from 'node:fs/promises'
+import { open, readdir, rm, stat, statfs } from 'node:fs/promises'
+import { join } from 'node:path'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
@@ -87,7 +88,8 @@ async function onSmallVolume(
     servers.push(server)
     const s3 = server.client()
     await s3.send(new CreateBucketCommand({ Bucket: BUCKET }))
-    await body({ server, s3, dataDir, servers, volumeDir: volume.dir }).catch((error) => {
+    await body({ server, s3, dataDir, servers, volumeDir: volume.dir }).catch(async (error) => {
+      await printTheVolume(servers, volume.dir)
       printWhatTheNodesSaid(servers)
       throw error
     })
@@ -97,12 +99,30 @@ async function onSmallVolume(
   }
 }
 
-/** On a failure, the end of what the nodes logged, for the reader of a failed run (the volume
- * goes with the test). */
+/** On a failure, what the nodes logged, for the reader of a failed run (the volume goes with the
+ * test): the metadata database's own complaints are in it. */
 function printWhatTheNodesSaid(servers: TestServer[]): void {
-  for (const server of servers) {
-    console.error(`node's output:\n${server.output().split('\n').slice(-40).join('\n')}`)
+  for (const server of servers) console.error(`node's output:\n${server.output()}`)
+}
+
+/** On a failure, what took the volume (the volume goes with the test): the file system's free
+ * bytes, the last node's volume gauges, and the bytes each file of the volume holds (allocated,
+ * which counts preallocation), so that a reader sees what the room went to. */
+async function printTheVolume(servers: TestServer[], volumeDir: string): Promise<void> {
+  const lines: string[] = []
+  const stats = await statfs(volumeDir)
+  lines.push(`free ${stats.bavail * stats.bsize} of ${stats.blocks * stats.bsize} bytes`)
+  const last = servers[servers.length - 1]
+  const metrics = await fetch(`${last?.url ?? ''}/metrics`)
+    .then((response) => response.text())
+    .catch((error: unknown) => `no metrics: ${String(error)}`)
+  lines.push(...metrics.split('\n').filter((line) => line.startsWith('svc_data_volume')))
+  const files = await readdir(volumeDir, { recursive: true })
+  for (const file of files.sort()) {
+    const found = await stat(join(volumeDir, file)).catch(() => null)
+    if (found?.isFile() === true) lines.push(`${found.blocks * 512}\t${found.size}\t${file}`)
   }
+  console.error(`the volume (allocated, size, file):\n${lines.join('\n')}`)
 }
 
 /** PUTs objects of `size`, PUTS_AT_ONCE at a time, until a round with a failure, which must be
