@@ -179,9 +179,11 @@ function clusterPass(target: 'cluster' | 'gateway', suites: string[]): Job {
       const startedMs = Date.now()
       let cluster: TestCluster
       try {
-        // Two coordinator threads a node: every S3 case meets the routing of keys to them.
-        const env = { SVC_COORDINATORS: String(SUITE_COORDINATORS) }
-        cluster = await startCluster({ nodes: 3, gateways: gateway ? 1 : 0, env })
+        // Two coordinator threads a node (a gateway runs none): every S3 case meets the routing
+        // of keys to them.
+        const coordinators = { SVC_COORDINATORS: String(SUITE_COORDINATORS) }
+        const envOf = { n1: coordinators, n2: coordinators, n3: coordinators }
+        cluster = await startCluster({ nodes: 3, gateways: gateway ? 1 : 0, envOf })
       } catch (error) {
         const output = `the cluster did not start: ${String(error)}\n`
         return [{ label, passed: 0, failed: 1, skipped: [], output, ms: Date.now() - startedMs }]
