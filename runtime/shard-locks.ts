@@ -11,6 +11,7 @@
  * a change and try again, within their deadline. */
 import assert from 'node:assert/strict'
 import type { ClaimMode, ShardLocks } from '../protocol/actor.js'
+import { fnv1a } from '../protocol/key-shard.js'
 
 /** Lock and pin stripes: collisions only make a claim or a garbage removal wait needlessly. */
 const LOCK_STRIPES = 4096
@@ -36,16 +37,6 @@ interface AtomicsWaitAsync {
 export function createShardLockMemory(shards: number): SharedArrayBuffer {
   const words = LOCK_STRIPES * (LOCK_HEADER_WORDS + shards) + PIN_STRIPES * shards
   return new SharedArrayBuffer(words * Int32Array.BYTES_PER_ELEMENT)
-}
-
-/** FNV-1a of `name`, onto `stripes`. */
-function stripeOf(name: string, stripes: number): number {
-  let hash = 0x811c9dc5
-  for (let index = 0; index < name.length; index++) {
-    hash ^= name.charCodeAt(index)
-    hash = Math.imul(hash, 0x01000193)
-  }
-  return (hash >>> 0) % stripes
 }
 
 export class SharedShardLocks implements ShardLocks {
@@ -169,11 +160,11 @@ export class SharedShardLocks implements ShardLocks {
   }
 
   private base(name: string): number {
-    return stripeOf(name, LOCK_STRIPES) * this.stripeWords
+    return (fnv1a(name) % LOCK_STRIPES) * this.stripeWords
   }
 
   private pinIndex(fileId: string, shard: number): number {
-    return this.pinBase + stripeOf(fileId, PIN_STRIPES) * this.shards + shard
+    return this.pinBase + (fnv1a(fileId) % PIN_STRIPES) * this.shards + shard
   }
 
   private bit(): number {

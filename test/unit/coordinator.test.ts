@@ -131,6 +131,18 @@ async function getThrough(cluster: CoordinatedCluster, key: string): Promise<str
   return hex(got.bytes)
 }
 
+/** A newer version of `k` written straight to n2's and n3's stores, stamped as a coordinator
+ * would: one n1 missed. */
+async function newerOnN2AndN3(
+  cluster: CoordinatedCluster,
+  bytes: Uint8Array,
+): Promise<{ stamp: string; written: PutResult }> {
+  const stamp = hlcString({ wallMs: cluster.clock.nowMs, logical: 0, node: nodeTag('n2') })
+  const written = value(await cluster.sendTo<PutResult>('n2', stampedPut('k', bytes, stamp)))
+  value(await cluster.sendTo<PutResult>('n3', stampedPut('k', bytes, stamp)))
+  return { stamp, written }
+}
+
 function hex(data: Uint8Array): string {
   return Buffer.from(data).toString('hex')
 }
@@ -704,9 +716,7 @@ test('a newer object n1 missed is relayed from a replica; n1 is repaired with it
   cluster.advance(10)
   // A write n1 missed: straight to n2's and n3's stores, stamped as a coordinator would.
   const newer = large(6)
-  const stamp = hlcString({ wallMs: cluster.clock.nowMs, logical: 0, node: nodeTag('n2') })
-  const written = value(await cluster.sendTo<PutResult>('n2', stampedPut('k', newer, stamp)))
-  value(await cluster.sendTo<PutResult>('n3', stampedPut('k', newer, stamp)))
+  const { stamp, written } = await newerOnN2AndN3(cluster, newer)
   assert.is(await getThrough(cluster, 'k'), hex(newer), 'the newest stamp wins, relayed')
   await cluster.settle()
   const repaired = await heldBy(cluster, 'n1', 'k')
@@ -727,9 +737,7 @@ test('a direct read of an object n1 missed names its holder, where it is the new
   await put(cluster, 'k', large(5))
   cluster.advance(10)
   const newer = large(9)
-  const stamp = hlcString({ wallMs: cluster.clock.nowMs, logical: 0, node: nodeTag('n2') })
-  value(await cluster.sendTo<PutResult>('n2', stampedPut('k', newer, stamp)))
-  value(await cluster.sendTo<PutResult>('n3', stampedPut('k', newer, stamp)))
+  const { stamp } = await newerOnN2AndN3(cluster, newer)
   const unused = memoryStream()
   const answer = value(
     await cluster.send<GetResult>({
@@ -767,9 +775,7 @@ test('a relay whose copy is corrupt takes the same version from the next replica
   cluster.advance(10)
   // A newer version on n2 and n3 only, so that the read relays it; n2's copy then goes bad.
   const newer = large(8)
-  const stamp = hlcString({ wallMs: cluster.clock.nowMs, logical: 0, node: nodeTag('n2') })
-  value(await cluster.sendTo<PutResult>('n2', stampedPut('k', newer, stamp)))
-  value(await cluster.sendTo<PutResult>('n3', stampedPut('k', newer, stamp)))
+  const { stamp } = await newerOnN2AndN3(cluster, newer)
   await cluster.settle()
   const n2 = cluster.store('n2')
   const sha256 = createHash('sha256').update(newer).digest('hex')
