@@ -1,9 +1,10 @@
 /** @module The HTTP surface of a node: a Hono app for /health, /metrics, /api/stats, the admin API
- * and the chaos route (only with SVC_CHAOS=1), and the S3 API for everything else. A request whose
+ * and the chaos route (only with SVC_CHAOS=1), the web console under /console/ (its own listener,
+ * http/console/), and the S3 API for everything else. A request whose
  * path none of those routes can claim goes to the S3 handler without the app. S3 handlers write to
  * Node's response directly (bodies stream without a web-stream detour); through the app they return
  * RESPONSE_ALREADY_SENT. A request signed with SigV4 (an Authorization header or a presigned
- * query) is S3's whatever its path, so buckets named `health`, `metrics` or `api` (and keys named
+ * query) is S3's whatever its path, so buckets named `health`, `metrics`, `api` or `console` (and keys named
  * so under virtual-hosted style) work for every S3 operation: the node's own routes take unsigned
  * requests, and every S3 operation here is signed. The chaos route, itself signed, is the one
  * exception. /health answers 200 while the node serves, with a body that says when the data
@@ -16,6 +17,7 @@ import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
 import { Hono } from 'hono'
 import type { Mesh } from '../protocol/actor.js'
 import { createAdminApp } from './admin/admin-app.js'
+import { createConsole, isConsolePath } from './console/console-app.js'
 import { takeClientAddress } from './client-address.js'
 import { createClusterApp, membershipView } from './admin/cluster-app.js'
 import { inOrder } from './in-order.js'
@@ -57,7 +59,11 @@ export function createListener(
   }
   // An HTTP/1 server only: the bindings are always HttpBindings.
   const viaApp = getRequestListener(fetch as never, { hostname, autoCleanupIncoming: false })
+  const consoleListener = createConsole(mesh, caches, (incoming, outgoing) => {
+    void viaApp(incoming, outgoing)
+  })
   const serve: Listener = (incoming, outgoing) => {
+    if (state.serving && isConsoleRequest(incoming)) return consoleListener(incoming, outgoing)
     if (!state.serving || isOwnRoute(incoming)) {
       void viaApp(incoming, outgoing)
       return
@@ -144,6 +150,15 @@ function isOwnRoute(incoming: IncomingMessage): boolean {
   }
   const signed = SIGNED_PREFIXES.some((prefix) => path.startsWith(prefix))
   return signed || !isSigV4(incoming, end === -1 ? '' : url.slice(end + 1))
+}
+
+/** A request for the web console: its paths, unless signed with SigV4 (an S3 request to a bucket
+ * named `console`). */
+function isConsoleRequest(incoming: IncomingMessage): boolean {
+  const url = incoming.url ?? '/'
+  const end = url.indexOf('?')
+  const path = end === -1 ? url : url.slice(0, end)
+  return isConsolePath(path) && !isSigV4(incoming, end === -1 ? '' : url.slice(end + 1))
 }
 
 /** SigV4 in the Authorization header, or presigned (X-Amz-Algorithm in the query). */

@@ -323,6 +323,8 @@ export interface Mesh extends Pick<
   volumeStatus(): Promise<VolumeStatus>
   /** Every actor of the node: whether it is up, its restarts and its mailbox depth. */
   actorHealth(): Promise<Record<string, ActorHealth>>
+  /** Every actor's figures, the actor table's links and the node's HTTP totals. */
+  nodeFigures(): Promise<NodeFigures>
   /** Cluster chaos: drops all node-to-node traffic with these peers (none: heals). */
   partition(peers: readonly string[]): Promise<void>
   /** Reads a blob file the store lent (GetResult.lent) as a byte source: the range asked for, in
@@ -349,6 +351,37 @@ export interface Mesh extends Pick<
     size: number,
     checksums: readonly ChecksumAlgorithm[],
   ): ByteSink
+}
+
+/** One actor instance's figures, as the console's Actors page shows them. */
+export interface ActorFigures {
+  /** The actor's role: `replica-store` for the instance `replica-store-2`. */
+  role: string
+  up: boolean
+  restarts: number
+  mailbox_depth: number
+  /** Messages the actor handled since the node started (svc_actor_messages_total, every kind). */
+  messages_total: number
+  /** CPU seconds of the actor's thread since the node started, restarts included. */
+  cpu_seconds: number
+}
+
+/** What a node's actors are doing now: every instance's figures, the links of the actor table
+ * between roles, and the HTTP requests the node answered (every ingress thread's). */
+export interface NodeFigures {
+  actors: Record<string, ActorFigures>
+  /** Directed links [caller role, callee role] (runtime/actor-table.ts of the node's mode). */
+  links: [string, string][]
+  http: {
+    /** Requests answered since the node started. */
+    requests: number
+    /** Of those, answered 5xx. */
+    errors: number
+    /** Of those, answered 4xx. */
+    client_errors: number
+    /** Sum of their durations in seconds (svc_http_request_duration_seconds_sum). */
+    seconds_sum: number
+  }
 }
 
 export interface ActorHealth {

@@ -110,6 +110,16 @@ export const httpIngress: Actor<IngressActorState, 'http-ingress'> = {
       },
       volumeStatus,
       actorHealth: () => actorHealth(supervisor),
+      nodeFigures: async () => {
+        const health = await actorHealth(supervisor)
+        const actors = Object.fromEntries(
+          Object.entries(health).map(([name, h]) => [
+            name,
+            { ...h, role: name.replace(/-\d+$/, ''), messages_total: 0, cpu_seconds: 0 },
+          ]),
+        )
+        return { actors, links: [], http: { requests: 0, errors: 0, client_errors: 0, seconds_sum: 0 } }
+      },
       partition: (peers) => supervisor.partition([...peers]),
       lentSource: (lent, deadlineMs) =>
         new LoanSource(lent, deadlineMs, ctx.now, (why) => {

@@ -110,11 +110,17 @@ export function topologyJson(mesh: Mesh, view: MembershipView): object {
           grpc_addr: member.grpcAddr,
           free_bytes: member.freeBytes,
           incarnation: member.incarnation,
+          version: member.version,
         })),
     })),
     gateways: view.members
       .filter((member) => member.kind === 'gateway')
-      .map((member) => ({ id: member.id, status: member.status, http_addr: member.httpAddr })),
+      .map((member) => ({
+        id: member.id,
+        status: member.status,
+        http_addr: member.httpAddr,
+        version: member.version,
+      })),
   }
 }
 

@@ -90,9 +90,20 @@ async function authenticateV2(ex: S3Exchange, caches: AuthCaches): Promise<Resul
   )
   if (!verified.ok) return verified
   const { accessKey, signature, presigned } = parsed.value
+  return ok(unsignedAuth(lookup.value.principal, accessKey, signature, presigned))
+}
+
+/** An authentication whose payload nothing signed: SigV2's, and a console session's (whose
+ * principal the session's token names, with no access key). */
+export function unsignedAuth(
+  principal: Principal,
+  accessKey: string,
+  signature: string,
+  presigned: boolean,
+): Authenticated {
   const payload = { kind: 'unsigned' } as const
-  return ok({
-    principal: lookup.value.principal,
+  return {
+    principal,
     parsed: {
       accessKey,
       scope: { date: '', region: '', service: 's3' },
@@ -111,7 +122,7 @@ async function authenticateV2(ex: S3Exchange, caches: AuthCaches): Promise<Resul
       seedSignature: signature,
       payload,
     },
-  })
+  }
 }
 
 /** SigV2 signs `/bucket/key`: a virtual-hosted request names its bucket in the Host instead. */

@@ -28,7 +28,12 @@ import { isValidBucketName } from './names.js'
 const US_EAST_1 = 'us-east-1'
 
 export function regionOf(ex: S3Exchange): string {
-  return ex.mesh.config['SVC_REGION'] ?? US_EAST_1
+  return configuredRegion(ex.mesh.config)
+}
+
+/** SVC_REGION, or us-east-1: the region signatures are scoped to. */
+export function configuredRegion(config: Readonly<Record<string, string | undefined>>): string {
+  return config['SVC_REGION'] ?? US_EAST_1
 }
 
 export function ownerOf(ex: S3Exchange): S3Owner {

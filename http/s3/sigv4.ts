@@ -703,7 +703,7 @@ function percentDecodeBytewise(raw: string): Buffer {
 const HEX_UPPER = '0123456789ABCDEF'
 
 /** RFC 3986 encoding as the AWS SDKs do it: only A-Z a-z 0-9 - _ . ~ stay literal. */
-function uriEncode(bytes: Uint8Array): string {
+export function uriEncode(bytes: Uint8Array): string {
   let out = ''
   for (const byte of bytes) {
     const unreserved =
