@@ -1,15 +1,15 @@
 /** @module The HTTP surface of a node: a Hono app for /health, /metrics, /api/stats, the admin API
  * and the chaos route (only with SVC_CHAOS=1), the web console under /console/ (its own listener,
- * http/console/), and the S3 API for everything else. A request whose
- * path none of those routes can claim goes to the S3 handler without the app. S3 handlers write to
- * Node's response directly (bodies stream without a web-stream detour); through the app they return
- * RESPONSE_ALREADY_SENT. A request signed with SigV4 (an Authorization header or a presigned
- * query) is S3's whatever its path, so buckets named `health`, `metrics`, `api` or `console` (and keys named
- * so under virtual-hosted style) work for every S3 operation: the node's own routes take unsigned
- * requests, and every S3 operation here is signed. The chaos route, itself signed, is the one
- * exception. /health answers 200 while the node serves, with a body that says when the data
- * volume is full (reads and deletes still work then). While the node starts or shuts down every
- * request answers 503 at once, S3 requests as S3 XML. */
+ * http/console/), and the S3 API for everything else. A request whose path none of those routes can
+ * claim goes to the S3 handler without the app. S3 handlers write to Node's response directly
+ * (bodies stream without a web-stream detour); through the app they return RESPONSE_ALREADY_SENT. A
+ * request signed with SigV4 (an Authorization header or a presigned query) is S3's whatever its
+ * path, so buckets named `health`, `metrics`, `api` or `console` (and keys named so under
+ * virtual-hosted style) work for every S3 operation: the node's own routes take unsigned requests,
+ * and every S3 operation here is signed. The chaos route, itself signed, is the one exception.
+ * /health answers 200 while the node serves, with a body that says when the data volume is full
+ * (reads and deletes still work then). While the node starts or shuts down every request answers
+ * 503 at once, S3 requests as S3 XML. */
 import type { KeyObject } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { getRequestListener, type HttpBindings } from '@hono/node-server'

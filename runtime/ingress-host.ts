@@ -118,7 +118,11 @@ export const httpIngress: Actor<IngressActorState, 'http-ingress'> = {
             { ...h, role: name.replace(/-\d+$/, ''), messages_total: 0, cpu_seconds: 0 },
           ]),
         )
-        return { actors, links: [], http: { requests: 0, errors: 0, client_errors: 0, seconds_sum: 0 } }
+        return {
+          actors,
+          links: [],
+          http: { requests: 0, errors: 0, client_errors: 0, seconds_sum: 0 },
+        }
       },
       partition: (peers) => supervisor.partition([...peers]),
       lentSource: (lent, deadlineMs) =>

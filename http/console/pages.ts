@@ -41,6 +41,10 @@ const TITLES: Record<PageName, string> = {
   actors: 'Actors',
 }
 
+function scriptTag(name: string): Markup {
+  return html`<script type="module" src="/console/assets/${name}.js"></script>`
+}
+
 function head(title: string, script: string | null, csrf: string | null): Markup {
   return html`<head>
     <meta charset="utf-8" />
@@ -48,7 +52,7 @@ function head(title: string, script: string | null, csrf: string | null): Markup
     <title>${title} · svc console</title>
     <link rel="stylesheet" href="/console/assets/console.css" />
     ${csrf === null ? '' : html`<meta name="csrf-token" content="${csrf}" />`}
-    ${script === null ? '' : html`<script type="module" src="/console/assets/${script}.js"></script>`}
+    ${script === null ? '' : scriptTag(script)}
   </head>`
 }
 
