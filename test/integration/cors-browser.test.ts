@@ -6,9 +6,7 @@
  * port is another origin), and headless Chromium (Debian's `chromium`, installed by .ci/test-deps)
  * driven by playwright-core through `executablePath`. CI requires Chromium; elsewhere, without it,
  * the check says so and is not run. */
-import { existsSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
-import { delimiter, join } from 'node:path'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
@@ -21,17 +19,16 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3'
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
-import { chromium, type Browser, type Page, type Response as SeenResponse } from 'playwright-core'
+import { type Page, type Response as SeenResponse } from 'playwright-core'
+import {
+  BROWSER_TIMEOUT_MS,
+  closeBrowser,
+  findChromium,
+  launchBrowser,
+} from '../support/console-browser.js'
 import { startServer, type TestServer } from '../support/server.js'
 import { skipCase } from '../support/skip.js'
 
-/** Debian's chromium on PATH (.ci/test-deps installs it as /usr/bin/chromium). */
-function findChromium(): string | undefined {
-  const folders = (process.env['PATH'] ?? '').split(delimiter).filter((folder) => folder !== '')
-  const candidates = [...folders.map((folder) => join(folder, 'chromium')), '/usr/bin/chromium']
-  return candidates.find((candidate) => existsSync(candidate))
-}
-const BROWSER_TIMEOUT_MS = 30_000
 const PAGE = '<!doctype html><meta charset="utf-8"><title>CORS test page</title><p>page</p>'
 
 let server: TestServer
@@ -128,14 +125,6 @@ async function presigned(bucket: string, key: string): Promise<{ put: string; ge
   return { put, get }
 }
 
-async function closeBounded(browser: Browser): Promise<void> {
-  // Playwright stops the Chromium it launched (by its process id); bounded, like every wait here.
-  let timer: NodeJS.Timeout | undefined
-  const limit = new Promise((resolve) => (timer = setTimeout(resolve, BROWSER_TIMEOUT_MS)))
-  await Promise.race([browser.close(), limit])
-  clearTimeout(timer)
-}
-
 test('a page on another origin reads ETag with the rule and is refused without it', async () => {
   const executablePath = findChromium()
   if (executablePath === undefined) {
@@ -143,13 +132,7 @@ test('a page on another origin reads ETag with the rule and is refused without i
     skipCase('chromium is not installed here (bash .ci/test-deps installs it)')
     return
   }
-  const browser = await chromium.launch({
-    executablePath,
-    headless: true,
-    // Root in a container: Chromium's sandbox needs user namespaces that are not there.
-    args: ['--no-sandbox', '--disable-dev-shm-usage'],
-    timeout: BROWSER_TIMEOUT_MS,
-  })
+  const browser = await launchBrowser(executablePath)
   try {
     const browserPage = await browser.newPage()
     browserPage.setDefaultTimeout(BROWSER_TIMEOUT_MS)
@@ -187,7 +170,7 @@ test('a page on another origin reads ETag with the rule and is refused without i
       .catch((error: unknown) => (error as { name: string }).name)
     assert.is(absent, 'NotFound')
   } finally {
-    await closeBounded(browser)
+    await closeBrowser(browser)
   }
 })
 
