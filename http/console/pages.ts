@@ -51,6 +51,7 @@ function head(title: string, script: string | null, csrf: string | null): Markup
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <title>${title} · svc console</title>
     <link rel="stylesheet" href="/console/assets/console.css" />
+    <link rel="icon" href="data:," />
     ${csrf === null ? '' : html`<meta name="csrf-token" content="${csrf}" />`}
     ${script === null ? '' : scriptTag(script)}
   </head>`
