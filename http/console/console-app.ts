@@ -32,6 +32,7 @@ import {
   sessionToken,
   signIn,
   type Session,
+  type SessionLook,
 } from './session.js'
 
 export type Listener = (incoming: IncomingMessage, outgoing: ServerResponse) => void
@@ -112,7 +113,10 @@ async function withSession(
 ): Promise<void> {
   try {
     const session = await readSession(mesh, incoming.headers, newRequestId())
-    if (session === null) return refuse(outgoing, 401, 'Unauthorized', 'Sign in again.')
+    if (session === 'none') return refuse(outgoing, 401, 'Unauthorized', 'Sign in again.')
+    if (session === 'unavailable') {
+      return refuse(outgoing, 503, 'ServiceUnavailable', SESSION_UNAVAILABLE)
+    }
     if (!passesCsrf(incoming.method ?? 'GET', incoming.headers, session)) {
       return refuse(outgoing, 403, 'Forbidden', 'The request lacks the console’s CSRF token.')
     }
@@ -124,12 +128,15 @@ async function withSession(
   }
 }
 
+const SESSION_UNAVAILABLE = 'The node cannot check the session just now: try again in a moment.'
+
 function refuse(outgoing: ServerResponse, status: number, code: string, error: string): void {
   incomingDrain(outgoing)
   const body = JSON.stringify({ error, code })
   outgoing.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'cache-control': 'no-store',
+    ...(status === 503 ? { 'retry-after': '1' } : {}),
   })
   outgoing.end(body)
 }
@@ -147,7 +154,7 @@ const PAGE_ROUTES: readonly PageName[] = ['buckets', 'users', 'cluster', 'actors
 function createConsoleApp(mesh: Mesh): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>()
   const secure = mesh.config['SVC_TLS_CERT'] !== undefined
-  const session = (c: ConsoleContext): Promise<Session | null> =>
+  const session = (c: ConsoleContext): Promise<SessionLook> =>
     readSession(mesh, c.env.incoming.headers, newRequestId())
 
   app.use('*', async (c, next) => {
@@ -156,10 +163,10 @@ function createConsoleApp(mesh: Mesh): Hono<ConsoleEnv> {
   })
   app.get('/console', (c) => c.redirect('/console/', 301))
   app.get('/console/', async (c) =>
-    c.redirect((await session(c)) === null ? '/console/login' : '/console/buckets', 303),
+    c.redirect((await session(c)) === 'none' ? '/console/login' : '/console/buckets', 303),
   )
   app.get('/console/login', async (c) => {
-    if ((await session(c)) !== null) return c.redirect('/console/buckets', 303)
+    if (typeof (await session(c)) === 'object') return c.redirect('/console/buckets', 303)
     return c.html(loginPage({ error: null, username: '' }))
   })
   app.post('/console/login', async (c) => {
@@ -205,10 +212,14 @@ function createConsoleApp(mesh: Mesh): Hono<ConsoleEnv> {
   type Handler = (c: ConsoleContext) => Response | Promise<Response>
   const signedIn = (handle: Handler) => async (c: ConsoleContext) => {
     const current = await session(c)
-    if (current === null) {
-      if (c.req.path.startsWith('/console/api/')) {
-        return c.json({ error: 'Sign in again.', code: 'Unauthorized' }, 401)
-      }
+    const isApi = c.req.path.startsWith('/console/api/')
+    if (current === 'unavailable') {
+      c.header('retry-after', '1')
+      if (isApi) return c.json({ error: SESSION_UNAVAILABLE, code: 'ServiceUnavailable' }, 503)
+      return c.text(SESSION_UNAVAILABLE, 503)
+    }
+    if (current === 'none') {
+      if (isApi) return c.json({ error: 'Sign in again.', code: 'Unauthorized' }, 401)
       return c.redirect('/console/login', 303)
     }
     if (!passesCsrf(c.req.method, c.env.incoming.headers, current)) {

@@ -122,7 +122,7 @@ export function liveStream(c: Context, mesh: Mesh, session: Session): Response {
         if (mesh.now() - checkedMs >= SESSION_CHECK_MS) {
           checkedMs = mesh.now()
           const still = await readSession(mesh, c.env.incoming.headers, newRequestId())
-          if (still === null) {
+          if (still === 'none') {
             await stream.writeSSE({ event: 'signed-out', data: '{}' })
             break
           }

@@ -9,7 +9,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import { parse } from 'hono/utils/cookie'
 import type { Mesh } from '../../protocol/actor.js'
-import type { Result } from '../../protocol/errors.js'
+import { isRetryable, type Result } from '../../protocol/errors.js'
 import type { LoginGrant, Principal } from '../../protocol/messages.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 
@@ -37,21 +37,26 @@ export function sessionToken(cookieHeader: string | undefined): string | null {
   return token === undefined || token === '' ? null : token
 }
 
-/** The session of a request's cookie, or null when there is none or iam refuses its token. */
+/** What a request's cookie is: a session; 'none' when there is no cookie or iam refuses its
+ * token; 'unavailable' when iam cannot say just now (restarting, say), which must not sign the
+ * user out. */
+export type SessionLook = Session | 'none' | 'unavailable'
+
 export async function readSession(
   mesh: Mesh,
   headers: IncomingHttpHeaders,
   requestId: string,
-): Promise<Session | null> {
+): Promise<SessionLook> {
   const token = sessionToken(headers.cookie)
-  if (token === null) return null
+  if (token === null) return 'none'
   const principal = await mesh.call('iam', {
     kind: 'iam.authorize',
     token,
     requestId,
     deadlineMs: mesh.now() + CALL_TIMEOUT_MS,
   })
-  return principal.ok ? { token, principal: principal.value, csrf: csrfOf(token) } : null
+  if (principal.ok) return { token, principal: principal.value, csrf: csrfOf(token) }
+  return isRetryable(principal.code) ? 'unavailable' : 'none'
 }
 
 /** Whether a request may act for its session: a safe method, or the session's CSRF token. */
