@@ -24,11 +24,13 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3'
 import { login } from '../support/admin-client.js'
+import { closeBrowser, findChromium, launchBrowser, signedIn } from '../support/console-browser.js'
 import { ROOT_PASSWORD, ROOT_USERNAME, startCluster, type TestCluster } from '../support/cluster.js'
 import { sample, seriesLines } from '../support/metrics-text.js'
 import { keyShard } from '../../protocol/key-shard.js'
 import { signedRequest } from '../support/signed-request.js'
 import { ACCESS_KEY, SECRET_KEY, type TestServer } from '../support/server.js'
+import { skipCase } from '../support/skip.js'
 import { pollUntil, sleep } from '../support/wait.js'
 
 /** Bounds of the polls: twice what the issue asks, so that only a real failure fails. */
@@ -293,6 +295,37 @@ test('an admin token issued by one node is valid on the others and the gateway',
   }
   const anonymous = await fetch(`${cluster.server('n2').url}/admin/cluster/topology`)
   assert.ok(anonymous.status === 401 || anonymous.status === 403, `${anonymous.status}`)
+})
+
+test('the web console of a node shows every member and every actor of the cluster', async () => {
+  const executablePath = findChromium()
+  if (executablePath === undefined) {
+    assert.is(process.env['CI'], undefined, 'CI installs chromium (.ci/test-deps)')
+    skipCase('chromium is not installed here (bash .ci/test-deps installs it)')
+    return
+  }
+  const browser = await launchBrowser(executablePath)
+  try {
+    const origin = cluster.server('n1').url
+    const user = await signedIn(browser, origin, ROOT_USERNAME, ROOT_PASSWORD)
+    const { page } = user
+    await page.getByRole('link', { name: 'Cluster', exact: true }).click()
+    for (const id of ['n1', 'n2', 'n3', 'g1']) {
+      await page.locator(`tr[data-node="${id}"]`).getByText('Alive').waitFor()
+    }
+    await page.locator('[data-repair="hints"]').waitFor()
+    await page.getByRole('link', { name: 'Actors', exact: true }).click()
+    // Every member's actors, each asked of that member by the node serving the page.
+    for (const id of ['n1', 'n2', 'n3', 'g1']) {
+      await page.locator(`section[data-node="${id}"] tr[data-actor="gossiper"]`).waitFor()
+    }
+    const circles = await page.locator('svg.mesh g[data-node] circle').count()
+    assert.ok(circles >= 4 * 3, `${circles} actors drawn`)
+    assert.equal(user.offsite, [])
+    assert.equal(user.pageErrors, [])
+  } finally {
+    await closeBrowser(browser)
+  }
 })
 
 test('the cluster actors can be killed: they restart and the node is Alive again', async () => {

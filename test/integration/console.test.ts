@@ -12,7 +12,13 @@
 import { join } from 'node:path'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { ListBucketsCommand, PutObjectCommand, CreateBucketCommand } from '@aws-sdk/client-s3'
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  ListBucketsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+} from '@aws-sdk/client-s3'
 import type { Browser } from 'playwright-core'
 import { admin, createUser, login } from '../support/admin-client.js'
 import {
@@ -305,6 +311,18 @@ test('signing out ends the session', async () => {
   await page.goto(`${server.url}/console/users`)
   assert.ok(page.url().endsWith('/console/login'))
   root = null
+})
+
+test('a bucket named console keeps working for S3 requests', async () => {
+  const s3 = server.client()
+  await s3.send(new CreateBucketCommand({ Bucket: 'console' }))
+  for (const key of ['assets/console.css', 'login', 'api/live']) {
+    await s3.send(new PutObjectCommand({ Bucket: 'console', Key: key, Body: `object ${key}` }))
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'console', Key: key }))
+    assert.is(await got.Body?.transformToString(), `object ${key}`)
+  }
+  const listed = await s3.send(new ListObjectsV2Command({ Bucket: 'console' }))
+  assert.is(listed.KeyCount, 3)
 })
 
 test('no page asked anything of another host, and no script failed', () => {
