@@ -146,6 +146,16 @@ function incomingDrain(outgoing: ServerResponse): void {
   outgoing.setHeader('connection', 'close')
 }
 
+/** The console's own request bodies (a sign-in form, a share request) are a few hundred bytes. */
+const FORM_BYTES_MAX = 16 * 1024
+
+/** A refusal of a body that is too large, or of unknown length; null when it may be read. */
+function unboundedBody(c: ConsoleContext): Response | null {
+  const length = Number(c.req.header('content-length') ?? NaN)
+  if (!Number.isSafeInteger(length)) return c.text('Length Required', 411)
+  return length > FORM_BYTES_MAX ? c.text('Content Too Large', 413) : null
+}
+
 type ConsoleEnv = { Bindings: HttpBindings; Variables: { session: Session } }
 type ConsoleContext = Context<ConsoleEnv>
 
@@ -176,6 +186,8 @@ function createConsoleApp(mesh: Mesh): Hono<ConsoleEnv> {
         403,
       )
     }
+    const refused = unboundedBody(c)
+    if (refused !== null) return refused
     const form = await c.req.parseBody()
     const username = typeof form['username'] === 'string' ? form['username'] : ''
     const password = typeof form['password'] === 'string' ? form['password'] : ''
@@ -191,6 +203,8 @@ function createConsoleApp(mesh: Mesh): Hono<ConsoleEnv> {
   })
   app.post('/console/logout', async (c) => {
     const token = sessionToken(c.env.incoming.headers.cookie)
+    const refused = unboundedBody(c)
+    if (refused !== null) return refused
     const form = await c.req.parseBody()
     // Only the console's own page may sign its user out (its form carries the CSRF token).
     if (token !== null && form['csrf'] !== csrfOf(token)) return c.text('Forbidden', 403)
@@ -264,7 +278,7 @@ function createConsoleApp(mesh: Mesh): Hono<ConsoleEnv> {
   )
   app.post(
     '/console/api/share',
-    signedIn((c) => shareLink(c, mesh, c.get('session'))),
+    signedIn((c) => unboundedBody(c) ?? shareLink(c, mesh, c.get('session'))),
   )
   app.get(
     '/console/api/live',

@@ -105,8 +105,17 @@ function samplerOf(mesh: Mesh): Sampler {
   return sampler
 }
 
+/** Streams open on this ingress thread at most: each asks every member once a second. */
+const STREAMS_MAX = 32
+let streams = 0
+
 export function liveStream(c: Context, mesh: Mesh, session: Session): Response {
+  if (streams >= STREAMS_MAX) {
+    const error = 'Too many live pages are open on this node: try again later.'
+    return c.json({ error, code: 'SlowDown' }, 503, { 'retry-after': '5' })
+  }
   const sampler = samplerOf(mesh)
+  streams += 1
   return streamSSE(c, async (stream) => {
     let open = true
     stream.onAbort(() => {
@@ -133,6 +142,7 @@ export function liveStream(c: Context, mesh: Mesh, session: Session): Response {
         await stream.sleep(LIVE_INTERVAL_MS)
       }
     } finally {
+      streams -= 1
       release()
     }
   })
