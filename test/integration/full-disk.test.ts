@@ -39,9 +39,10 @@ const MIB = 1024 * 1024
 /** 1 MiB objects a 64 MiB volume must take at least. */
 const SMALL_VOLUME_OBJECTS_MIN = 16
 /** Deletes of 1 MiB objects that surely make room for one more on a volume full by the rule: the
- * blob writes that filled it may have dug up to half of the floor, and the next PUT needs its own
- * MiB and one more to spare. */
-const FREEING_DELETES = Math.ceil(floorBytes(SMALL_VOLUME_MIB * MIB) / 2 / MIB) + 2
+ * blob writes that filled it may have dug up to half of the floor, the deletes' own records take
+ * room in the metadata database until a compaction drops them (its output is written before its
+ * inputs go: up to two MiB here), and the next PUT needs its own MiB and one more to spare. */
+const FREEING_DELETES = Math.ceil(floorBytes(SMALL_VOLUME_MIB * MIB) / 2 / MIB) + 4
 /** Freed room must take a write within this: the files of deleted objects go once their batch is
  * durable (on a busy machine, a second or more after the answer), and the store looks at the
  * volume at most a second apart, while a look cached for many seconds would not let it in. */
