@@ -36,6 +36,7 @@ import type { Member } from '../protocol/cluster.js'
 import { errorXml } from './s3/xml/s3-xml.js'
 import { firstWithin } from '../protocol/timing.js'
 import { membershipView } from './admin/cluster-app.js'
+import { splitAddress } from './host-port.js'
 import { CLIENT_ADDRESS_HEADER, signedClientAddress } from './client-address.js'
 import { FORWARDED_HEADER, NOT_SERVING_HEADER, type IngressState, type Listener } from './app.js'
 import { NodeChoice } from './gateway-choice.js'
@@ -567,22 +568,18 @@ async function relay(
 
 async function answerOwnHealth(mesh: Mesh, outgoing: ServerResponse): Promise<void> {
   const view = await membershipView(mesh, mesh.now() + VIEW_TIMEOUT_MS)
-  const actors = await mesh.actorHealth().catch(() => ({}))
+  const figures = await mesh.nodeFigures().catch(() => null)
   const body = JSON.stringify({
     id: mesh.config['SVC_NODE_ID'],
     mode: 'gateway',
     status: view.ok ? view.value.self.status : 'Alive',
     phase: view.ok ? view.value.self.phase : 'serving',
     uptime_seconds: Math.round(process.uptime()),
-    actors,
+    actors: figures?.actors ?? {},
+    ...(figures === null ? {} : { links: figures.links, http: figures.http }),
   })
   outgoing.writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
   outgoing.end(body)
-}
-
-function splitAddress(address: string): [string, number] {
-  const at = address.lastIndexOf(':')
-  return [address.slice(0, at).replace(/^\[|\]$/g, ''), Number(address.slice(at + 1))]
 }
 
 /** S3's retryable 503, closing the connection so that a retry may go elsewhere. */

@@ -15,7 +15,16 @@ import type { AddressInfo } from 'node:net'
 import type * as Comlink from 'comlink'
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client'
 import { createListener, type IngressState, type Listener } from '../http/app.js'
-import type { Actor, ActorHealth, Context, Mesh, VolumeStatus } from '../protocol/actor.js'
+import type {
+  Actor,
+  ActorHealth,
+  Context,
+  Mesh,
+  NodeFigures,
+  VolumeStatus,
+} from '../protocol/actor.js'
+import { actorTable } from './actor-table.js'
+import { actorHealthOf, nodeFiguresOf } from './node-figures.js'
 import { ok, unreachable } from '../protocol/errors.js'
 import type { IngressMsg } from '../protocol/messages.js'
 import { createGatewayListener } from '../http/gateway.js'
@@ -110,20 +119,7 @@ export const httpIngress: Actor<IngressActorState, 'http-ingress'> = {
       },
       volumeStatus,
       actorHealth: () => actorHealth(supervisor),
-      nodeFigures: async () => {
-        const health = await actorHealth(supervisor)
-        const actors = Object.fromEntries(
-          Object.entries(health).map(([name, h]) => [
-            name,
-            { ...h, role: name.replace(/-\d+$/, ''), messages_total: 0, cpu_seconds: 0 },
-          ]),
-        )
-        return {
-          actors,
-          links: [],
-          http: { requests: 0, errors: 0, client_errors: 0, seconds_sum: 0 },
-        }
-      },
+      nodeFigures: () => nodeFigures(supervisor, ctx.config['SVC_MODE']),
       partition: (peers) => supervisor.partition([...peers]),
       lentSource: (lent, deadlineMs) =>
         new LoanSource(lent, deadlineMs, ctx.now, (why) => {
@@ -287,8 +283,15 @@ async function metricsText(supervisor: Comlink.Remote<SupervisorApi>, mesh: Mesh
     labelNames: ['actor'],
     registers: [liveness],
   })
+  const cpu = new Counter({
+    name: 'svc_actor_cpu_seconds_total',
+    help: "CPU seconds (user and system) of the actor's threads, restarts included",
+    labelNames: ['actor'],
+    registers: [liveness],
+  })
   for (const [actor, isUp] of Object.entries(gathered.up)) up.set({ actor }, isUp ? 1 : 0)
   for (const [actor, count] of Object.entries(gathered.restarts)) restarts.inc({ actor }, count)
+  for (const [actor, seconds] of Object.entries(gathered.cpuSeconds)) cpu.inc({ actor }, seconds)
   const merged = AggregatorRegistry.aggregate(gathered.actors as never)
   return (await liveness.metrics()) + gathered.node + store + (await merged.metrics())
 }
@@ -297,24 +300,16 @@ async function metricsText(supervisor: Comlink.Remote<SupervisorApi>, mesh: Mesh
 async function actorHealth(
   supervisor: Comlink.Remote<SupervisorApi>,
 ): Promise<Record<string, ActorHealth>> {
-  const gathered = await gather(supervisor)
-  const depths = new Map<string, number>()
-  for (const metrics of gathered.actors) {
-    const depth = metrics.find((metric) => metric.name === 'svc_actor_mailbox_depth')
-    for (const sample of depth?.values ?? []) {
-      const actor = String(sample.labels['actor'] ?? '')
-      depths.set(actor, (depths.get(actor) ?? 0) + sample.value)
-    }
-  }
-  const health: Record<string, ActorHealth> = {}
-  for (const [actor, up] of Object.entries(gathered.up)) {
-    health[actor] = {
-      up,
-      restarts: gathered.restarts[actor] ?? 0,
-      mailbox_depth: depths.get(actor) ?? 0,
-    }
-  }
-  return health
+  return actorHealthOf(await gather(supervisor))
+}
+
+/** Every actor's figures, the links of the node's actor table and its HTTP totals. */
+async function nodeFigures(
+  supervisor: Comlink.Remote<SupervisorApi>,
+  mode: string | undefined,
+): Promise<NodeFigures> {
+  const table = actorTable(mode === 'cluster' || mode === 'gateway' ? mode : 'single')
+  return nodeFiguresOf(await gather(supervisor), table.links, table.actors)
 }
 
 /** The data volume's status, looked at again when the last look is over VOLUME_LOOK_MS old: a

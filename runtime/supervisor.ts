@@ -36,6 +36,7 @@ import {
 import type { Logger } from '../protocol/actor.js'
 import type { HostApi, HostData } from './thread-host.js'
 import type { MetricsJson } from './actor-metrics.js'
+import { ThreadCpu } from './node-figures.js'
 import type { NodeMetrics } from './node-metrics.js'
 import { PasswordPool } from './password-pool.js'
 import { createStoreMemory, type StoreMemory } from './store-shards.js'
@@ -60,6 +61,8 @@ export interface GatheredMetrics {
   node: string
   up: Record<string, boolean>
   restarts: Record<string, number>
+  /** CPU seconds of each actor's threads since the node started (ThreadCpu). */
+  cpuSeconds: Record<string, number>
 }
 
 export interface SupervisorApi {
@@ -99,6 +102,8 @@ interface Child {
   downUntilMs: number
   restartTimes: number[]
   restartsTotal: number
+  /** The CPU of its threads, across restarts. */
+  cpu: ThreadCpu
   stopping: boolean
 }
 
@@ -176,6 +181,7 @@ export class Supervisor {
           downUntilMs: 0,
           restartTimes: [],
           restartsTotal: 0,
+          cpu: new ThreadCpu(),
           stopping: false,
         }
         this.children.set(name, child)
@@ -369,6 +375,7 @@ export class Supervisor {
     }
     child.restartTimes.push(now)
     child.restartsTotal++
+    child.cpu.ended()
     const backoffMs = Math.max(
       Math.min(
         RESTART_BACKOFF_MS_MAX,
@@ -461,19 +468,32 @@ export class Supervisor {
   private async gatherMetrics(): Promise<GatheredMetrics> {
     const up: Record<string, boolean> = {}
     const restarts: Record<string, number> = {}
+    const cpuSeconds: Record<string, number> = {}
     const answers = [...this.children.values()].map(async (child) => {
       restarts[child.name] = child.restartsTotal
       up[child.name] = child.up
-      if (child.api === null || !child.up) return null
+      const worker = child.worker
+      if (child.api === null || worker === null || !child.up) {
+        cpuSeconds[child.name] = child.cpu.seconds
+        return null
+      }
+      // A thread that is not running (it is dying) keeps its last figure.
+      const cpu = withTimeout(worker.cpuUsage(), METRICS_GATHER_TIMEOUT_MS, 'cpu usage').then(
+        (usage) => child.cpu.seen(usage.user + usage.system),
+        () => undefined,
+      )
       try {
         return await withTimeout(child.api.metrics(), METRICS_GATHER_TIMEOUT_MS, 'metrics')
       } catch {
         up[child.name] = false
         return null
+      } finally {
+        await cpu
+        cpuSeconds[child.name] = child.cpu.seconds
       }
     })
     const node = await this.options.metrics.text()
     const actors = (await Promise.all(answers)).filter((json) => json !== null)
-    return { actors, node, up, restarts }
+    return { actors, node, up, restarts, cpuSeconds }
   }
 }

@@ -284,16 +284,22 @@ export function createClusterApp(mesh: Mesh, caches: AuthCaches): Hono<AdminEnv>
     '/node/health',
     guarded(
       'NodeHealth',
-      withView(async (view) => ({
-        id: view.self.id,
-        mode: mesh.config['SVC_MODE'],
-        status: view.self.status,
-        phase: view.self.phase,
-        pool: view.self.pool,
-        incarnation: view.self.incarnation,
-        uptime_seconds: Math.round(process.uptime()),
-        actors: await mesh.actorHealth(),
-      })),
+      withView(async (view) => {
+        // One gathering: each actor's health with its figures, the links and the HTTP totals.
+        const figures = await mesh.nodeFigures()
+        return {
+          id: view.self.id,
+          mode: mesh.config['SVC_MODE'],
+          status: view.self.status,
+          phase: view.self.phase,
+          pool: view.self.pool,
+          incarnation: view.self.incarnation,
+          uptime_seconds: Math.round(process.uptime()),
+          actors: figures.actors,
+          links: figures.links,
+          http: figures.http,
+        }
+      }),
     ),
   )
   app.post(

@@ -11,6 +11,7 @@ import { streamSSE } from 'hono/streaming'
 import type { Mesh, NodeFigures } from '../../protocol/actor.js'
 import { newRequestId } from '../s3/router.js'
 import { membershipView } from '../admin/cluster-app.js'
+import { splitAddress } from '../host-port.js'
 import { readSession, type Session } from './session.js'
 
 const LIVE_INTERVAL_MS = 1_000
@@ -220,12 +221,6 @@ function peerFigures(httpAddr: string, token: string): Promise<NodeFigures | str
     req.on('error', (error) => resolve(error.message))
     req.end()
   })
-}
-
-function splitAddress(address: string): [string, number] {
-  const at = address.lastIndexOf(':')
-  const host = address.slice(0, at).replace(/^\[|\]$/g, '')
-  return [host, Number(address.slice(at + 1))]
 }
 
 /** The figures in a node health answer (its `actors`, `links` and `http`). */

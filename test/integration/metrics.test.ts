@@ -110,6 +110,9 @@ test('every actor is in one valid exposition', async () => {
   for (const actor of ACTORS) {
     assert.is(sample(text, 'svc_actor_up', `actor="${actor}"`), 1, actor)
     assert.is(sample(text, 'svc_actor_restarts_total', `actor="${actor}"`), 0, actor)
+    // Every thread has run its start-up at least: its CPU is counted, above zero.
+    const cpu = sample(text, 'svc_actor_cpu_seconds_total', `actor="${actor}"`) ?? 0
+    assert.ok(cpu > 0, `${actor} CPU ${cpu}`)
   }
   assert.match(text, /svc_actor_messages_total\{kind="object.put",actor="replica-store"\} \d+/)
   for (const name of [
