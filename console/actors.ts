@@ -130,9 +130,13 @@ function meshPicture(nodes: LiveNode[], rates: Map<string, Rates | null>): SVGSV
       const actor = figures.actors[name]!
       const rate = rates.get(`${node.id}\0${name}`) ?? null
       const point = at.get(name)!
-      const title = `${name}: ${actor.up ? 'up' : 'down'}, ${actor.restarts} restarts, mailbox ${
-        actor.mailbox_depth
-      }${rate === null ? '' : `, ${rate.messages.toFixed(1)} msg/s, CPU ${(rate.cpu * 100).toFixed(0)}%`}`
+      const load =
+        rate === null
+          ? ''
+          : `, ${rate.messages.toFixed(1)} msg/s, CPU ${(rate.cpu * 100).toFixed(0)}%`
+      const state = actor.up ? 'up' : 'down'
+      const mailbox = `mailbox ${actor.mailbox_depth}`
+      const title = `${name}: ${state}, ${actor.restarts} restarts, ${mailbox}${load}`
       group.append(
         svg(
           'circle',

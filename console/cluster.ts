@@ -166,10 +166,10 @@ function membersSection(topology: Topology): HTMLElement {
     ),
   )
   const pools = topology.pools
-    .map(
-      (pool) =>
-        `${pool.name}: RF ${pool.replication_factor}, W ${pool.write_quorum}, R ${pool.read_quorum}`,
-    )
+    .map((pool) => {
+      const quorums = `W ${pool.write_quorum}, R ${pool.read_quorum}`
+      return `${pool.name}: RF ${pool.replication_factor}, ${quorums}`
+    })
     .join('; ')
   return el(
     'section',

@@ -75,7 +75,7 @@ async function screenshot(user: ConsoleUser, name: string): Promise<void> {
   await user.page.screenshot({ path: join(shots, `${name}.png`) })
 }
 
-test('a wrong password opens nothing; the right one opens the console with a strict cookie', async () => {
+test('a wrong password opens nothing; the right one opens it with a strict cookie', async () => {
   const open = needBrowser()
   if (open === null) return
   const user = await newConsoleUser(open, server.url)
@@ -105,7 +105,7 @@ test('a wrong password opens nothing; the right one opens the console with a str
   assert.match(policy, /frame-ancestors 'none'/)
 })
 
-test('a change without the page’s CSRF token is refused, and a sign-in form from another site', async () => {
+test('a change without the CSRF token is refused, and a sign-in from another site', async () => {
   const open = needBrowser()
   if (open === null) return
   const user = await rootUser(open)
@@ -143,7 +143,7 @@ test('a change without the page’s CSRF token is refused, and a sign-in form fr
   assert.is(crossSite.headers.get('set-cookie'), null)
 })
 
-test('a SuperUser creates a user and an S3 key on the Users page; the secret works once shown', async () => {
+test('a SuperUser creates a user and an S3 key; the secret, shown once, works', async () => {
   const open = needBrowser()
   if (open === null) return
   const { page } = await rootUser(open)
