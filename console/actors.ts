@@ -107,8 +107,8 @@ function meshPicture(nodes: LiveNode[], rates: Map<string, Rates | null>): SVGSV
     const figures = node.figures!
     const names = Object.keys(figures.actors).sort()
     const cx = (index % columns) * size + size / 2
-    const cy = Math.floor(index / columns) * size + size / 2 + 8
-    const radius = size / 2 - 56
+    const cy = Math.floor(index / columns) * size + size / 2 + 14
+    const radius = size / 2 - 60
     const at = new Map(
       names.map((name, i) => {
         const angle = (2 * Math.PI * i) / names.length - Math.PI / 2
@@ -116,7 +116,13 @@ function meshPicture(nodes: LiveNode[], rates: Map<string, Rates | null>): SVGSV
       }),
     )
     const group = svg('g', { 'data-node': node.id })
-    group.append(svg('text', { x: cx, y: cy - size / 2 + 24, 'text-anchor': 'middle' }, node.id))
+    group.append(
+      svg(
+        'text',
+        { x: cx, y: cy - size / 2 + 4, 'text-anchor': 'middle', class: 'node-name' },
+        node.id,
+      ),
+    )
     for (const [caller, callee] of figures.links) {
       for (const from of names.filter((name) => figures.actors[name]?.role === caller)) {
         for (const to of names.filter((name) => figures.actors[name]?.role === callee)) {
