@@ -393,7 +393,8 @@ function tagsForm(key: string, tags: [string, string][]): HTMLElement {
         pairs
           .map(
             ([name, value]) =>
-              `<Tag><Key>${escapeXml(name ?? '')}</Key><Value>${escapeXml(value ?? '')}</Value></Tag>`,
+              `<Tag><Key>${escapeXml(name ?? '')}</Key>` +
+              `<Value>${escapeXml(value ?? '')}</Value></Tag>`,
           )
           .join('') +
         '</TagSet></Tagging>'
@@ -562,7 +563,8 @@ function versioningForm(status: string): HTMLElement {
     event.preventDefault()
     if (select.value === 'Off') return
     void attempt(async () => {
-      const body = `<VersioningConfiguration><Status>${select.value}</Status></VersioningConfiguration>`
+      const status = `<Status>${select.value}</Status>`
+      const body = `<VersioningConfiguration>${status}</VersioningConfiguration>`
       await s3(s3Path(bucket), { method: 'PUT', query: { versioning: '' }, body })
       await showSettings()
       notify(`Versioning is ${select.value}.`)

@@ -180,7 +180,7 @@ test('versioning and CORS rules set through forms are what S3 reads back', async
   assert.is(cors.CORSRules?.[0]?.MaxAgeSeconds, 600)
 })
 
-test('details: tags saved, versions listed, and a share link that works without a session', async () => {
+test('details: tags saved, versions listed, a share link that needs no session', async () => {
   const open = needBrowser()
   if (open === null) return
   const token = await login(server, 'root', ROOT_PASSWORD)
@@ -228,7 +228,7 @@ test('details: tags saved, versions listed, and a share link that works without 
   }
 })
 
-test('a Reader sees the objects, has no control that changes, and is refused a change', async () => {
+test('a Reader sees objects, has no control that changes, is refused a change', async () => {
   const open = needBrowser()
   if (open === null) return
   const token = await login(server, 'root', ROOT_PASSWORD)
