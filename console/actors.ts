@@ -8,7 +8,7 @@
  *   a Kill button for a SuperUser (on this node's actors), to watch the actor restart;
  * - charts of the node's requests a second, mean latency and errors over the last minutes.
  * No reload: the page updates in place, and the browser reopens the stream when it ends. */
-import { api, attempt, el, errorText, notify, pageData, render } from './common.js'
+import { api, attempt, dataTable, el, errorText, notify, pageData, render } from './common.js'
 
 interface ActorFigures {
   role: string
@@ -225,29 +225,17 @@ function actorTable(node: LiveNode, rates: Map<string, Rates | null>): HTMLEleme
     'section',
     { 'aria-label': `Actors of ${node.id}`, 'data-node': node.id },
     el('h2', {}, `${node.id}${node.self ? ' (this node)' : ''}`),
-    el(
-      'div',
-      { class: 'table-wrap' },
-      el(
-        'table',
-        {},
-        el(
-          'thead',
-          {},
-          el(
-            'tr',
-            {},
-            ['Actor', 'State', 'Restarts', 'Mailbox', 'Messages', 'Messages/s', 'CPU'].map(
-              (text, index) => el('th', { scope: 'col', class: index > 1 ? 'num' : null }, text),
-            ),
-            mayKill && node.self ? el('th', { scope: 'col' }, 'Chaos') : null,
-          ),
-        ),
-        el('tbody', {}, rows),
-      ),
+    dataTable(
+      null,
+      ['Actor', 'State', ...NUMERIC_COLUMNS, ...(mayKill && node.self ? ['Chaos'] : [])],
+      rows,
+      NUMERIC_COLUMNS,
     ),
   )
 }
+
+/** The table's columns of figures. */
+const NUMERIC_COLUMNS = ['Restarts', 'Mailbox', 'Messages', 'Messages/s', 'CPU']
 
 function kill(actor: string): Promise<void> {
   return attempt(async () => {

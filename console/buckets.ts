@@ -7,6 +7,7 @@ import {
   attempt,
   canWrite,
   childrenNamed,
+  dataTable,
   el,
   formatBytes,
   formatTime,
@@ -61,32 +62,11 @@ async function load(): Promise<void> {
   render(
     writer ? createForm() : null,
     openForm(),
-    el(
-      'div',
-      { class: 'table-wrap' },
-      el(
-        'table',
-        {},
-        el('caption', { class: 'muted' }, `${buckets.length} buckets`),
-        el(
-          'thead',
-          {},
-          el(
-            'tr',
-            {},
-            el('th', { scope: 'col' }, 'Bucket'),
-            el('th', { scope: 'col' }, 'Created'),
-            el('th', { scope: 'col', class: 'num' }, 'Objects'),
-            el('th', { scope: 'col', class: 'num' }, 'Size'),
-            writer ? el('th', { scope: 'col' }, 'Actions') : null,
-          ),
-        ),
-        el(
-          'tbody',
-          {},
-          buckets.map((bucket) => bucketRow(bucket, stats.get(bucket.name), writer)),
-        ),
-      ),
+    dataTable(
+      `${buckets.length} buckets`,
+      ['Bucket', 'Created', 'Objects', 'Size', ...(writer ? ['Actions'] : [])],
+      buckets.map((bucket) => bucketRow(bucket, stats.get(bucket.name), writer)),
+      ['Objects', 'Size'],
     ),
   )
 }

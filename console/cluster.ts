@@ -6,6 +6,7 @@
 import {
   api,
   ApiError,
+  dataTable,
   el,
   errorText,
   formatBytes,
@@ -112,28 +113,6 @@ function selfSection(node: NodeSummary, stats: Stats | null): HTMLElement {
   )
 }
 
-function table(caption: string, headings: string[], rows: HTMLElement[]): HTMLElement {
-  return el(
-    'div',
-    { class: 'table-wrap' },
-    el(
-      'table',
-      {},
-      el('caption', { class: 'muted' }, caption),
-      el(
-        'thead',
-        {},
-        el(
-          'tr',
-          {},
-          headings.map((text) => el('th', { scope: 'col' }, text)),
-        ),
-      ),
-      el('tbody', {}, rows),
-    ),
-  )
-}
-
 function membersSection(topology: Topology): HTMLElement {
   const rows = topology.pools.flatMap((pool) =>
     pool.nodes.map((node) =>
@@ -176,10 +155,11 @@ function membersSection(topology: Topology): HTMLElement {
     { 'aria-labelledby': 'members-heading' },
     el('h2', { id: 'members-heading' }, `Cluster ${topology.cluster}`),
     el('p', { class: 'muted' }, pools),
-    table(
+    dataTable(
       'Nodes and gateways',
       ['Member', 'Kind', 'Pool', 'Status', 'Phase', 'Free', 'Version', 'HTTP'],
       [...rows, ...gateways],
+      ['Free'],
     ),
   )
 }

@@ -171,6 +171,37 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   return element
 }
 
+/** A table in its scrolling frame: an optional caption, column headings (those named in
+ * `numeric` aligned as numbers) and the rows. */
+export function dataTable(
+  caption: string | null,
+  headings: readonly string[],
+  rows: Child[],
+  numeric: readonly string[] = [],
+): HTMLElement {
+  return el(
+    'div',
+    { class: 'table-wrap' },
+    el(
+      'table',
+      {},
+      caption === null ? null : el('caption', { class: 'muted' }, caption),
+      el(
+        'thead',
+        {},
+        el(
+          'tr',
+          {},
+          headings.map((text) =>
+            el('th', { scope: 'col', class: numeric.includes(text) ? 'num' : null }, text),
+          ),
+        ),
+      ),
+      el('tbody', {}, rows),
+    ),
+  )
+}
+
 /** Replaces the page's content below its heading. */
 export function render(...content: (Child | Child[])[]): void {
   const main = mainElement()

@@ -10,6 +10,7 @@ import {
   attempt,
   canWrite,
   childrenNamed,
+  dataTable,
   el,
   errorText,
   formatBytes,
@@ -205,31 +206,11 @@ async function load(): Promise<void> {
     breadcrumb(),
     writer ? uploadArea() : null,
     el('ul', { class: 'uploads', id: 'uploads', 'aria-label': 'Uploads' }),
-    el(
-      'div',
-      { class: 'table-wrap' },
-      el(
-        'table',
-        {},
-        el(
-          'caption',
-          { class: 'muted' },
-          `${listing.folders.length} folders, ${listing.objects.length} objects on this page`,
-        ),
-        el(
-          'thead',
-          {},
-          el(
-            'tr',
-            {},
-            el('th', { scope: 'col' }, 'Name'),
-            el('th', { scope: 'col', class: 'num' }, 'Size'),
-            el('th', { scope: 'col' }, 'Last modified'),
-            el('th', { scope: 'col' }, 'Actions'),
-          ),
-        ),
-        el('tbody', {}, listing.folders.map(folderRow), listing.objects.map(objectRow)),
-      ),
+    dataTable(
+      `${listing.folders.length} folders, ${listing.objects.length} objects on this page`,
+      ['Name', 'Size', 'Last modified', 'Actions'],
+      [...listing.folders.map(folderRow), ...listing.objects.map(objectRow)],
+      ['Size'],
     ),
     pager(listing),
     details ?? el('section', { id: 'details', 'aria-live': 'polite' }),
@@ -435,52 +416,34 @@ function versionsTable(key: string, versions: Version[]): HTMLElement {
     'section',
     { 'aria-label': 'Versions' },
     el('h3', {}, 'Versions'),
-    el(
-      'div',
-      { class: 'table-wrap' },
-      el(
-        'table',
-        {},
+    dataTable(
+      null,
+      ['Version', 'Latest', 'Size', 'Last modified', ''],
+      versions.map((version) =>
         el(
-          'thead',
-          {},
+          'tr',
+          { 'data-version': version.id },
+          el('td', {}, el('code', {}, version.id), version.marker ? ' (delete marker)' : ''),
+          el('td', {}, version.latest ? 'yes' : ''),
+          el('td', { class: 'num' }, version.marker ? '—' : formatBytes(version.size)),
+          el('td', {}, formatTime(version.modified)),
           el(
-            'tr',
+            'td',
             {},
-            ['Version', 'Latest', 'Size', 'Last modified', ''].map((text) =>
-              el('th', { scope: 'col' }, text),
-            ),
-          ),
-        ),
-        el(
-          'tbody',
-          {},
-          versions.map((version) =>
-            el(
-              'tr',
-              { 'data-version': version.id },
-              el('td', {}, el('code', {}, version.id), version.marker ? ' (delete marker)' : ''),
-              el('td', {}, version.latest ? 'yes' : ''),
-              el('td', { class: 'num' }, version.marker ? '—' : formatBytes(version.size)),
-              el('td', {}, formatTime(version.modified)),
-              el(
-                'td',
-                {},
-                version.marker || version.id === 'null'
-                  ? null
-                  : el(
-                      'a',
-                      {
-                        href: `${s3Path(bucket, key)}?versionId=${encodeURIComponent(version.id)}`,
-                        download: key.split('/').pop() ?? key,
-                      },
-                      'Download',
-                    ),
-              ),
-            ),
+            version.marker || version.id === 'null'
+              ? null
+              : el(
+                  'a',
+                  {
+                    href: `${s3Path(bucket, key)}?versionId=${encodeURIComponent(version.id)}`,
+                    download: key.split('/').pop() ?? key,
+                  },
+                  'Download',
+                ),
           ),
         ),
       ),
+      ['Size'],
     ),
   )
 }

@@ -2,7 +2,17 @@
  * role, deactivate and activate, create (or replace) and revoke S3 keys, delete. All through the
  * admin API (`/console/api/admin/...`), which only a SuperUser may call: anyone else sees its
  * refusal. A new secret key is shown once, as the admin API answers it once. */
-import { api, ApiError, attempt, el, errorText, formatTime, notify, render } from './common.js'
+import {
+  api,
+  ApiError,
+  attempt,
+  dataTable,
+  el,
+  errorText,
+  formatTime,
+  notify,
+  render,
+} from './common.js'
 
 interface User {
   id: string
@@ -42,29 +52,10 @@ async function load(): Promise<void> {
   render(
     issued === null ? null : secretBox(issued.username, issued.credentials),
     createForm(),
-    el(
-      'div',
-      { class: 'table-wrap' },
-      el(
-        'table',
-        {},
-        el('caption', { class: 'muted' }, `${users.length} users`),
-        el(
-          'thead',
-          {},
-          el(
-            'tr',
-            {},
-            el('th', { scope: 'col' }, 'Username'),
-            el('th', { scope: 'col' }, 'Role'),
-            el('th', { scope: 'col' }, 'State'),
-            el('th', { scope: 'col' }, 'S3 key'),
-            el('th', { scope: 'col' }, 'Created'),
-            el('th', { scope: 'col' }, 'Actions'),
-          ),
-        ),
-        el('tbody', {}, users.map(userRow)),
-      ),
+    dataTable(
+      `${users.length} users`,
+      ['Username', 'Role', 'State', 'S3 key', 'Created', 'Actions'],
+      users.map(userRow),
     ),
   )
 }
