@@ -321,8 +321,16 @@ test('the web console of a node shows every member and every actor of the cluste
     }
     const circles = await page.locator('svg.mesh g[data-node] circle').count()
     assert.ok(circles >= 4 * 3, `${circles} actors drawn`)
-    assert.equal(user.offsite, [])
-    assert.equal(user.pageErrors, [])
+    // The gateway serves the console too (a node answers it through the gateway), live feed
+    // included.
+    const gateway = cluster.server('g1').url
+    const throughGateway = await signedIn(browser, gateway, ROOT_USERNAME, ROOT_PASSWORD)
+    await throughGateway.page.getByRole('link', { name: 'Actors', exact: true }).click()
+    await throughGateway.page.locator('section[data-node="g1"] tr[data-actor="gossiper"]').waitFor()
+    for (const seen of [user, throughGateway]) {
+      assert.equal(seen.offsite, [])
+      assert.equal(seen.pageErrors, [])
+    }
   } finally {
     await closeBrowser(browser)
   }
