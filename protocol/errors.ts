@@ -49,6 +49,7 @@ export const S3_CODES = [
   'max_message_length_exceeded',
   // Object and bucket tagging.
   'invalid_tag',
+  'malformed_policy',
   'no_such_tag_set',
   // A storage class Amazon S3 does not have.
   'invalid_storage_class',

@@ -190,6 +190,7 @@ const S3_ERRORS: Readonly<Record<S3SurfaceCode, S3Error>> = {
     'Your request was too big.',
   ),
   invalid_tag: s3Error('InvalidTag', 400, 'The tag provided was not a valid tag.'),
+  malformed_policy: s3Error('MalformedPolicy', 400, 'The policy is not valid.'),
   no_such_tag_set: s3Error('NoSuchTagSet', 404, 'The TagSet does not exist'),
   invalid_storage_class: s3Error(
     'InvalidStorageClass',
