@@ -133,6 +133,28 @@ test('every actor is in one valid exposition', async () => {
   assert.equal(repeated, [])
 })
 
+/** Every kind's svc_actor_messages_total of one actor, summed. */
+function messagesOf(text: string, actor: string): number {
+  return seriesLines(text, 'svc_actor_messages_total')
+    .filter((line) => line.includes(`actor="${actor}"`))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0)
+}
+
+test("a burst of PUTs grows the store's CPU and messages", async () => {
+  const before = await (await fetch(`${server.url}/metrics`)).text()
+  await s3.send(new CreateBucketCommand({ Bucket: 'burst' }))
+  const body = 'b'.repeat(64 * 1024)
+  for (let i = 0; i < 40; i++) {
+    await s3.send(new PutObjectCommand({ Bucket: 'burst', Key: `k${i}`, Body: body }))
+  }
+  const after = await (await fetch(`${server.url}/metrics`)).text()
+  const cpu = (text: string): number =>
+    sample(text, 'svc_actor_cpu_seconds_total', 'actor="replica-store"') ?? 0
+  assert.ok(cpu(after) > cpu(before), `store CPU ${cpu(before)} -> ${cpu(after)}`)
+  const [was, now] = [messagesOf(before, 'replica-store'), messagesOf(after, 'replica-store')]
+  assert.ok(now >= was + 40, `store messages ${was} -> ${now}`)
+})
+
 test('a real scrape passes promtool check metrics', async () => {
   const text = await (await fetch(`${server.url}/metrics`)).text()
   const found = spawnSync('promtool', ['--version'], { encoding: 'utf8', timeout: 10_000 })
