@@ -30,6 +30,7 @@ import { sample, seriesLines } from '../support/metrics-text.js'
 import { keyShard } from '../../protocol/key-shard.js'
 import { signedRequest } from '../support/signed-request.js'
 import { ACCESS_KEY, SECRET_KEY, type TestServer } from '../support/server.js'
+import type { ActorFigures } from '../../protocol/actor.js'
 import { skipCase } from '../support/skip.js'
 import { pollUntil, sleep } from '../support/wait.js'
 
@@ -147,6 +148,27 @@ test('every node and the gateway show the same topology, all Alive', async () =>
   assert.ok(await pollUntil(everyFree, ALIVE_WAIT_MS, 200), 'free bytes not gossiped')
 })
 
+/** A node's health carries its figures: every actor's role and numbers, the actor table's links
+ * between roles, and the HTTP totals. */
+function assertFigures(health: {
+  actors: Record<string, ActorFigures>
+  links: [string, string][]
+  http: Record<string, number>
+}): void {
+  assert.ok(health.links.length > 0, 'no links')
+  for (const link of health.links) assert.ok(link.length === 2 && !link.includes(''), `${link}`)
+  for (const [name, actor] of Object.entries(health.actors)) {
+    assert.ok(actor.role !== '' && name.startsWith(actor.role), `${name}: role ${actor.role}`)
+    for (const figure of [actor.restarts, actor.mailbox_depth, actor.messages_total]) {
+      assert.ok(Number.isInteger(figure) && figure >= 0, `${name}: ${figure}`)
+    }
+    assert.ok(actor.cpu_seconds > 0, `${name}: CPU ${actor.cpu_seconds}`)
+  }
+  const { requests = -1, errors = -1, client_errors = -1, seconds_sum = -1 } = health.http
+  assert.ok(errors >= 0 && client_errors >= 0 && errors + client_errors <= requests, 'http')
+  assert.ok(seconds_sum >= 0, `seconds ${seconds_sum}`)
+}
+
 test('cluster health, node health and the cluster metrics', async () => {
   const health = await adminJson<{
     status: string
@@ -162,9 +184,12 @@ test('cluster health, node health and the cluster metrics', async () => {
     id: string
     mode: string
     phase: string
-    actors: Record<string, { up: boolean; restarts: number; mailbox_depth: number }>
+    actors: Record<string, ActorFigures>
+    links: [string, string][]
+    http: Record<string, number>
   }>(cluster.server('n1'), 'GET', '/admin/node/health')
   assert.equal([node.id, node.mode, node.phase], ['n1', 'cluster', 'serving'])
+  assertFigures(node)
   for (const actor of [
     'replica-store',
     'coordinator',
@@ -176,12 +201,15 @@ test('cluster health, node health and the cluster metrics', async () => {
   ]) {
     assert.is(node.actors[actor]?.up, true, actor)
   }
-  const gateway = await adminJson<{ id: string; mode: string }>(
-    cluster.server('g1'),
-    'GET',
-    '/admin/node/health',
-  )
+  const gateway = await adminJson<{
+    id: string
+    mode: string
+    actors: Record<string, ActorFigures>
+    links: [string, string][]
+    http: Record<string, number>
+  }>(cluster.server('g1'), 'GET', '/admin/node/health')
   assert.equal([gateway.id, gateway.mode], ['g1', 'gateway'])
+  assertFigures(gateway)
   const metrics = await (await fetch(`${cluster.server('n3').url}/metrics`)).text()
   assert.is(sample(metrics, 'svc_cluster_nodes_alive'), 3)
   for (const name of [
