@@ -130,20 +130,16 @@ async function withSession(
 
 const SESSION_UNAVAILABLE = 'The node cannot check the session just now: try again in a moment.'
 
+/** A refusal; its request's body is not read, so the connection closes after it. */
 function refuse(outgoing: ServerResponse, status: number, code: string, error: string): void {
-  incomingDrain(outgoing)
   const body = JSON.stringify({ error, code })
   outgoing.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'cache-control': 'no-store',
+    connection: 'close',
     ...(status === 503 ? { 'retry-after': '1' } : {}),
   })
   outgoing.end(body)
-}
-
-/** A refused request's body is not read: the connection closes after the answer. */
-function incomingDrain(outgoing: ServerResponse): void {
-  outgoing.setHeader('connection', 'close')
 }
 
 /** The console's own request bodies (a sign-in form, a share request) are a few hundred bytes. */

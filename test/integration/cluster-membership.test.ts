@@ -24,14 +24,19 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3'
 import { login } from '../support/admin-client.js'
-import { closeBrowser, findChromium, launchBrowser, signedIn } from '../support/console-browser.js'
+import {
+  closeBrowser,
+  findChromium,
+  launchBrowser,
+  signedIn,
+  skipWithoutChromium,
+} from '../support/console-browser.js'
 import { ROOT_PASSWORD, ROOT_USERNAME, startCluster, type TestCluster } from '../support/cluster.js'
 import { sample, seriesLines } from '../support/metrics-text.js'
 import { keyShard } from '../../protocol/key-shard.js'
 import { signedRequest } from '../support/signed-request.js'
 import { ACCESS_KEY, SECRET_KEY, type TestServer } from '../support/server.js'
 import type { ActorFigures } from '../../protocol/actor.js'
-import { skipCase } from '../support/skip.js'
 import { pollUntil, sleep } from '../support/wait.js'
 
 /** Bounds of the polls: twice what the issue asks, so that only a real failure fails. */
@@ -328,8 +333,7 @@ test('an admin token issued by one node is valid on the others and the gateway',
 test('the web console of a node shows every member and every actor of the cluster', async () => {
   const executablePath = findChromium()
   if (executablePath === undefined) {
-    assert.is(process.env['CI'], undefined, 'CI installs chromium (.ci/test-deps)')
-    skipCase('chromium is not installed here (bash .ci/test-deps installs it)')
+    skipWithoutChromium()
     return
   }
   const browser = await launchBrowser(executablePath)

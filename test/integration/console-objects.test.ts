@@ -30,10 +30,10 @@ import {
   launchBrowser,
   newConsoleUser,
   signedIn,
+  skipWithoutChromium,
   type ConsoleUser,
 } from '../support/console-browser.js'
 import { startServer, type TestServer } from '../support/server.js'
-import { skipCase } from '../support/skip.js'
 
 const ROOT_PASSWORD = 'console-objects-root-password'
 const BUCKET = 'photos'
@@ -65,8 +65,7 @@ test.after(async () => {
 
 function needBrowser(): Browser | null {
   if (browser !== null) return browser
-  assert.is(process.env['CI'], undefined, 'CI installs chromium (.ci/test-deps)')
-  skipCase('chromium is not installed here (bash .ci/test-deps installs it)')
+  skipWithoutChromium()
   return null
 }
 

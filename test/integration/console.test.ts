@@ -28,10 +28,10 @@ import {
   newConsoleUser,
   signIn,
   signedIn,
+  skipWithoutChromium,
   type ConsoleUser,
 } from '../support/console-browser.js'
 import { clientFor, startServer, type TestServer } from '../support/server.js'
-import { skipCase } from '../support/skip.js'
 import { pollUntil } from '../support/wait.js'
 
 const ROOT_PASSWORD = 'console-root-password'
@@ -59,8 +59,7 @@ test.after(async () => {
 /** The browser, or null after saying why the case cannot run here. */
 function needBrowser(): Browser | null {
   if (browser !== null) return browser
-  assert.is(process.env['CI'], undefined, 'CI installs chromium (.ci/test-deps)')
-  skipCase('chromium is not installed here (bash .ci/test-deps installs it)')
+  skipWithoutChromium()
   return null
 }
 

@@ -24,10 +24,10 @@ import {
   BROWSER_TIMEOUT_MS,
   closeBrowser,
   findChromium,
+  skipWithoutChromium,
   launchBrowser,
 } from '../support/console-browser.js'
 import { startServer, type TestServer } from '../support/server.js'
-import { skipCase } from '../support/skip.js'
 
 const PAGE = '<!doctype html><meta charset="utf-8"><title>CORS test page</title><p>page</p>'
 
@@ -128,8 +128,7 @@ async function presigned(bucket: string, key: string): Promise<{ put: string; ge
 test('a page on another origin reads ETag with the rule and is refused without it', async () => {
   const executablePath = findChromium()
   if (executablePath === undefined) {
-    assert.is(process.env['CI'], undefined, 'CI installs chromium (.ci/test-deps)')
-    skipCase('chromium is not installed here (bash .ci/test-deps installs it)')
+    skipWithoutChromium()
     return
   }
   const browser = await launchBrowser(executablePath)

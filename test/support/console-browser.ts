@@ -5,7 +5,9 @@
  * elsewhere. CI requires Chromium; elsewhere, without it, a suite says so and does not run. */
 import { existsSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
+import * as assert from 'uvu/assert'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { skipCase } from './skip.js'
 
 /** Bounds every wait of a browser step: far above what a step takes on a loaded machine. */
 export const BROWSER_TIMEOUT_MS = 30_000
@@ -15,6 +17,12 @@ export function findChromium(): string | undefined {
   const folders = (process.env['PATH'] ?? '').split(delimiter).filter((folder) => folder !== '')
   const candidates = [...folders.map((folder) => join(folder, 'chromium')), '/usr/bin/chromium']
   return candidates.find((candidate) => existsSync(candidate))
+}
+
+/** Says that the running case cannot run here, which CI must never say (it installs Chromium). */
+export function skipWithoutChromium(): void {
+  assert.is(process.env['CI'], undefined, 'CI installs chromium (.ci/test-deps)')
+  skipCase('chromium is not installed here (bash .ci/test-deps installs it)')
 }
 
 export async function launchBrowser(executablePath: string): Promise<Browser> {
