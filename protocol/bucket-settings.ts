@@ -10,8 +10,9 @@
  * record read back from disk is checked for its shape (`isValue`) and then validated again, and
  * is `corrupt` if either fails. Pure functions, no zod: a single node's store loads this. */
 import { validateCorsConfiguration, type CorsConfiguration, type CorsRule } from './cors.js'
-import { fail, type ErrorCode, type Result } from './errors.js'
+import { fail, ok, type ErrorCode, type Result } from './errors.js'
 import { CORS_BODY_BYTES_MAX } from './limits.js'
+import { parseBucketPolicy, POLICY_BYTES_MAX } from './s3-rules/bucket-policy.js'
 import {
   BUCKET_TAGS_MAX,
   TAG_KEY_CHARS_MAX,
@@ -24,6 +25,19 @@ import {
 export interface BucketSettingValues {
   cors: CorsConfiguration
   tags: Tag[]
+  /** The bucket policy's JSON as it was put (GetBucketPolicy answers it so). */
+  policy: { text: string }
+  /** The bucket's canned ACL when it is not `private` (which is its absence). */
+  acl: { canned: BucketCannedAcl }
+}
+
+/** The canned ACLs a bucket may hold besides `private`: what they grant is
+ * protocol/s3-rules/access.ts's. */
+export const BUCKET_CANNED_ACLS = ['public-read', 'authenticated-read'] as const
+export type BucketCannedAcl = (typeof BUCKET_CANNED_ACLS)[number]
+
+function isCannedAcl(value: unknown): value is BucketCannedAcl {
+  return (BUCKET_CANNED_ACLS as readonly unknown[]).includes(value)
 }
 
 export type BucketSettingName = keyof BucketSettingValues
@@ -86,6 +100,9 @@ const CORS_RECORD_BYTES_MAX = 3 * CORS_BODY_BYTES_MAX
 const TAG_RECORD_BYTES_MAX = 6 * (TAG_KEY_CHARS_MAX + TAG_VALUE_CHARS_MAX) + 22
 const TAGS_RECORD_BYTES_MAX = BUCKET_TAGS_MAX * TAG_RECORD_BYTES_MAX + 2
 
+/** A policy's character takes at most 6 bytes of JSON (as `\uXXXX`), and `{"text":""}` 11. */
+const POLICY_RECORD_BYTES_MAX = 6 * POLICY_BYTES_MAX + 11
+
 export const BUCKET_SETTINGS: {
   [N in BucketSettingName]: BucketSettingRules<BucketSettingValues[N]>
 } = {
@@ -105,6 +122,25 @@ export const BUCKET_SETTINGS: {
     isEmpty: (tags) => tags.length === 0,
     recordBytesMax: TAGS_RECORD_BYTES_MAX,
     absent: { code: 'no_such_tag_set', message: 'The TagSet does not exist' },
+  },
+  policy: {
+    // The ingress checks the resources against the bucket too; the store checks the grammar.
+    validate: ({ text }) => parseBucketPolicy(text, null),
+    isValue: (value): value is { text: string } =>
+      typeof (value as { text?: unknown } | null)?.text === 'string',
+    isEmpty: () => false,
+    recordBytesMax: POLICY_RECORD_BYTES_MAX,
+    absent: { code: 'no_such_bucket_policy', message: 'The bucket policy does not exist' },
+  },
+  acl: {
+    validate: ({ canned }) =>
+      isCannedAcl(canned) ? ok(null) : fail('invalid_argument', `Unknown canned ACL ${canned}`),
+    isValue: (value): value is { canned: BucketCannedAcl } =>
+      typeof (value as { canned?: unknown } | null)?.canned === 'string',
+    isEmpty: () => false,
+    recordBytesMax: 64,
+    // Never answered: a bucket without the setting has the private ACL (acl.ts).
+    absent: { code: 'no_such_key', message: 'The bucket has the private ACL' },
   },
 }
 

@@ -49,8 +49,11 @@ export const S3_CODES = [
   'max_message_length_exceeded',
   // Object and bucket tagging.
   'invalid_tag',
-  'malformed_policy',
   'no_such_tag_set',
+  // Bucket policies and ACLs.
+  'malformed_policy',
+  'no_such_bucket_policy',
+  'malformed_acl',
   // A storage class Amazon S3 does not have.
   'invalid_storage_class',
   // Browser form uploads (S3's POST Object).

@@ -445,6 +445,8 @@ export interface IssuedCredentials {
 export interface Principal {
   userId: string
   role: Role
+  /** The user's name, which a bucket policy may name it by (the bootstrap key's has none). */
+  username?: string
 }
 export interface KeyLookup {
   secretKey: string

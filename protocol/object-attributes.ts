@@ -2,7 +2,7 @@
  * write that makes a version may set them (PutObject, CopyObject, CreateMultipartUpload, a form
  * upload), and each can be set alone later (object.attributes.put). A version's record keeps them
  * with, in cluster mode, the stamp of each one's last change, so that replicas keep the newest of
- * each whatever order the changes came in. Today an object's tags.
+ * each whatever order the changes came in: an object's tags and its canned ACL.
  *
  * Each attribute's entry says how its value is checked, when a value is none (the record then
  * carries nothing), what GET and HEAD report of it, what CopyObject does with it when the request
@@ -67,9 +67,24 @@ const RULES: { [N in AttributeName]: AttributeRule<N> } = {
     // The form of digests made before attributes were a family: the count, then the stamp.
     digest: (tags, stamp) => `\0${tags?.length ?? 0}${stamp === undefined ? '' : `\0${stamp}`}`,
   },
+  acl: {
+    isValue: (acl): acl is Value<'acl'> =>
+      acl === 'private' || acl === 'public-read' || acl === 'authenticated-read',
+    validate: (acl) => ok(acl),
+    isNone: (acl) => acl === 'private',
+    summary: (acl) => acl,
+    // S3 gives a copy the ACL its request names, else the private one.
+    copy: 'none',
+    digest: (acl, stamp) =>
+      acl === undefined && stamp === undefined ? '' : `\0acl\0${acl ?? ''}\0${stamp ?? ''}`,
+  },
 }
 
 export const ATTRIBUTE_NAMES = Object.keys(RULES) as AttributeName[]
+
+/** Attributes as a table of any name's value: a loop over the names sets each by its name, which
+ * the compiler cannot tie to that name's own type. */
+export type AnyAttributes = Partial<Record<AttributeName, unknown>>
 
 function ruleOf(name: AttributeName): AttributeRule<AttributeName> {
   return RULES[name] as AttributeRule<AttributeName>
@@ -115,7 +130,7 @@ export function withAttributes(attributes: ObjectAttributes | undefined): {
   const kept: ObjectAttributes = {}
   for (const name of ATTRIBUTE_NAMES) {
     const value = attributes?.[name]
-    if (value !== undefined && !ruleOf(name).isNone(value)) kept[name] = value
+    if (value !== undefined && !ruleOf(name).isNone(value)) (kept as AnyAttributes)[name] = value
   }
   return Object.keys(kept).length === 0 ? {} : { attributes: kept }
 }
@@ -126,7 +141,7 @@ export function summaryOf(attributes: ObjectAttributes | undefined): AttributeSu
   for (const name of ATTRIBUTE_NAMES) {
     const value = attributes?.[name]
     if (value !== undefined && !ruleOf(name).isNone(value)) {
-      summary[name] = ruleOf(name).summary(value)
+      ;(summary as AnyAttributes)[name] = ruleOf(name).summary(value)
     }
   }
   return Object.keys(summary).length === 0 ? undefined : summary
@@ -141,7 +156,7 @@ export function copiedAttributes(
   const copied: ObjectAttributes = {}
   for (const name of ATTRIBUTE_NAMES) {
     const value = request?.[name] ?? (ruleOf(name).copy === 'source' ? source?.[name] : undefined)
-    if (value !== undefined) copied[name] = value
+    if (value !== undefined) (copied as AnyAttributes)[name] = value
   }
   return copied
 }

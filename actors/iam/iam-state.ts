@@ -3,7 +3,7 @@
  * and touch this state after, so a failed write leaves memory as it was. */
 import type { KeyLookup } from '../../protocol/messages.js'
 import type { LoginThrottle } from './throttle.js'
-import type { UserRecord } from './user-records.js'
+import { principalOf, type UserRecord } from './user-records.js'
 
 export interface IamState {
   users: Map<string, UserRecord>
@@ -35,7 +35,7 @@ export function indexUserKey(state: IamState, user: UserRecord, secretKey: strin
   if (user.credentials === null) return
   state.keys.set(user.credentials.accessKey, {
     secretKey,
-    principal: { userId: user.id, role: user.role },
+    principal: principalOf(user),
     generation: state.generation,
   })
 }

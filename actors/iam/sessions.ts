@@ -11,6 +11,7 @@ import type { IamState } from './iam-state.js'
 import { shareLoginOutcome } from './shared-throttle.js'
 import { loginDelaySecs, recordFailure, recordSuccess } from './throttle.js'
 import { signToken, verifiedSubject } from './tokens.js'
+import { principalOf } from './user-records.js'
 
 type LoginMsg = Extract<IamMsg, { kind: 'iam.login' }>
 
@@ -66,5 +67,5 @@ export async function authorize(
   if (user === undefined || !user.isActive) {
     return fail('unauthorized', 'the token belongs to a deleted or deactivated user')
   }
-  return ok({ userId: user.id, role: user.role })
+  return ok(principalOf(user))
 }

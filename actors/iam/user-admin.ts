@@ -9,7 +9,14 @@ import type { IamMsg, UserView } from '../../protocol/messages.js'
 import { announceKeyChange } from './announce.js'
 import { exclusively, type IamState } from './iam-state.js'
 import { hashPassword } from './passwords.js'
-import { newUserId, removeUser, saveUser, userView, type UserRecord } from './user-records.js'
+import {
+  newUserId,
+  principalOf,
+  removeUser,
+  saveUser,
+  userView,
+  type UserRecord,
+} from './user-records.js'
 
 type Msg<K extends IamMsg['kind']> = Extract<IamMsg, { kind: K }>
 
@@ -76,7 +83,7 @@ export function updateUser(
     const key = updated.credentials?.accessKey
     const entry = key === undefined ? undefined : state.keys.get(key)
     if (key !== undefined && entry !== undefined) {
-      state.keys.set(key, { ...entry, principal: { userId: updated.id, role: updated.role } })
+      state.keys.set(key, { ...entry, principal: principalOf(updated) })
       const keyChanged = updated.role !== user.role || updated.isActive !== user.isActive
       if (keyChanged) {
         const announced = await announceKeyChange(state, ctx, key, msg.requestId, msg.deadlineMs)

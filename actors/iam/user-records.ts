@@ -3,7 +3,7 @@
  * read back is validated field by field: bytes from disk are outside input. */
 import type { Context } from '../../protocol/actor.js'
 import { isRole, type Role } from '../../protocol/identity.js'
-import type { SystemRecord, UserView } from '../../protocol/messages.js'
+import type { Principal, SystemRecord, UserView } from '../../protocol/messages.js'
 import type { Result } from '../../protocol/errors.js'
 
 export const USER_RECORD_PREFIX = 'iam.user.'
@@ -104,4 +104,9 @@ export async function loadUsers(ctx: Context, deadlineMs: number): Promise<UserR
   })
   if (!listed.ok) throw new Error(`cannot read users: ${listed.detail}`)
   return listed.value.map(decodeUser)
+}
+
+/** Who a user's requests act as. */
+export function principalOf(user: UserRecord): Principal {
+  return { userId: user.id, role: user.role, username: user.username }
 }

@@ -4,7 +4,11 @@
  *   B\0<bucket>         bucket record (creation time, per-bucket counters)
  *   R\0<bucket>         the bucket's CORS rules, if it has any; deleted with the bucket
  *   T\0<bucket>         the bucket's tags, if it has any; deleted with the bucket
- *                       (R\0 and T\0 are bucket settings: bucketSettingKey)
+ *   p\0<bucket>         the bucket's policy, if it has one; deleted with the bucket
+ *   a\0<bucket>         the bucket's canned ACL, if not private; deleted with the bucket
+ *                       (R\0, T\0, p\0 and a\0 are bucket settings: bucketSettingKey; every
+ *                       capital letter has a record kind, so settings added later take small
+ *                       ones)
  *   O\0<bucket>\0<key>  object record; a bucket's objects are one range, in S3's listing order
  *   H\0<sha256>         blob record (size, CRC32, reference count, file id if not inline, and
  *                       whether the scrubber found the copy corrupt); the scrubber walks this range
@@ -31,7 +35,8 @@
  *                       version, or a delete marker); tokens sort newest first
  *   N\0<bucket>\0<key>  the token of the key's `null` version when it is under V\0
  *   S\0<catalog key>    cluster mode: the hybrid-clock stamp of the catalog key's last change
- *                       (B\0, R\0, T\0 and Y\0 keys); kept when the key is deleted (a tombstone)
+ *                       (B\0, Y\0 and bucket settings' keys); kept when the key is deleted (a
+ *                       tombstone)
  *   Q\0<bucket>\0<key>  cluster mode: the stamp of the newest change of the key this store applied
  *                       or refused as stale (puts, deletes, markers, deletes by id, attribute
  *                       changes, completes): the key's tombstone once its object is gone;
@@ -75,6 +80,8 @@ export const SYSTEM_END = 'Y\x01'
 const BUCKET_SETTING_PREFIXES: { [N in BucketSettingName]: string } = {
   cors: 'R\0',
   tags: 'T\0',
+  policy: 'p\0',
+  acl: 'a\0',
 }
 
 export const STAMP_PREFIX = 'S\0'

@@ -1,7 +1,7 @@
 /** @module Authenticates an S3 request: parses SigV4 or SigV2 (header or presigned), asks iam for
- * the access key's secret and principal (one key cache for both), verifies the signature.
- * Anonymous requests are refused. The payload mode it returns says how the body must be decoded
- * and checked; SigV2 signs no body, so its payload is unsigned. */
+ * the access key's secret and principal (one key cache for both), verifies the signature. A request
+ * with no credentials at all is anonymous (anonymousAuth). The payload mode it returns says how the
+ * body must be decoded and checked; SigV2 signs no body, so its payload is unsigned. */
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { KeyLookup, Principal } from '../../protocol/messages.js'
 import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
@@ -18,9 +18,15 @@ import {
 } from './sigv4.js'
 
 export interface Authenticated {
-  principal: Principal
+  /** Null for an anonymous request, which only a bucket's policy or ACL admits (access.ts). */
+  principal: Principal | null
   parsed: ParsedAuth
   verified: VerifiedAuth
+}
+
+/** A request whose credentials verified: a user's. */
+export interface SignedAuth extends Authenticated {
+  principal: Principal
 }
 
 /** What authentication keeps between requests: derived signing keys and key lookups. */
@@ -52,7 +58,7 @@ export async function authenticate(
   ex: S3Exchange,
   caches: AuthCaches,
   absentPayloadHash?: string,
-): Promise<Result<Authenticated>> {
+): Promise<Result<SignedAuth>> {
   const request = {
     method: ex.method,
     rawPath: ex.rawPath,
@@ -70,7 +76,7 @@ export async function authenticate(
 }
 
 /** SigV2: the same key lookup; what the body code reads of a SigV4 result says "unsigned". */
-async function authenticateV2(ex: S3Exchange, caches: AuthCaches): Promise<Result<Authenticated>> {
+async function authenticateV2(ex: S3Exchange, caches: AuthCaches): Promise<Result<SignedAuth>> {
   const request = {
     method: ex.method,
     rawPath: ex.rawPath,
@@ -90,13 +96,14 @@ async function authenticateV2(ex: S3Exchange, caches: AuthCaches): Promise<Resul
   )
   if (!verified.ok) return verified
   const { accessKey, signature, presigned } = parsed.value
-  return ok(unsignedAuth(lookup.value.principal, accessKey, signature, presigned))
+  const { principal } = lookup.value
+  return ok({ ...unsignedAuth(principal, accessKey, signature, presigned), principal })
 }
 
 /** An authentication whose payload nothing signed: SigV2's, and a console session's (whose
  * principal the session's token names, with no access key). */
 export function unsignedAuth(
-  principal: Principal,
+  principal: Principal | null,
   accessKey: string,
   signature: string,
   presigned: boolean,
@@ -125,6 +132,23 @@ export function unsignedAuth(
   }
 }
 
+/** Query parameters that make a request presigned (SigV4's and SigV2's). */
+const PRESIGN_PARAMETERS = [
+  'X-Amz-Algorithm',
+  'X-Amz-Credential',
+  'X-Amz-Signature',
+  'AWSAccessKeyId',
+  'Signature',
+]
+
+/** A request that carries no credentials at all: anonymous, with an unsigned payload. Anything
+ * that looks like credentials is authenticated (and refused if it does not verify). */
+export function anonymousAuth(ex: S3Exchange): Authenticated | null {
+  if (ex.headers['authorization'] !== undefined) return null
+  if (PRESIGN_PARAMETERS.some((name) => ex.query.has(name))) return null
+  return unsignedAuth(null, '', '', false)
+}
+
 /** SigV2 signs `/bucket/key`: a virtual-hosted request names its bucket in the Host instead. */
 function resourcePrefix(ex: S3Exchange): string {
   const bucket = ex.target.bucket
@@ -134,8 +158,10 @@ function resourcePrefix(ex: S3Exchange): string {
   return host.endsWith('.' + domain.toLowerCase()) ? `/${bucket}` : ''
 }
 
-/** What each role may do on the S3 API (SPEC.md section 5): Readers list and download. */
-export function mayAccess(principal: Principal, write: boolean): Result<null> {
+/** What each role may do on the S3 API (SPEC.md section 5): Readers list and download. The access
+ * check (access.ts) asks it of requests whose operation names no action. */
+export function mayAccess(principal: Principal | null, write: boolean): Result<null> {
+  if (principal === null) return fail('access_denied', 'Access Denied')
   if (!write || principal.role !== 'Reader') return ok(null)
   return fail('access_denied', 'Access Denied')
 }

@@ -1,5 +1,7 @@
 /** @module S3 bucket operations and listings: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
  * GetBucketLocation, ListObjectsV2, ListObjects (v1) and DeleteObjects. */
+import { mayDeleteKey } from './access.js'
+import { setCreatedBucketAcl } from './acl.js'
 import { fail, ok, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { LIST_KEYS_MAX, XML_BODY_BYTES_MAX } from '../../protocol/limits.js'
 import {
@@ -55,6 +57,8 @@ export async function createBucket(
   if (!body.ok) return sendError(ex, body.code, body.detail)
   const location = checkLocation(body.value, regionOf(ex))
   if (!location.ok) return sendError(ex, location.code, location.detail)
+  // The access check refused anonymous creations already; no bucket is made without an owner.
+  if (auth.principal === null) return sendError(ex, 'access_denied', 'Access Denied')
   const reply = await askCoordinator(ex, {
     kind: 'bucket.create',
     bucket,
@@ -66,6 +70,8 @@ export async function createBucket(
   if (!reply.ok && !ownedHere) {
     return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   }
+  const acl = await setCreatedBucketAcl(ex, bucket)
+  if (!acl.ok) return sendError(ex, acl.code, acl.detail, { BucketName: bucket })
   send(ex, 200, { location: '/' + bucket })
 }
 
@@ -218,11 +224,17 @@ export async function deleteObjects(
   if (!body.ok) return sendError(ex, body.code, body.detail)
   const request = parseDeleteObjects(body.value)
   if (!request.ok) return sendError(ex, request.code, request.detail)
-  const reply = await askCoordinator(ex, {
-    kind: 'object.delete-many',
-    bucket,
-    objects: request.value.keys,
+  // Each key is its own DeleteObject for the access check, as in S3: a refused one is its error.
+  const refused: { key: string; code: string; message: string }[] = []
+  const objects = request.value.keys.filter((object) => {
+    if (mayDeleteKey(ex, bucket, object.key, object.versionId !== undefined)) return true
+    refused.push({ key: object.key, code: 'AccessDenied', message: 'Access Denied' })
+    return false
   })
+  const reply =
+    objects.length === 0
+      ? ok({ deleted: [], errors: [] })
+      : await askCoordinator(ex, { kind: 'object.delete-many', bucket, objects })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   // S3's fields: VersionId is the one asked for; a marker added carries its own id apart.
   const deleted = reply.value.deleted.map((entry) => ({
@@ -232,7 +244,10 @@ export async function deleteObjects(
     deleteMarkerVersionId:
       entry.deleteMarker && entry.requestedVersionId === undefined ? entry.versionId : undefined,
   }))
-  const errors = reply.value.errors.map((entry) => ({ key: entry.key, ...keyError(entry) }))
+  const errors = [
+    ...refused,
+    ...reply.value.errors.map((entry) => ({ key: entry.key, ...keyError(entry) })),
+  ]
   sendXml(ex, 200, deleteResultXml({ deleted, errors, quiet: request.value.quiet }))
 }
 

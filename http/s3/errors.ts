@@ -191,6 +191,12 @@ const S3_ERRORS: Readonly<Record<S3SurfaceCode, S3Error>> = {
   ),
   invalid_tag: s3Error('InvalidTag', 400, 'The tag provided was not a valid tag.'),
   malformed_policy: s3Error('MalformedPolicy', 400, 'The policy is not valid.'),
+  no_such_bucket_policy: s3Error('NoSuchBucketPolicy', 404, 'The bucket policy does not exist'),
+  malformed_acl: s3Error(
+    'MalformedACLError',
+    400,
+    'The XML you provided was not well-formed or did not validate against our published schema',
+  ),
   no_such_tag_set: s3Error('NoSuchTagSet', 404, 'The TagSet does not exist'),
   invalid_storage_class: s3Error(
     'InvalidStorageClass',

@@ -2,6 +2,7 @@
  * responses (success, XML, errors). Responses are written straight to Node's ServerResponse, so an
  * object body streams from the store to the socket without a web-stream detour. Every response
  * carries `x-amz-request-id`. */
+import type { AccessState } from './access.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { objectActor, type Mesh } from '../../protocol/actor.js'
 import type { ErrorCode, Result } from '../../protocol/errors.js'
@@ -29,6 +30,8 @@ export interface S3Exchange {
   principal: Principal | null
   /** True once the request body has been read to its end. */
   bodyConsumed: boolean
+  /** What the access check decided and used (access.ts), once it has run. */
+  access: AccessState
 }
 
 export function headerRecord(incoming: IncomingMessage): Record<string, string> {
@@ -82,6 +85,9 @@ export function sendError(
   detail: string,
   extra?: Record<string, string>,
 ): void {
+  if (code === 'no_such_key' && !ex.access.mayList) {
+    return sendError(ex, 'access_denied', 'Access Denied')
+  }
   const mapped = s3ErrorFor(code)
   if (isNodeFault(mapped.status)) {
     ex.mesh.log.error({ requestId: ex.requestId, code, detail }, 's3 request failed')

@@ -30,7 +30,8 @@ import {
   type S3Exchange,
 } from './exchange.js'
 import { checksumHeaders, parseHttpMeta, parseUserMeta, versionHeaders } from './object-headers.js'
-import { expectations, headerChecksums, parseCopySource, sendBody } from './objects.js'
+import { expectations, headerChecksums, sendBody } from './objects.js'
+import { parseCopySource } from '../../protocol/s3-rules/copy-source.js'
 import { requestAttributes } from './object-attributes.js'
 import { conditionsFrom, writeConditions } from './conditions.js'
 import { parseUploadChecksum } from '../../protocol/multipart-checksum.js'

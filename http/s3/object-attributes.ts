@@ -6,6 +6,7 @@
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import {
   ATTRIBUTE_NAMES,
+  type AnyAttributes,
   type AttributeName,
   type AttributeSummary,
   type ObjectAttributes,
@@ -33,6 +34,19 @@ function tagsOfHeader(headers: Record<string, string>): Named<'tags'> {
   return header === undefined ? ok(undefined) : parseTaggingHeader(header)
 }
 
+/** x-amz-acl of a write (unsupported.ts refused the ACLs not held); `bucket-owner-full-control`
+ * is true of every object, so it names none. */
+function cannedAcl(canned: string | undefined): Named<'acl'> {
+  if (canned === 'private' || canned === 'public-read' || canned === 'authenticated-read') {
+    return ok(canned)
+  }
+  return ok(undefined)
+}
+
+function aclOfHeader(headers: Record<string, string>): Named<'acl'> {
+  return cannedAcl(headers['x-amz-acl'])
+}
+
 const FRONTS: { [N in AttributeName]: AttributeFront<N> } = {
   tags: {
     fromHeaders: tagsOfHeader,
@@ -51,6 +65,13 @@ const FRONTS: { [N in AttributeName]: AttributeFront<N> } = {
     },
     headers: (count) => ({ 'x-amz-tagging-count': String(count) }),
   },
+  acl: {
+    fromHeaders: aclOfHeader,
+    forCopy: aclOfHeader,
+    fromForm: (fields) => cannedAcl(fields.get('acl')),
+    // S3 reports an object's ACL on GetObjectAcl alone.
+    headers: () => ({}),
+  },
 }
 
 function frontOf(name: AttributeName): AttributeFront<AttributeName> {
@@ -66,7 +87,7 @@ function collect(
   for (const name of ATTRIBUTE_NAMES) {
     const named = read(frontOf(name))
     if (!named.ok) return named
-    if (named.value !== undefined) attributes[name] = named.value
+    if (named.value !== undefined) (attributes as AnyAttributes)[name] = named.value
   }
   return ok(Object.keys(attributes).length === 0 ? {} : { attributes })
 }

@@ -4,6 +4,7 @@
 import type { ServerResponse } from 'node:http'
 import { checksumAlgorithmFromHeader } from '../../protocol/checksums.js'
 import { evaluateConditions } from '../../protocol/s3-rules/conditions.js'
+import { parseCopySource } from '../../protocol/s3-rules/copy-source.js'
 import { fail, ok, ServiceError, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { INLINE_BLOB_BYTES_MAX, SINGLE_PUT_BYTES_MAX } from '../../protocol/limits.js'
 import { objectActor, type ByteSource, type Request } from '../../protocol/actor.js'
@@ -474,23 +475,6 @@ export async function deleteObject(ex: S3Exchange, at: ObjectTarget): Promise<vo
   const headers: Record<string, string> = versionHeaders(reply.value)
   if (reply.value.deleteMarker) headers['x-amz-delete-marker'] = 'true'
   send(ex, 204, headers)
-}
-
-export function parseCopySource(header: string): Result<ObjectTarget & { versionId?: string }> {
-  const [path = '', query] = header.split('?', 2)
-  const versionId = query === undefined ? null : new URLSearchParams(query).get('versionId')
-  let decoded: string
-  try {
-    decoded = decodeURIComponent(path.startsWith('/') ? path.slice(1) : path)
-  } catch {
-    return fail('invalid_argument', 'Copy Source must mention the source bucket and key')
-  }
-  const slash = decoded.indexOf('/')
-  if (slash <= 0 || slash === decoded.length - 1) {
-    return fail('invalid_argument', 'Copy Source must mention the source bucket and key')
-  }
-  const source = { bucket: decoded.slice(0, slash), key: decoded.slice(slash + 1) }
-  return ok(versionId === null ? source : { ...source, versionId })
 }
 
 export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: string): Promise<void> {

@@ -38,6 +38,14 @@ export type S3Operation =
   | 'PutBucketTagging'
   | 'GetBucketTagging'
   | 'DeleteBucketTagging'
+  | 'PutBucketPolicy'
+  | 'GetBucketPolicy'
+  | 'DeleteBucketPolicy'
+  | 'GetBucketPolicyStatus'
+  | 'PutBucketAcl'
+  | 'GetBucketAcl'
+  | 'PutObjectAcl'
+  | 'GetObjectAcl'
   | 'NotImplemented'
   | 'Unknown'
 
@@ -53,6 +61,7 @@ export function operationOf(
   if (target.bucket === null) return method === 'GET' ? 'ListBuckets' : 'Unknown'
   if (target.key === null) return bucketOperationOf(method, query, headers)
   if (query.has('tagging')) return taggingOperationOf(method, 'Object')
+  if (query.has('acl')) return aclOperationOf(method, 'Object')
   if (query.has('uploadId')) return uploadOperationOf(method, headers)
   switch (method) {
     case 'GET':
@@ -92,6 +101,9 @@ function bucketOperationOf(
 ): S3Operation {
   if (query.has('cors')) return corsOperationOf(method)
   if (query.has('tagging')) return taggingOperationOf(method, 'Bucket')
+  if (query.has('policy')) return policyOperationOf(method)
+  if (query.has('policyStatus')) return method === 'GET' ? 'GetBucketPolicyStatus' : 'Unknown'
+  if (query.has('acl')) return aclOperationOf(method, 'Bucket')
   switch (method) {
     case 'GET':
       if (query.has('location')) return 'GetBucketLocation'
@@ -125,4 +137,15 @@ function taggingOperationOf(method: string, of: 'Object' | 'Bucket'): S3Operatio
   if (method === 'GET') return `Get${of}Tagging`
   if (method === 'PUT') return `Put${of}Tagging`
   return method === 'DELETE' ? `Delete${of}Tagging` : 'Unknown'
+}
+
+function policyOperationOf(method: string): S3Operation {
+  if (method === 'GET') return 'GetBucketPolicy'
+  if (method === 'PUT') return 'PutBucketPolicy'
+  return method === 'DELETE' ? 'DeleteBucketPolicy' : 'Unknown'
+}
+
+function aclOperationOf(method: string, of: 'Object' | 'Bucket'): S3Operation {
+  if (method === 'GET') return `Get${of}Acl`
+  return method === 'PUT' ? `Put${of}Acl` : 'Unknown'
 }

@@ -6,9 +6,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Mesh } from '../../protocol/actor.js'
 import { ok } from '../../protocol/errors.js'
 import type { Principal } from '../../protocol/messages.js'
+import { checkAccess, objectAclAdmits } from './access.js'
+import { bucketAcl, objectAcl } from './acl.js'
 import {
+  anonymousAuth,
   authenticate,
-  mayAccess,
   unsignedAuth,
   type AuthCaches,
   type Authenticated,
@@ -41,6 +43,7 @@ import {
 } from './multipart.js'
 import { operationOf } from './operation.js'
 import { clientFields } from '../request-log.js'
+import { bucketPolicy, bucketPolicyStatus } from './policy.js'
 import { isPostObject, postObject } from './post-object.js'
 import { bucketTagging, objectTagging } from './tagging.js'
 import { parseTarget } from './target.js'
@@ -49,7 +52,6 @@ import { refusedFeature, sendRefusal } from './unsupported.js'
 /** Subresources of Amazon S3 this service does not implement (yet): answered 501. */
 const UNIMPLEMENTED = [
   'accelerate',
-  'acl',
   'analytics',
   'encryption',
   'intelligent-tiering',
@@ -62,8 +64,6 @@ const UNIMPLEMENTED = [
   'notification',
   'object-lock',
   'ownershipControls',
-  'policy',
-  'policyStatus',
   'publicAccessBlock',
   'replication',
   'requestPayment',
@@ -107,6 +107,7 @@ export function newExchange(
     mesh,
     principal: null,
     bodyConsumed: false,
+    access: { principal: null, rules: null, context: {}, decision: 'refuse', mayList: true },
   }
 }
 
@@ -169,19 +170,23 @@ export async function handleS3(
   if (headers['origin'] !== undefined) await addCorsHeaders(ex)
   // A form upload carries its credentials in the form, not in headers.
   if (session === undefined && isPostObject(ex)) return postObject(ex, caches)
+  const anonymous = session === undefined ? anonymousAuth(ex) : null
   const auth =
-    session === undefined
-      ? await authenticate(ex, caches)
-      : ok(unsignedAuth(session, '', '', false))
+    session !== undefined
+      ? ok(unsignedAuth(session, '', '', false))
+      : anonymous !== null
+        ? ok(anonymous)
+        : await authenticate(ex, caches)
   if (!auth.ok) return sendError(ex, auth.code, auth.detail)
   ex.principal = auth.value.principal
-  const allowed = mayAccess(auth.value.principal, WRITE_METHODS.has(ex.method))
+  const operation = operationOf(ex.method, ex.target, ex.query, headers, UNIMPLEMENTED)
+  const write = WRITE_METHODS.has(ex.method)
+  const allowed = await checkAccess(ex, auth.value.principal, operation, write)
   if (!allowed.ok) return sendError(ex, allowed.code, allowed.detail)
   const unimplemented = UNIMPLEMENTED.find((name) => ex.query.has(name))
   if (unimplemented !== undefined) {
     return sendError(ex, 'not_implemented', `The ${unimplemented} subresource is not implemented`)
   }
-  const operation = operationOf(ex.method, ex.target, ex.query, headers, UNIMPLEMENTED)
   const refused = refusedFeature(operation, headers)
   if (refused !== null) return sendRefusal(ex, refused)
   await dispatch(ex, auth.value)
@@ -201,7 +206,11 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
   if (ex.query.has('cors')) return sendError(ex, 'method_not_allowed', 'CORS is a bucket setting')
   if (isKeyTooLong(key)) return sendError(ex, 'key_too_long', 'Your key is too long')
   const at = { bucket, key }
+  if (ex.access.decision === 'object-acl' && !(await objectAclAdmits(ex, at))) {
+    return sendError(ex, 'access_denied', 'Access Denied')
+  }
   if (ex.query.has('tagging')) return objectTagging(ex, auth, at)
+  if (ex.query.has('acl')) return objectAcl(ex, auth, at)
   const uploadId = ex.query.get('uploadId')
   if (uploadId !== null) return uploadOperation(ex, auth, at, uploadId)
   switch (ex.method) {
@@ -267,6 +276,9 @@ const BUCKET_SUBRESOURCE_METHODS: Record<string, readonly string[]> = {
 async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: string): Promise<void> {
   if (ex.query.has('cors')) return bucketCors(ex, auth, bucket)
   if (ex.query.has('tagging')) return bucketTagging(ex, auth, bucket)
+  if (ex.query.has('policy')) return bucketPolicy(ex, auth, bucket)
+  if (ex.query.has('policyStatus')) return bucketPolicyStatus(ex, bucket)
+  if (ex.query.has('acl')) return bucketAcl(ex, auth, bucket)
   for (const [name, methods] of Object.entries(BUCKET_SUBRESOURCE_METHODS)) {
     if (ex.query.has(name) && !methods.includes(ex.method)) {
       return sendError(ex, 'method_not_allowed', '')

@@ -1,22 +1,21 @@
 /** @module Request headers (and form fields) that ask for Amazon S3 features this service does not
  * have: server-side encryption (SSE-S3, SSE-KMS, SSE-C, for the object or for a copy's source),
- * object lock (on a new bucket or on an object write), ACLs other than the private one every bucket
- * and object already has, storage classes other than STANDARD, and website redirects. Storing an
- * object while ignoring one of them would let a client believe something false (plaintext kept
- * where encryption was asked, a version deletable where a retention was set, an object private
- * where it was made public), so every such request is refused here, in one place, before any
- * operation runs: `400 InvalidArgument` for a value or a combination Amazon S3 itself refuses, else
- * `501 NotImplemented` naming the header (in the message and in S3's `<Header>` element), as S3
- * answers a header that implies functionality it does not implement.
+ * object lock (on a new bucket or on an object write), ACLs with grants or canned ones that grant
+ * writes, storage classes other than STANDARD, and website redirects. Storing an object while
+ * ignoring one of them would let a client believe something false (plaintext kept where encryption
+ * was asked, a version deletable where a retention was set, an object private where it was made
+ * public), so every such request is refused here, in one place, before any operation runs: `400
+ * InvalidArgument` for a value or a combination Amazon S3 itself refuses, else `501 NotImplemented`
+ * naming the header (in the message and in S3's `<Header>` element), as S3 answers a header that
+ * implies functionality it does not implement.
  *
- * What is accepted because it is true of every bucket and object here: `x-amz-acl: private` (owner
- * only; this service never grants anyone else, nor anonymous access) and, on object writes,
+ * The canned ACLs `private`, `public-read` and `authenticated-read` are held (acl.ts). Accepted
+ * because they are true of every bucket and object here: on object writes,
  * `bucket-owner-full-control` (the bucket's owner controls every object in it); the object
- * ownership `BucketOwnerEnforced` (ACLs disabled) on CreateBucket;
- * `x-amz-bucket-object-lock-enabled: false`; and `x-amz-storage-class: STANDARD`, the class of
- * every object here (an unknown class is S3's `400 InvalidStorageClass`). Subresources such as
- * ?acl, ?encryption, ?object-lock, ?retention and ?legal-hold are refused by the router (501)
- * before this runs. */
+ * ownership `BucketOwnerEnforced` on CreateBucket; `x-amz-bucket-object-lock-enabled: false`; and
+ * `x-amz-storage-class: STANDARD`, the class of every object here (an unknown class is S3's
+ * `400 InvalidStorageClass`). Subresources such as ?encryption, ?object-lock, ?retention and
+ * ?legal-hold are refused by the router (501) before this runs. */
 import { createHash } from 'node:crypto'
 import { sendError, type S3Exchange } from './exchange.js'
 import type { S3Operation } from './operation.js'
@@ -220,14 +219,20 @@ function bucketSettings(headers: Readonly<Record<string, string>>): Refusal | nu
   return notImplemented(ownershipName, `object ownership ${ownership}: ACLs are disabled`)
 }
 
+/** The canned ACLs a bucket or an object may hold (what each grants: protocol/s3-rules/access.ts);
+ * `bucket-owner-full-control` on an object is true of every object here (its bucket's owner
+ * controls it). The rest grant writes to everyone or name AWS's own services: refused. */
+const HELD_ACLS = new Set(['private', 'public-read', 'authenticated-read'])
+
 function acl(operation: S3Operation, headers: Readonly<Record<string, string>>): Refusal | null {
   const grant = GRANTS.find((name) => headers[name] !== undefined)
-  if (grant !== undefined) return notImplemented(grant, 'access control lists')
+  if (grant !== undefined) return notImplemented(grant, 'access control lists with grants')
   const canned = headers['x-amz-acl']
-  if (canned === undefined || canned === 'private') return null
+  if (canned === undefined || HELD_ACLS.has(canned)) return null
   if (!CANNED_ACLS.has(canned)) return invalid('x-amz-acl', `Invalid canned ACL ${canned}`)
-  if (canned === 'bucket-owner-full-control' && operation !== 'CreateBucket') return null
-  return notImplemented('x-amz-acl', `canned ACL ${canned}; every bucket and object is private`)
+  const onBucket = operation === 'CreateBucket' || operation === 'PutBucketAcl'
+  if (canned === 'bucket-owner-full-control' && !onBucket) return null
+  return notImplemented('x-amz-acl', `canned ACL ${canned}`)
 }
 
 /** A storage class other than STANDARD, or a website redirect (this service hosts no websites). */

@@ -122,13 +122,18 @@ function parseActions(value: unknown): Result<string[]> {
   return actions
 }
 
-function resourcesFor(bucket: string): (value: unknown) => Result<string[]> {
+/** `bucket` null: a resource of any bucket (the store checks the grammar alone). */
+function resourcesFor(bucket: string | null): (value: unknown) => Result<string[]> {
   return (value) => {
     const resources = stringList(value, 'Resource')
     if (!resources.ok) return resources
     for (const resource of resources.value) {
-      const own = `arn:aws:s3:::${bucket}`
-      if (resource !== own && !resource.startsWith(`${own}/`)) {
+      const own = `arn:aws:s3:::${bucket ?? ''}`
+      if (
+        bucket === null
+          ? !resource.startsWith(own)
+          : resource !== own && !resource.startsWith(`${own}/`)
+      ) {
         return malformed(`Policy has invalid resource: ${resource} is not in this bucket`)
       }
     }
@@ -207,7 +212,7 @@ function parseConditions(value: unknown): Result<Record<string, Record<string, s
   return ok(conditions)
 }
 
-function parseStatement(raw: unknown, bucket: string): Result<PolicyStatement> {
+function parseStatement(raw: unknown, bucket: string | null): Result<PolicyStatement> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return malformed('each Statement must be an object')
   }
@@ -237,8 +242,9 @@ function parseStatement(raw: unknown, bucket: string): Result<PolicyStatement> {
   })
 }
 
-/** A policy document of `bucket`, or MalformedPolicy with the reason. */
-export function parseBucketPolicy(text: string, bucket: string): Result<BucketPolicy> {
+/** A policy document of `bucket` (null: of whichever bucket its resources name), or
+ * MalformedPolicy with the reason. */
+export function parseBucketPolicy(text: string, bucket: string | null): Result<BucketPolicy> {
   if (Buffer.byteLength(text, 'utf8') > POLICY_BYTES_MAX) {
     return malformed(`Policies must be at most ${POLICY_BYTES_MAX} bytes`)
   }

@@ -138,3 +138,23 @@ export function copiedPartExpect(
     ...(compute === undefined ? {} : { compute }),
   }
 }
+
+/** x-amz-copy-source: `bucket/key`, URL-encoded, with an optional `?versionId=`. */
+export function parseCopySource(
+  header: string,
+): Result<{ bucket: string; key: string; versionId?: string }> {
+  const [path = '', query] = header.split('?', 2)
+  const versionId = query === undefined ? null : new URLSearchParams(query).get('versionId')
+  let decoded: string
+  try {
+    decoded = decodeURIComponent(path.startsWith('/') ? path.slice(1) : path)
+  } catch {
+    return fail('invalid_argument', 'Copy Source must mention the source bucket and key')
+  }
+  const slash = decoded.indexOf('/')
+  if (slash <= 0 || slash === decoded.length - 1) {
+    return fail('invalid_argument', 'Copy Source must mention the source bucket and key')
+  }
+  const source = { bucket: decoded.slice(0, slash), key: decoded.slice(slash + 1) }
+  return ok(versionId === null ? source : { ...source, versionId })
+}

@@ -98,10 +98,16 @@ export const uploadChecksum = z.strictObject({ algorithm: checksumAlgorithm, typ
 
 export const tag = z.strictObject({ key: z.string(), value: z.string() })
 
+/** An object version's canned ACL (`private` is none). */
+export const objectAcl = z.enum(['private', 'public-read', 'authenticated-read'])
+
 /** An object version's attributes, each checked by its own rules (protocol/object-attributes.ts,
  * which names them and what each means). */
 export const objectAttributes = z
-  .strictObject({ tags: z.array(tag).exactOptional() })
+  .strictObject({
+    tags: z.array(tag).exactOptional(),
+    acl: objectAcl.exactOptional(),
+  })
   .superRefine((attributes, context) => {
     const valid = validateAttributes(attributes)
     if (!valid.ok) context.addIssue({ code: 'custom', message: valid.detail })
@@ -111,4 +117,6 @@ export const objectAttributes = z
 export const attributeSummary = z.strictObject({
   /** How many tags it has. */
   tags: count.exactOptional(),
+  /** Its canned ACL, when not private. */
+  acl: objectAcl.exactOptional(),
 })

@@ -21,6 +21,7 @@ import {
   ListBucketsCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
+  PutBucketPolicyCommand,
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3'
@@ -109,6 +110,53 @@ test('the role matrix: Reader reads, Writer and SuperUser do everything', async 
         assert.is(await outcome(run), expected, `${role} ${name}`)
       }
     }
+  } finally {
+    await server.stop()
+    server.cleanup()
+  }
+})
+
+test('a bucket policy grants a Reader uploads under a prefix; a Writer may not set one', async () => {
+  const server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
+  try {
+    const token = await login(server, 'root', ROOT_PASSWORD)
+    const root = server.client()
+    await root.send(new CreateBucketCommand({ Bucket: 'drops' }))
+    const reader = clientOf(
+      server,
+      await issueKeys(server, token, await createUser(server, token, 'rita', 'Reader')),
+    )
+    const writer = clientOf(
+      server,
+      await issueKeys(server, token, await createUser(server, token, 'wes', 'Writer')),
+    )
+    const text = JSON.stringify({
+      Version: '2012-10-17',
+      Statement: [
+        {
+          Effect: 'Allow',
+          Principal: { AWS: ['arn:aws:iam:::user/rita'] },
+          Action: 's3:PutObject',
+          Resource: 'arn:aws:s3:::drops/inbox/*',
+        },
+      ],
+    })
+    const put = (s3: S3Client, key: string) => () =>
+      s3.send(new PutObjectCommand({ Bucket: 'drops', Key: key, Body: 'x' }))
+    assert.is(await outcome(put(reader, 'inbox/a')), 'AccessDenied')
+    const setPolicy = (s3: S3Client) => () =>
+      s3.send(new PutBucketPolicyCommand({ Bucket: 'drops', Policy: text }))
+    assert.is(await outcome(setPolicy(writer)), 'AccessDenied')
+    assert.is(await outcome(setPolicy(root)), 'ok')
+    // The server runs one ingress thread here: the policy's put dropped what it had read.
+    assert.is(await outcome(put(reader, 'inbox/a')), 'ok')
+    assert.is(await outcome(put(reader, 'elsewhere')), 'AccessDenied')
+    assert.is(
+      await outcome(() =>
+        reader.send(new DeleteObjectCommand({ Bucket: 'drops', Key: 'inbox/a' })),
+      ),
+      'AccessDenied',
+    )
   } finally {
     await server.stop()
     server.cleanup()

@@ -639,9 +639,12 @@ test('unimplemented subresources are 501 NotImplemented and do nothing else', as
   const original = Buffer.from('tag me')
   expectOk(await putBody('tagged', original), 200)
 
-  const acl = await request({ method: 'GET', path: `/${BUCKET}`, query: { acl: '' } })
-  expectError(acl, 501, 'NotImplemented', 'GET ?acl')
-  assert.not.ok(acl.body.toString().includes('ListBucketResult'), 'GET ?acl listed the bucket')
+  const website = await request({ method: 'GET', path: `/${BUCKET}`, query: { website: '' } })
+  expectError(website, 501, 'NotImplemented', 'GET ?website')
+  assert.not.ok(
+    website.body.toString().includes('ListBucketResult'),
+    'GET ?website listed the bucket',
+  )
 
   const lifecycle = '<LifecycleConfiguration></LifecycleConfiguration>'
   const putLifecycle = await request({

@@ -11,7 +11,6 @@ import {
   CopyObjectCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
-  GetObjectAclCommand,
   HeadBucketCommand,
   HeadObjectCommand,
   PutBucketEncryptionCommand,
@@ -30,7 +29,7 @@ const BUCKET = 'unsupported'
 /** The cases that also run through a gateway (test/support/s3-suite.ts). */
 useS3Suite(BUCKET, [
   'PutObject with a customer key (SSE-C)',
-  'the ACL, encryption, object-lock and retention subresources',
+  'the encryption, object-lock and retention subresources',
 ])
 
 const CUSTOMER_KEY = Buffer.alloc(32, 7)
@@ -259,13 +258,15 @@ test('PutObject with a legal hold is 501 and stores nothing', async () => {
   assert.ok(await absent('held'))
 })
 
-test('an ACL other than private is 501 and stores nothing; private is accepted', async () => {
+test('an ACL that grants writes or names grantees is 501 and stores nothing', async () => {
   const refused = await failure(() =>
-    s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'public', Body: 'x', ACL: 'public-read' })),
+    s3.send(
+      new PutObjectCommand({ Bucket: BUCKET, Key: 'public', Body: 'x', ACL: 'public-read-write' }),
+    ),
   )
   assert.equal(refused, { name: 'NotImplemented', status: 501 })
   assert.ok(await absent('public'))
-  expectNotImplemented(await put('public', { 'x-amz-acl': 'public-read' }), 'x-amz-acl')
+  expectNotImplemented(await put('public', { 'x-amz-acl': 'public-read-write' }), 'x-amz-acl')
   expectNotImplemented(
     await put('public', {
       'x-amz-grant-read': 'uri="http://acs.amazonaws.com/groups/global/AllUsers"',
@@ -314,9 +315,9 @@ test('a website redirect is 501 and stores nothing', async () => {
   assert.ok(await absent('redirect'))
 })
 
-test('CreateBucket with a public ACL or ObjectWriter ownership: 501; private: 200', async () => {
+test('CreateBucket with a public-read-write ACL or ObjectWriter ownership: 501', async () => {
   const refused = await failure(() =>
-    s3.send(new CreateBucketCommand({ Bucket: 'public-bucket', ACL: 'public-read' })),
+    s3.send(new CreateBucketCommand({ Bucket: 'public-bucket', ACL: 'public-read-write' })),
   )
   assert.equal(refused, { name: 'NotImplemented', status: 501 })
   const writer = await failure(() =>
@@ -334,9 +335,9 @@ test('CreateBucket with a public ACL or ObjectWriter ownership: 501; private: 20
   )
 })
 
-test('a form upload with a public acl or encryption field is 501 and stores nothing', async () => {
+test('a form upload with a public-read-write acl or encryption: 501, nothing kept', async () => {
   for (const [name, value, header] of [
-    ['acl', 'public-read', 'x-amz-acl'],
+    ['acl', 'public-read-write', 'x-amz-acl'],
     ['x-amz-server-side-encryption', 'AES256', 'x-amz-server-side-encryption'],
   ] as const) {
     const { url, fields } = await createPresignedPost(s3, {
@@ -365,9 +366,8 @@ test('a form upload with a public acl or encryption field is 501 and stores noth
   assert.ok(await absent('form'))
 })
 
-test('the ACL, encryption, object-lock and retention subresources are 501', async () => {
+test('the encryption, object-lock and retention subresources are 501', async () => {
   const calls = [
-    () => s3.send(new GetObjectAclCommand({ Bucket: BUCKET, Key: 'private' })),
     () =>
       s3.send(
         new PutBucketEncryptionCommand({

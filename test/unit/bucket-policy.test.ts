@@ -3,10 +3,12 @@
  * check, a user limited to a prefix of listings, a bound on max-keys, an object's existing tag, a
  * time window; an explicit Deny wins over an Allow; NotPrincipal and NotAction; a missing key
  * fails a plain condition but satisfies a negated one, IfExists and ForAllValues; and every
- * malformed policy is refused with its reason.
+ * malformed policy is refused with its reason. Then access.ts's decision over a role, a policy and
+ * a bucket's ACL.
  * Method: the pure functions of protocol/s3-rules/bucket-policy.ts over a table of cases. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { decideAccess, roleAllows } from '../../protocol/s3-rules/access.js'
 import {
   evaluatePolicy,
   isPublicPolicy,
@@ -281,6 +283,60 @@ test('malformed policies are refused with their reason', () => {
     assert.is(parsed.code, 'malformed_policy', name)
     assert.match(parsed.detail, reason, name)
   }
+})
+
+test('access: Deny wins over every role but for the policy itself; Allow admits the roleless', () => {
+  const read = { action: 's3:GetObject', bucket: BUCKET, key: 'a' }
+  const put = { action: 's3:PutObject', bucket: BUCKET, key: 'uploads/a' }
+  const ARN = `arn:aws:s3:::${BUCKET}`
+  const denyReads = policy([
+    { Effect: 'Deny', Principal: '*', Action: 's3:Get*', Resource: `${ARN}/*` },
+  ])
+  const root = { userId: 'u0', role: 'SuperUser' as const }
+  const reader = { userId: 'u1', role: 'Reader' as const, username: 'rita' }
+  const decide = (
+    principal: typeof root | typeof reader | null,
+    needed: object,
+    policy = denyReads,
+  ) =>
+    decideAccess({
+      principal,
+      needed: [needed as typeof read],
+      policy,
+      bucketAcl: null,
+      context: {},
+    })
+  assert.is(decide(root, read), 'deny')
+  assert.is(decide(root, { action: 's3:GetBucketPolicy', bucket: BUCKET, key: null }), 'allow')
+  assert.is(decide(root, { action: 's3:DeleteBucketPolicy', bucket: BUCKET, key: null }), 'allow')
+  const uploads = policy([
+    {
+      Effect: 'Allow',
+      Principal: { AWS: 'arn:aws:iam:::user/rita' },
+      Action: 's3:PutObject',
+      Resource: `${ARN}/uploads/*`,
+    },
+  ])
+  assert.is(decide(reader, put, uploads), 'allow')
+  assert.is(decide(reader, { ...put, key: 'elsewhere' }, uploads), 'refuse')
+  assert.is(decide(null, put, uploads), 'refuse')
+  // Nothing admits an anonymous read but, perhaps, the object's own ACL.
+  assert.is(decide(null, read, uploads), 'object-acl')
+  assert.is(decide(null, { action: 's3:ListBucket', bucket: BUCKET, key: null }, uploads), 'refuse')
+  assert.is(
+    decideAccess({
+      principal: null,
+      needed: [{ action: 's3:ListBucket', bucket: BUCKET, key: null }],
+      policy: null,
+      bucketAcl: 'public-read',
+      context: {},
+    }),
+    'allow',
+  )
+  assert.ok(roleAllows('Writer', 's3:DeleteObject'))
+  assert.not.ok(roleAllows('Writer', 's3:PutBucketPolicy'))
+  assert.not.ok(roleAllows('Reader', 's3:PutObject'))
+  assert.ok(roleAllows('Reader', 's3:ListBucket'))
 })
 
 test.run()

@@ -1,12 +1,12 @@
-/** @module The catalog in cluster mode: buckets and their settings (B\0, R\0, T\0) and iam's
- * records (Y\0) are known to every node. A change made here carries a hybrid-clock stamp (S\0,
- * written in the change's own batch, see catalog-state.ts), and before the request answers it is
- * applied on every other live storage node: every Alive one must take it, and a majority of them,
- * this one included. Elsewhere a record applies only when its stamp is newer than the one
- * held (last writer wins); a deletion keeps its stamp, so no older copy brings the key back. A
- * change that did not reach enough nodes answers `unavailable`: it stays here and reaches the
- * others when they pull the catalog (catalog-sync.ts), so its outcome is unknown to the client, as
- * for any write that failed late.
+/** @module The catalog in cluster mode: buckets and their settings (B\0 and the bucket settings'
+ * keys) and iam's records (Y\0) are known to every node. A change made here carries a hybrid-clock
+ * stamp (S\0, written in the change's own batch, see catalog-state.ts), and before the request
+ * answers it is applied on every other live storage node: every Alive one must take it, and a
+ * majority of them, this one included. Elsewhere a record applies only when its stamp is newer than
+ * the one held (last writer wins); a deletion keeps its stamp, so no older copy brings the key
+ * back. A change that did not reach enough nodes answers `unavailable`: it stays here and reaches
+ * the others when they pull the catalog (catalog-sync.ts), so its outcome is unknown to the client,
+ * as for any write that failed late.
  *
  * Creating a bucket needs more than last-writer-wins, since two nodes may create one name at once:
  * the creating node first claims the name on the storage nodes (and chooses the bucket's pool, the
