@@ -18,7 +18,8 @@ import { storedObjectXml } from './xml/s3-xml.js'
 import type { HttpMeta } from '../../protocol/objects.js'
 import type { ObjectAttributes } from '../../protocol/object-attributes.js'
 import { streamDeadlineMs } from '../../protocol/timing.js'
-import { lookupKey, mayAccess, type AuthCaches } from './authenticate.js'
+import { checkAccess } from './access.js'
+import { lookupKey, type AuthCaches } from './authenticate.js'
 import { Chunker } from './body.js'
 import { objectLocation, send, sendError, sendXml, type S3Exchange } from './exchange.js'
 import { isKeyTooLong } from './names.js'
@@ -48,7 +49,7 @@ function missingField(name: string): Result<never> {
   )
 }
 
-/** Checks the form's signature and policy and the user's role; the size range the policy sets. */
+/** Checks the form's signature and policy; the size range the policy sets. */
 async function authorize(
   ex: S3Exchange,
   caches: AuthCaches,
@@ -83,8 +84,7 @@ async function authorize(
   if (!policy.ok) return policy
   const checked = checkPostPolicy(policy.value, { bucket, fields }, ex.mesh.now())
   if (!checked.ok) return checked
-  const allowed = mayAccess(lookup.value.principal, true)
-  return allowed.ok ? ok(sizeRange(policy.value)) : allowed
+  return ok(sizeRange(policy.value))
 }
 
 interface FormObject {
@@ -132,6 +132,13 @@ export async function postObject(ex: S3Exchange, caches: AuthCaches): Promise<vo
   }
   assert(range.ok)
   const { key } = object.value
+  // The role and the bucket's policy decide on the key the form names, as for a PUT of it.
+  ex.target = { bucket, key }
+  const access = await checkAccess(ex, ex.principal, 'PostObject', true)
+  if (!access.ok) {
+    form.value.file.resume()
+    return sendError(ex, access.code, access.detail)
+  }
   const deadlineMs = streamDeadlineMs(ex.mesh.now(), length)
   const [local, remote] = ex.mesh.openStream()
   const pending = ex.mesh.call(objectActor(ex.mesh.config), {
