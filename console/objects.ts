@@ -2,8 +2,9 @@
  * URL, so back, forward and reload keep the place), paging by continuation tokens, uploads (a file
  * input or drag and drop, a progress bar each, multipart above MULTIPART_FROM_BYTES), downloads,
  * deletes, an object's details (metadata, tags, versions, a share link), and the bucket's settings
- * (versioning, CORS rules) as forms. Everything through the S3 API with the user's rights; a
- * Reader gets no controls that change, and the API refuses what it would. */
+ * (versioning, CORS rules, policy, ACL) as forms. Everything through the S3 API with the user's
+ * rights; a Reader gets no controls that change, and the API refuses what it would. */
+import { accessForms } from './bucket-access.js'
 import { uploadFile } from './upload.js'
 import {
   api,
@@ -34,6 +35,8 @@ const SHARE_LIFETIMES: readonly [string, number][] = [
 const data = pageData()
 const bucket = data.bucket
 const writer = canWrite(data)
+/** Who may change a bucket's policy and ACL (a policy may let others; S3 then says). */
+const superUser = data.role === 'SuperUser'
 
 interface Listing {
   folders: string[]
@@ -505,7 +508,13 @@ async function showSettings(): Promise<void> {
   )
   const status = textOf(versioning.documentElement, 'Status') || 'Off'
   const rules = await readCors()
-  section.replaceChildren(el('h2', {}, 'Settings'), versioningForm(status), corsForm(rules))
+  const access = await accessForms(bucket, superUser, showSettings)
+  section.replaceChildren(
+    el('h2', {}, 'Settings'),
+    versioningForm(status),
+    corsForm(rules),
+    ...access,
+  )
 }
 
 function versioningForm(status: string): HTMLElement {

@@ -1,13 +1,14 @@
-/** @module Browser test of the web console's Buckets and Objects pages.
- * Goal: through the pages alone, a user creates a bucket, uploads files (one small, one large
- * enough to go as a multipart upload) and downloads the same bytes, walks folders by their
- * breadcrumb, pages through a listing longer than a page, sets versioning and CORS rules through
- * forms (the S3 API reads back what was set), tags an object and sees its versions, and makes a
- * share link that works in a browser with no session; a Reader sees the objects but has no control
- * that changes, and the API refuses the change its page could still send.
- * Method: one real node with a root user, headless Chromium (test/support/console-browser.ts), the
- * SDK to check what the store holds. With CONSOLE_SCREENSHOTS set to a folder, the Buckets and
- * Objects pages are photographed there for the README. */
+/** @module Browser test of the web console's Buckets and Objects pages. Goal: through the pages
+ * alone, a user creates a bucket, uploads files (one small, one large enough to go as a multipart
+ * upload) and downloads the same bytes, walks folders by their breadcrumb, pages through a listing
+ * longer than a page, sets versioning and CORS rules through forms (the S3 API reads back what was
+ * set), opens the bucket to requests without credentials by a policy and an ACL set through forms,
+ * tags an object and sees its versions, and makes a share link that works in a browser with no
+ * session; a Reader sees the objects but has no control that changes, and the API refuses the
+ * change its page could still send. Method: one real node with a root user, headless Chromium
+ * (test/support/console-browser.ts), the SDK to check what the store holds. With
+ * CONSOLE_SCREENSHOTS set to a folder, the Buckets and Objects pages are photographed there for the
+ * README. */
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -16,6 +17,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
   GetBucketCorsCommand,
+  GetBucketPolicyCommand,
   GetBucketVersioningCommand,
   GetObjectCommand,
   GetObjectTaggingCommand,
@@ -177,6 +179,38 @@ test('versioning and CORS rules set through forms are what S3 reads back', async
   assert.equal(cors.CORSRules?.[0]?.AllowedMethods, ['GET', 'PUT'])
   assert.equal(cors.CORSRules?.[0]?.ExposeHeaders, ['ETag'])
   assert.is(cors.CORSRules?.[0]?.MaxAgeSeconds, 600)
+})
+
+test('a policy and an ACL set through forms open the bucket to requests without credentials', async () => {
+  if (needBrowser() === null) return
+  const { page } = root
+  const s3 = server.client()
+  await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'public/poster.txt', Body: 'poster' }))
+  const anonymous = async (path: string): Promise<number> => (await fetch(server.url + path)).status
+  assert.is(await anonymous(`/${BUCKET}/public/poster.txt`), 403)
+  await openBucket(root)
+  await page.getByText('This bucket has no policy.').waitFor()
+  await page.getByRole('button', { name: 'Public-read example' }).click()
+  await page.getByRole('button', { name: 'Save policy' }).click()
+  await page.getByText('Bucket policy saved.').waitFor()
+  await page.getByText('This policy makes the bucket public').waitFor()
+  const saved = await s3.send(new GetBucketPolicyCommand({ Bucket: BUCKET }))
+  assert.match(saved.Policy ?? '', `arn:aws:s3:::${BUCKET}/*`)
+  // One ingress thread: the policy's put dropped what the thread had read of the old one.
+  assert.is(await anonymous(`/${BUCKET}/public/poster.txt`), 200)
+  assert.is(await anonymous(`/${BUCKET}?list-type=2`), 403)
+  await page.getByLabel('Access list (ACL)').selectOption('public-read')
+  await page.getByRole('button', { name: 'Save ACL' }).click()
+  await page.getByText("The bucket's ACL is public-read.").waitFor()
+  assert.is(await anonymous(`/${BUCKET}?list-type=2`), 200)
+  await page.getByLabel('Access list (ACL)').selectOption('private')
+  await page.getByRole('button', { name: 'Save ACL' }).click()
+  await page.getByText("The bucket's ACL is private.").waitFor()
+  page.once('dialog', (dialog) => void dialog.accept())
+  await page.getByRole('button', { name: 'Remove policy' }).click()
+  await page.getByText('Bucket policy removed.').waitFor()
+  assert.is(await anonymous(`/${BUCKET}/public/poster.txt`), 403)
+  assert.is(await anonymous(`/${BUCKET}?list-type=2`), 403)
 })
 
 test('details: tags saved, versions listed, a share link that needs no session', async () => {
