@@ -2,9 +2,10 @@
  * URL, so back, forward and reload keep the place), paging by continuation tokens, uploads (a file
  * input or drag and drop, a progress bar each, multipart above MULTIPART_FROM_BYTES), downloads,
  * deletes, an object's details (metadata, tags, versions, a share link), and the bucket's settings
- * (versioning, CORS rules, policy, ACL) as forms. Everything through the S3 API with the user's
- * rights; a Reader gets no controls that change, and the API refuses what it would. */
+ * (versioning, CORS rules, policy, ACL, quota) as forms. Everything through the S3 API with the
+ * user's rights; a Reader gets no controls that change, and the API refuses what it would. */
 import { accessForms } from './bucket-access.js'
+import { quotaForm } from './bucket-quota.js'
 import { uploadFile } from './upload.js'
 import {
   api,
@@ -509,11 +510,13 @@ async function showSettings(): Promise<void> {
   const status = textOf(versioning.documentElement, 'Status') || 'Off'
   const rules = await readCors()
   const access = await accessForms(bucket, superUser, showSettings)
+  const quota = await quotaForm(bucket, superUser, showSettings)
   section.replaceChildren(
     el('h2', {}, 'Settings'),
     versioningForm(status),
     corsForm(rules),
     ...access,
+    ...(quota === null ? [] : [quota]),
   )
 }
 

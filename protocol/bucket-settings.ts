@@ -29,6 +29,17 @@ export interface BucketSettingValues {
   policy: { text: string }
   /** The bucket's canned ACL when it is not `private` (which is its absence). */
   acl: { canned: BucketCannedAcl }
+  /** Bounds of the bucket's size and object count, null for none (http/s3/quota.ts applies). */
+  quota: BucketQuota
+}
+
+export interface BucketQuota {
+  maxBytes: number | null
+  maxObjects: number | null
+}
+
+function isBound(value: unknown): value is number | null {
+  return value === null || (Number.isSafeInteger(value) && (value as number) >= 0)
 }
 
 /** The canned ACLs a bucket may hold besides `private`: what they grant is
@@ -141,6 +152,23 @@ export const BUCKET_SETTINGS: {
     recordBytesMax: 64,
     // Never answered: a bucket without the setting has the private ACL (acl.ts).
     absent: { code: 'no_such_key', message: 'The bucket has the private ACL' },
+  },
+  quota: {
+    validate: ({ maxBytes, maxObjects }) =>
+      isBound(maxBytes) && isBound(maxObjects)
+        ? ok(null)
+        : fail('invalid_argument', 'a quota bound is a whole number of at least 0, or null'),
+    isValue: (value): value is BucketQuota => {
+      const quota = value as Partial<BucketQuota> | null
+      return (
+        quota !== null && typeof quota === 'object' && 'maxBytes' in quota && 'maxObjects' in quota
+      )
+    },
+    // A quota without a bound is none.
+    isEmpty: ({ maxBytes, maxObjects }) => maxBytes === null && maxObjects === null,
+    recordBytesMax: 64,
+    // Never answered: a bucket without a quota has no bounds (the admin API says so).
+    absent: { code: 'no_such_key', message: 'The bucket has no quota' },
   },
 }
 

@@ -54,6 +54,8 @@ export const S3_CODES = [
   'malformed_policy',
   'no_such_bucket_policy',
   'malformed_acl',
+  // A write past its bucket's quota.
+  'quota_exceeded',
   // A storage class Amazon S3 does not have.
   'invalid_storage_class',
   // Browser form uploads (S3's POST Object).

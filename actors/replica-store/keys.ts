@@ -6,7 +6,8 @@
  *   T\0<bucket>         the bucket's tags, if it has any; deleted with the bucket
  *   p\0<bucket>         the bucket's policy, if it has one; deleted with the bucket
  *   a\0<bucket>         the bucket's canned ACL, if not private; deleted with the bucket
- *                       (R\0, T\0, p\0 and a\0 are bucket settings: bucketSettingKey; every
+ *   q\0<bucket>         the bucket's quota, if it has one; deleted with the bucket
+ *                       (R\0, T\0, p\0, a\0 and q\0 are bucket settings: bucketSettingKey; every
  *                       capital letter has a record kind, so settings added later take small
  *                       ones)
  *   O\0<bucket>\0<key>  object record; a bucket's objects are one range, in S3's listing order
@@ -82,6 +83,7 @@ const BUCKET_SETTING_PREFIXES: { [N in BucketSettingName]: string } = {
   tags: 'T\0',
   policy: 'p\0',
   acl: 'a\0',
+  quota: 'q\0',
 }
 
 export const STAMP_PREFIX = 'S\0'

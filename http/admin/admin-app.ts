@@ -5,6 +5,7 @@
 import type { Mesh } from '../../protocol/actor.js'
 import { Hono } from 'hono'
 import { bucketStats, createBucket, deleteBucket, listObjects } from './buckets.js'
+import { deleteQuota, getQuota, putQuota } from './quotas.js'
 import { ROUTE_NOT_FOUND } from './errors.js'
 import {
   ADMIN_PREFIX,
@@ -58,6 +59,9 @@ const ROUTES: readonly AdminRoute[] = [
   route('PUT', '/buckets/:name', 'AdminCreateBucket', createBucket),
   route('DELETE', '/buckets/:name', 'AdminDeleteBucket', deleteBucket),
   route('GET', '/buckets/:name/objects', 'AdminListObjects', listObjects),
+  route('GET', '/buckets/:name/quota', 'AdminGetBucketQuota', getQuota),
+  route('PUT', '/buckets/:name/quota', 'AdminPutBucketQuota', putQuota),
+  route('DELETE', '/buckets/:name/quota', 'AdminDeleteBucketQuota', deleteQuota),
   route('GET', '/bucket-stats', 'AdminBucketStats', bucketStats),
 ]
 

@@ -1,11 +1,12 @@
 /** @module The S3 front end's access check, made once per request after authentication
- * (protocol/s3-rules/access.ts decides): the actions the operation needs, the condition keys of
- * the request, and the bucket's policy and canned ACL. Those two are read through a cache per
- * ingress thread that keeps an answer ACCESS_RULES_TTL_MS, so a request costs no call for them
- * while its bucket is busy; a change made on this thread drops its entry at once, one made
- * elsewhere (another thread, another node) holds within the TTL, as Amazon S3's policy changes
+ * (protocol/s3-rules/access.ts decides): the actions the operation needs, the condition keys of the
+ * request, and the bucket's policy and canned ACL. Those two are read through a cache per ingress
+ * thread (with its quota, quota.ts) that keeps an answer ACCESS_RULES_TTL_MS, so a request costs no
+ * call for them while its bucket is busy; a change made on this thread drops its entry at once, one
+ * made elsewhere (another thread, another node) holds within the TTL, as Amazon S3's policy changes
  * take a while to spread too. A bucket's rules that cannot be read refuse the request (503), never
  * admit it. */
+import type { BucketQuota } from '../../protocol/bucket-settings.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { Principal } from '../../protocol/messages.js'
 import {
@@ -26,11 +27,14 @@ export const ACCESS_RULES_TTL_MS = 1000
 /** Buckets whose rules a thread keeps at once; the oldest entry goes first. */
 const CACHED_BUCKETS_MAX = 1024
 
-interface AccessRules {
+/** What a request's access depends on of its bucket: read together, kept together. */
+export interface AccessRules {
   policy: BucketPolicy | null
   /** The policy names s3:ExistingObjectTag keys, so an object's tags must be read. */
   readsTags: boolean
   acl: string | null
+  /** The bucket's bounds, which writes answer to (quota.ts). */
+  quota: BucketQuota | null
 }
 
 interface CacheEntry {
@@ -46,14 +50,16 @@ export function forgetAccessRules(bucket: string): void {
 }
 
 async function readRules(ex: S3Exchange, bucket: string): Promise<Result<AccessRules>> {
-  const [policy, acl] = await Promise.all([
+  const [policy, acl, quota] = await Promise.all([
     getBucketSetting(ex, bucket, 'policy'),
     getBucketSetting(ex, bucket, 'acl'),
+    getBucketSetting(ex, bucket, 'quota'),
   ])
   const absent = (reply: Result<unknown>, code: string): boolean =>
     !reply.ok && (reply.code === code || reply.code === 'no_such_bucket')
   if (!policy.ok && !absent(policy, 'no_such_bucket_policy')) return policy
   if (!acl.ok && !absent(acl, 'no_such_key')) return acl
+  if (!quota.ok && !absent(quota, 'no_such_key')) return quota
   let parsed: BucketPolicy | null = null
   if (policy.ok) {
     const read = parseBucketPolicy(policy.value.text, bucket)
@@ -64,6 +70,7 @@ async function readRules(ex: S3Exchange, bucket: string): Promise<Result<AccessR
     policy: parsed,
     readsTags: policy.ok && /s3:ExistingObjectTag\//i.test(policy.value.text),
     acl: acl.ok ? acl.value.canned : null,
+    quota: quota.ok ? quota.value : null,
   })
 }
 

@@ -192,6 +192,7 @@ const S3_ERRORS: Readonly<Record<S3SurfaceCode, S3Error>> = {
   invalid_tag: s3Error('InvalidTag', 400, 'The tag provided was not a valid tag.'),
   malformed_policy: s3Error('MalformedPolicy', 400, 'The policy is not valid.'),
   no_such_bucket_policy: s3Error('NoSuchBucketPolicy', 404, 'The bucket policy does not exist'),
+  quota_exceeded: s3Error('QuotaExceeded', 403, "The bucket's quota would be exceeded."),
   malformed_acl: s3Error(
     'MalformedACLError',
     400,

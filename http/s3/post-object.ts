@@ -19,6 +19,7 @@ import type { HttpMeta } from '../../protocol/objects.js'
 import type { ObjectAttributes } from '../../protocol/object-attributes.js'
 import { streamDeadlineMs } from '../../protocol/timing.js'
 import { checkAccess } from './access.js'
+import { checkQuota } from './quota.js'
 import { lookupKey, type AuthCaches } from './authenticate.js'
 import { Chunker } from './body.js'
 import { objectLocation, send, sendError, sendXml, type S3Exchange } from './exchange.js'
@@ -135,9 +136,12 @@ export async function postObject(ex: S3Exchange, caches: AuthCaches): Promise<vo
   // The role and the bucket's policy decide on the key the form names, as for a PUT of it.
   ex.target = { bucket, key }
   const access = await checkAccess(ex, ex.principal, 'PostObject', true)
-  if (!access.ok) {
+  const quota = access.ok
+    ? await checkQuota(ex, 'PostObject', ex.access.rules?.quota ?? null)
+    : access
+  if (!quota.ok) {
     form.value.file.resume()
-    return sendError(ex, access.code, access.detail)
+    return sendError(ex, quota.code, quota.detail)
   }
   const deadlineMs = streamDeadlineMs(ex.mesh.now(), length)
   const [local, remote] = ex.mesh.openStream()

@@ -44,6 +44,7 @@ import {
 import { operationOf } from './operation.js'
 import { clientFields } from '../request-log.js'
 import { bucketPolicy, bucketPolicyStatus } from './policy.js'
+import { checkQuota } from './quota.js'
 import { isPostObject, postObject } from './post-object.js'
 import { bucketTagging, objectTagging } from './tagging.js'
 import { parseTarget } from './target.js'
@@ -183,6 +184,8 @@ export async function handleS3(
   const write = WRITE_METHODS.has(ex.method)
   const allowed = await checkAccess(ex, auth.value.principal, operation, write)
   if (!allowed.ok) return sendError(ex, allowed.code, allowed.detail)
+  const quota = await checkQuota(ex, operation, ex.access.rules?.quota ?? null)
+  if (!quota.ok) return sendError(ex, quota.code, quota.detail)
   const unimplemented = UNIMPLEMENTED.find((name) => ex.query.has(name))
   if (unimplemented !== undefined) {
     return sendError(ex, 'not_implemented', `The ${unimplemented} subresource is not implemented`)

@@ -181,7 +181,7 @@ test('versioning and CORS rules set through forms are what S3 reads back', async
   assert.is(cors.CORSRules?.[0]?.MaxAgeSeconds, 600)
 })
 
-test('a policy and an ACL set through forms open the bucket to requests without credentials', async () => {
+test('a policy and an ACL set through forms open the bucket to unsigned requests', async () => {
   if (needBrowser() === null) return
   const { page } = root
   const s3 = server.client()
@@ -211,6 +211,31 @@ test('a policy and an ACL set through forms open the bucket to requests without 
   await page.getByText('Bucket policy removed.').waitFor()
   assert.is(await anonymous(`/${BUCKET}/public/poster.txt`), 403)
   assert.is(await anonymous(`/${BUCKET}?list-type=2`), 403)
+})
+
+test('a quota set through the form is what the admin API reads back', async () => {
+  if (needBrowser() === null) return
+  const { page } = root
+  await openBucket(root)
+  await page.getByLabel('Maximum size (MiB)').fill('1.5')
+  await page.getByLabel('Maximum objects').fill('1000')
+  await page.getByRole('button', { name: 'Save quota' }).click()
+  await page.getByText('Quota saved.').waitFor()
+  const token = await login(server, 'root', ROOT_PASSWORD)
+  const read = await admin(server, 'GET', `/buckets/${BUCKET}/quota`, token)
+  assert.equal(
+    [read.json].map((view) => {
+      const { max_size_bytes: bytes, max_objects: objects } = view as Record<string, unknown>
+      return [bytes, objects]
+    }),
+    [[1.5 * 1024 * 1024, 1000]],
+  )
+  await page.getByLabel('Maximum size (MiB)').fill('')
+  await page.getByLabel('Maximum objects').fill('')
+  await page.getByRole('button', { name: 'Save quota' }).click()
+  await page.getByText('Quota saved.').waitFor()
+  const cleared = await admin(server, 'GET', `/buckets/${BUCKET}/quota`, token)
+  assert.is((cleared.json as { max_objects: unknown }).max_objects, null)
 })
 
 test('details: tags saved, versions listed, a share link that needs no session', async () => {
@@ -272,6 +297,10 @@ test('a Reader sees objects, has no control that changes, is refused a change', 
   await reader.page.locator('tr[data-key="small.bin"]').waitFor()
   for (const name of ['Upload files', 'Delete small.bin']) {
     assert.is(await reader.page.getByLabel(name).count(), 0, `no ${name} for a Reader`)
+  }
+  await reader.page.getByText('Bucket policy').first().waitFor()
+  for (const name of ['Save policy', 'Save ACL', 'Save quota']) {
+    assert.is(await reader.page.getByRole('button', { name }).count(), 0, `no ${name} for a Reader`)
   }
   await reader.page.goto(`${server.url}/console/buckets`)
   // S3 lists a user's own buckets: another's opens by its name.

@@ -116,7 +116,7 @@ test('the role matrix: Reader reads, Writer and SuperUser do everything', async 
   }
 })
 
-test('a bucket policy grants a Reader uploads under a prefix; a Writer may not set one', async () => {
+test('a policy grants a Reader uploads under a prefix; a Writer may not set one', async () => {
   const server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
   try {
     const token = await login(server, 'root', ROOT_PASSWORD)

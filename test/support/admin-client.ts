@@ -10,7 +10,7 @@ export interface Credentials {
 }
 
 export async function admin(
-  server: TestServer,
+  server: Pick<TestServer, 'url'>,
   method: string,
   path: string,
   token?: string,
@@ -34,7 +34,7 @@ export async function admin(
 }
 
 export async function login(
-  server: TestServer,
+  server: Pick<TestServer, 'url'>,
   username: string,
   password: string,
 ): Promise<string> {
@@ -44,7 +44,7 @@ export async function login(
 }
 
 export async function createUser(
-  server: TestServer,
+  server: Pick<TestServer, 'url'>,
   token: string,
   username: string,
   role: string,
@@ -59,7 +59,7 @@ export async function createUser(
 }
 
 export async function issueKeys(
-  server: TestServer,
+  server: Pick<TestServer, 'url'>,
   token: string,
   userId: string,
 ): Promise<Credentials> {

@@ -12,7 +12,8 @@
  * arrive shows that it does, while the node and cluster passes run every case. */
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3'
 import { test as uvuTest } from 'uvu'
-import { startCluster } from './cluster.js'
+import { login } from './admin-client.js'
+import { ROOT_PASSWORD, ROOT_USERNAME, startCluster } from './cluster.js'
 import { clientFor, startServer, type TestServer } from './server.js'
 
 /** What a suite reaches its server by, and what ends it. */
@@ -43,7 +44,10 @@ async function startTarget(): Promise<SuiteTarget> {
   const chosen = target()
   // A single node's store in shards (more than this machine may have cores): every S3 case
   // meets the routing of keys to shards and their claims on shared records.
-  if (chosen === 'single') return startServer({ env: { SVC_STORE_SHARDS: String(SUITE_SHARDS) } })
+  if (chosen === 'single') {
+    const root = { SVC_ROOT_USERNAME: ROOT_USERNAME, SVC_ROOT_PASSWORD: ROOT_PASSWORD }
+    return startServer({ env: { SVC_STORE_SHARDS: String(SUITE_SHARDS), ...root } })
+  }
   const shared = process.env['TEST_TARGET_URL']
   if (shared !== undefined && shared !== '') {
     const dataDir = process.env['TEST_TARGET_DATA_DIR'] ?? ''
@@ -109,4 +113,9 @@ export function useS3Suite(bucket?: string, smoke: readonly string[] = []): void
     await server.stop()
     server.cleanup()
   })
+}
+
+/** A token of the admin API's root user, which every target has (the cluster's own). */
+export function adminToken(): Promise<string> {
+  return login(server, ROOT_USERNAME, ROOT_PASSWORD)
 }

@@ -285,7 +285,7 @@ test('malformed policies are refused with their reason', () => {
   }
 })
 
-test('access: Deny wins over every role but for the policy itself; Allow admits the roleless', () => {
+test('access: Deny wins over any role but on the policy itself; Allow admits the roleless', () => {
   const read = { action: 's3:GetObject', bucket: BUCKET, key: 'a' }
   const put = { action: 's3:PutObject', bucket: BUCKET, key: 'uploads/a' }
   const ARN = `arn:aws:s3:::${BUCKET}`

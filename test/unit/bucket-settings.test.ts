@@ -35,6 +35,7 @@ const SAMPLES: BucketSettingValues = {
     }),
   },
   acl: { canned: 'public-read' },
+  quota: { maxBytes: 1024, maxObjects: null },
 }
 
 function sample(name: keyof BucketSettingValues): NamedBucketSetting {
@@ -48,6 +49,7 @@ test('each setting keeps the key the store wrote before: a table name to its pre
   assert.is(bucketSettingKey('photos', 'tags'), 'T\0photos')
   assert.is(bucketSettingKey('photos', 'policy'), 'p\0photos')
   assert.is(bucketSettingKey('photos', 'acl'), 'a\0photos')
+  assert.is(bucketSettingKey('photos', 'quota'), 'q\0photos')
   const prefixes = BUCKET_SETTING_NAMES.map((name) => bucketSettingKey('b', name).slice(0, 2))
   assert.is(new Set(prefixes).size, BUCKET_SETTING_NAMES.length, 'two settings share a prefix')
   for (const name of BUCKET_SETTING_NAMES) {
