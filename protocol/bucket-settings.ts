@@ -14,6 +14,11 @@ import { fail, ok, type ErrorCode, type Result } from './errors.js'
 import { CORS_BODY_BYTES_MAX } from './limits.js'
 import { parseBucketPolicy, POLICY_BYTES_MAX } from './s3-rules/bucket-policy.js'
 import {
+  isObjectLockConfiguration,
+  validateObjectLockConfiguration,
+  type ObjectLockConfiguration,
+} from './s3-rules/object-lock.js'
+import {
   BUCKET_TAGS_MAX,
   TAG_KEY_CHARS_MAX,
   TAG_VALUE_CHARS_MAX,
@@ -31,6 +36,8 @@ export interface BucketSettingValues {
   acl: { canned: BucketCannedAcl }
   /** Bounds of the bucket's size and object count, null for none (http/s3/quota.ts applies). */
   quota: BucketQuota
+  /** Object lock, once enabled (protocol/s3-rules/object-lock.ts). */
+  objectLock: ObjectLockConfiguration
 }
 
 export interface BucketQuota {
@@ -169,6 +176,16 @@ export const BUCKET_SETTINGS: {
     recordBytesMax: 64,
     // Never answered: a bucket without a quota has no bounds (the admin API says so).
     absent: { code: 'no_such_key', message: 'The bucket has no quota' },
+  },
+  objectLock: {
+    validate: validateObjectLockConfiguration,
+    isValue: isObjectLockConfiguration,
+    isEmpty: () => false,
+    recordBytesMax: 128,
+    absent: {
+      code: 'no_such_object_lock_configuration',
+      message: 'Object Lock configuration does not exist for this bucket',
+    },
   },
 }
 

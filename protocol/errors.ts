@@ -56,6 +56,10 @@ export const S3_CODES = [
   'malformed_acl',
   // A write past its bucket's quota.
   'quota_exceeded',
+  // Object lock.
+  'no_such_object_lock_configuration',
+  'no_such_object_lock',
+  'invalid_bucket_state',
   // A storage class Amazon S3 does not have.
   'invalid_storage_class',
   // Browser form uploads (S3's POST Object).

@@ -2,7 +2,8 @@
  * write that makes a version may set them (PutObject, CopyObject, CreateMultipartUpload, a form
  * upload), and each can be set alone later (object.attributes.put). A version's record keeps them
  * with, in cluster mode, the stamp of each one's last change, so that replicas keep the newest of
- * each whatever order the changes came in: an object's tags and its canned ACL.
+ * each whatever order the changes came in: an object's tags, its canned ACL, and its object lock
+ * retention and legal hold.
  *
  * Each attribute's entry says how its value is checked, when a value is none (the record then
  * carries nothing), what GET and HEAD report of it, what CopyObject does with it when the request
@@ -11,7 +12,7 @@
  * field in the wire schemas (wire/fields.ts objectAttributes and attributeSummary) and its S3
  * front end (http/s3/object-attributes.ts). Pure functions, without zod. */
 import type { z } from 'zod'
-import { ok, type Result } from './errors.js'
+import { fail, ok, type Result } from './errors.js'
 import { validateTags, type Tag } from './tagging.js'
 import type { attributeSummary, objectAttributes } from './wire/fields.js'
 
@@ -77,6 +78,37 @@ const RULES: { [N in AttributeName]: AttributeRule<N> } = {
     copy: 'none',
     digest: (acl, stamp) =>
       acl === undefined && stamp === undefined ? '' : `\0acl\0${acl ?? ''}\0${stamp ?? ''}`,
+  },
+  retention: {
+    isValue: (value): value is Value<'retention'> => {
+      const held = value as Partial<Value<'retention'>> | null
+      const modes: unknown[] = ['GOVERNANCE', 'COMPLIANCE', 'OFF']
+      return modes.includes(held?.mode) && typeof held?.untilMs === 'number'
+    },
+    validate: (retention) =>
+      Number.isSafeInteger(retention.untilMs) && retention.untilMs >= 0
+        ? ok(retention)
+        : fail('invalid_argument', 'a retention date is a time in ms'),
+    isNone: (retention) => retention.mode === 'OFF',
+    summary: (retention) => retention,
+    // S3 gives a copy the retention its request names, else its bucket's default.
+    copy: 'none',
+    digest: (retention, stamp) => {
+      if (retention === undefined && stamp === undefined) return ''
+      const held = retention === undefined ? '' : `${retention.mode}:${retention.untilMs}`
+      return `\0retention\0${held}\0${stamp ?? ''}`
+    },
+  },
+  legalHold: {
+    isValue: (value): value is boolean => typeof value === 'boolean',
+    validate: (hold) => ok(hold),
+    isNone: (hold) => !hold,
+    summary: () => true as const,
+    copy: 'none',
+    digest: (hold, stamp) =>
+      hold === undefined && stamp === undefined
+        ? ''
+        : `\0legalHold\0${String(hold ?? '')}\0${stamp ?? ''}`,
   },
 }
 

@@ -10,6 +10,8 @@ import type { Actor, Context } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type {
   AttributesResult,
+  DeleteManyResult,
+  DeleteResult,
   CoordinatorMsg,
   PartInfo,
   PutResult,
@@ -29,6 +31,7 @@ import { replicasOf } from './replicas.js'
 import { aheadOfClock, observeHeld } from './stamps.js'
 import { bucketStats, storeStats } from './stats.js'
 import { changeKey, deleteMany, writeBody } from './writes.js'
+import { hasObjectLock, judgeVersionDelete } from './object-lock.js'
 
 interface CoordinatorState {
   cluster: ClusterState | null
@@ -48,12 +51,12 @@ export const coordinator: Actor<CoordinatorState, 'coordinator'> = {
     'upload.part': (state, msg, ctx) =>
       writeBody(inCluster(state), ctx, msg) as Promise<Result<PartInfo>>,
     'object.get': (state, msg, ctx) => getObject(inCluster(state), ctx, msg),
-    'object.delete': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
+    'object.delete': (state, msg, ctx) => deleteKey(inCluster(state), ctx, msg),
     'object.attributes.put': (state, msg, ctx) => changeAttributes(inCluster(state), ctx, msg),
     'upload.create': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
     'upload.complete': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
     'upload.abort': (state, msg, ctx) => changeKey(inCluster(state), ctx, msg),
-    'object.delete-many': (state, msg, ctx) => deleteMany(inCluster(state), ctx, msg),
+    'object.delete-many': (state, msg, ctx) => deleteJudged(inCluster(state), ctx, msg),
     'object.copy': (state, msg, ctx) => copyObject(inCluster(state), ctx, msg),
     'upload.part-copy': (state, msg, ctx) => copyPart(inCluster(state), ctx, msg),
     'object.attributes.get': (state, msg, ctx) => attributesOf(inCluster(state), ctx, msg),
@@ -202,4 +205,71 @@ async function changeAttributes(
   }
   const named = { ...msg, versionStamp: stamp, ...(versionId === undefined ? {} : { versionId }) }
   return changeKey(cluster, ctx, named)
+}
+
+/** A delete; one of a version by id in a bucket with object lock is judged first
+ * (object-lock.ts). */
+async function deleteKey(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: Extract<CoordinatorMsg, { kind: 'object.delete' }>,
+): Promise<Result<DeleteResult>> {
+  if (msg.versionId !== undefined) {
+    const locked = await hasObjectLock(ctx, msg)
+    if (!locked.ok) return locked
+    if (locked.value) {
+      const target = { ...msg, versionId: msg.versionId }
+      const judged = await judgeVersionDelete(cluster, ctx, target, (read) =>
+        attributesOf(cluster, ctx, read),
+      )
+      if (!judged.ok) return judged
+    }
+  }
+  return changeKey(cluster, ctx, msg)
+}
+
+/** Versions judged at once by a delete-many, so that its quorum reads stay bounded. */
+const JUDGED_AT_ONCE = 16
+
+/** DeleteObjects: each version by id in a bucket with object lock is judged first; the refused
+ * are its errors, the rest are deleted. */
+async function deleteJudged(
+  cluster: ClusterState,
+  ctx: Context,
+  msg: Extract<CoordinatorMsg, { kind: 'object.delete-many' }>,
+): Promise<Result<DeleteManyResult>> {
+  const byId = msg.objects.filter((object) => object.versionId !== undefined)
+  if (byId.length === 0) return deleteMany(cluster, ctx, msg)
+  const locked = await hasObjectLock(ctx, msg)
+  if (!locked.ok) return locked
+  if (!locked.value) return deleteMany(cluster, ctx, msg)
+  const refused: DeleteManyResult['errors'] = []
+  const allowed: typeof msg.objects = msg.objects.filter((object) => object.versionId === undefined)
+  for (let at = 0; at < byId.length; at += JUDGED_AT_ONCE) {
+    const batch = byId.slice(at, at + JUDGED_AT_ONCE)
+    const judged = await Promise.all(
+      batch.map((object) =>
+        judgeVersionDelete(
+          cluster,
+          ctx,
+          { ...msg, key: object.key, versionId: object.versionId ?? 'null' },
+          (read) => attributesOf(cluster, ctx, read),
+        ),
+      ),
+    )
+    judged.forEach((verdict, index) => {
+      const object = batch[index] as (typeof msg.objects)[number]
+      if (verdict.ok) allowed.push(object)
+      else refused.push({ key: object.key, code: verdict.code, detail: verdict.detail })
+    })
+  }
+  const deleted =
+    allowed.length === 0
+      ? ok<DeleteManyResult>({ deleted: [], errors: [] })
+      : await deleteMany(cluster, ctx, { ...msg, objects: allowed })
+  if (!deleted.ok) return deleted
+  const order = new Map(msg.objects.map((object, index) => [object.key, index]))
+  const errors = [...deleted.value.errors, ...refused]
+  errors.sort((a, b) => (order.get(a.key) ?? 0) - (order.get(b.key) ?? 0))
+  return ok({ deleted: deleted.value.deleted, errors })
 }

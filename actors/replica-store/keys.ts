@@ -7,8 +7,9 @@
  *   p\0<bucket>         the bucket's policy, if it has one; deleted with the bucket
  *   a\0<bucket>         the bucket's canned ACL, if not private; deleted with the bucket
  *   q\0<bucket>         the bucket's quota, if it has one; deleted with the bucket
- *                       (R\0, T\0, p\0, a\0 and q\0 are bucket settings: bucketSettingKey; every
- *                       capital letter has a record kind, so settings added later take small
+ *   o\0<bucket>         the bucket's object lock configuration, once enabled; deleted with it
+ *                       (R\0, T\0 and the small letters are bucket settings: bucketSettingKey;
+ *                       every capital letter has a record kind, so settings added later take small
  *                       ones)
  *   O\0<bucket>\0<key>  object record; a bucket's objects are one range, in S3's listing order
  *   H\0<sha256>         blob record (size, CRC32, reference count, file id if not inline, and
@@ -84,6 +85,7 @@ const BUCKET_SETTING_PREFIXES: { [N in BucketSettingName]: string } = {
   policy: 'p\0',
   acl: 'a\0',
   quota: 'q\0',
+  objectLock: 'o\0',
 }
 
 export const STAMP_PREFIX = 'S\0'

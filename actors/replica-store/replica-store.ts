@@ -173,14 +173,17 @@ export const replicaStore: Actor<StoreState, 'replica-store'> = {
     'object.get': getObject,
     'object.delete': (state, msg, ctx) => {
       const target = msg.versionId === undefined ? { key: msg.key } : msg
+      const bypass = msg.bypassGovernance === true
       return retryingClaims(ctx, msg.deadlineMs, () =>
-        deleteObject(state, msg.bucket, target, ctx, deleteStampOf(msg)),
+        deleteObject(state, msg.bucket, target, ctx, deleteStampOf(msg), bypass),
       )
     },
-    'object.delete-many': (state, msg, ctx) =>
-      retryingClaims(ctx, msg.deadlineMs, () =>
-        deleteObjects(state, msg.bucket, msg.objects, ctx, deleteStampOf(msg)),
-      ),
+    'object.delete-many': (state, msg, ctx) => {
+      const bypass = msg.bypassGovernance === true
+      return retryingClaims(ctx, msg.deadlineMs, () =>
+        deleteObjects(state, msg.bucket, msg.objects, ctx, deleteStampOf(msg), bypass),
+      )
+    },
     'object.list-versions': (_state, msg, ctx) => listVersions(msg, ctx),
     'object.copy': (state, msg, ctx) =>
       retryingClaims(ctx, msg.deadlineMs, () => copyObject(state, msg, ctx)),

@@ -7,6 +7,7 @@
  * take a while to spread too. A bucket's rules that cannot be read refuse the request (503), never
  * admit it. */
 import type { BucketQuota } from '../../protocol/bucket-settings.js'
+import type { ObjectLockConfiguration } from '../../protocol/s3-rules/object-lock.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { Principal } from '../../protocol/messages.js'
 import {
@@ -35,6 +36,8 @@ export interface AccessRules {
   acl: string | null
   /** The bucket's bounds, which writes answer to (quota.ts). */
   quota: BucketQuota | null
+  /** The bucket's object lock (object-lock.ts). */
+  objectLock: ObjectLockConfiguration | null
 }
 
 interface CacheEntry {
@@ -50,16 +53,18 @@ export function forgetAccessRules(bucket: string): void {
 }
 
 async function readRules(ex: S3Exchange, bucket: string): Promise<Result<AccessRules>> {
-  const [policy, acl, quota] = await Promise.all([
+  const [policy, acl, quota, objectLock] = await Promise.all([
     getBucketSetting(ex, bucket, 'policy'),
     getBucketSetting(ex, bucket, 'acl'),
     getBucketSetting(ex, bucket, 'quota'),
+    getBucketSetting(ex, bucket, 'objectLock'),
   ])
   const absent = (reply: Result<unknown>, code: string): boolean =>
     !reply.ok && (reply.code === code || reply.code === 'no_such_bucket')
   if (!policy.ok && !absent(policy, 'no_such_bucket_policy')) return policy
   if (!acl.ok && !absent(acl, 'no_such_key')) return acl
   if (!quota.ok && !absent(quota, 'no_such_key')) return quota
+  if (!objectLock.ok && !absent(objectLock, 'no_such_object_lock_configuration')) return objectLock
   let parsed: BucketPolicy | null = null
   if (policy.ok) {
     const read = parseBucketPolicy(policy.value.text, bucket)
@@ -71,6 +76,7 @@ async function readRules(ex: S3Exchange, bucket: string): Promise<Result<AccessR
     readsTags: policy.ok && /s3:ExistingObjectTag\//i.test(policy.value.text),
     acl: acl.ok ? acl.value.canned : null,
     quota: quota.ok ? quota.value : null,
+    objectLock: objectLock.ok ? objectLock.value : null,
   })
 }
 
@@ -114,6 +120,10 @@ const OBJECT_ACTIONS: Partial<Record<S3Operation, ObjectAction>> = {
   DeleteObjectTagging: ['s3:DeleteObjectTagging', 's3:DeleteObjectVersionTagging'],
   GetObjectAcl: ['s3:GetObjectAcl', 's3:GetObjectVersionAcl'],
   PutObjectAcl: ['s3:PutObjectAcl', 's3:PutObjectVersionAcl'],
+  GetObjectRetention: ['s3:GetObjectRetention', 's3:GetObjectRetention'],
+  PutObjectRetention: ['s3:PutObjectRetention', 's3:PutObjectRetention'],
+  GetObjectLegalHold: ['s3:GetObjectLegalHold', 's3:GetObjectLegalHold'],
+  PutObjectLegalHold: ['s3:PutObjectLegalHold', 's3:PutObjectLegalHold'],
 }
 
 /** Each bucket operation's action (S3 names deletes of a setting by its put). DeleteObjects has
@@ -140,6 +150,8 @@ const BUCKET_ACTIONS: Partial<Record<S3Operation, string>> = {
   GetBucketPolicyStatus: 's3:GetBucketPolicyStatus',
   PutBucketAcl: 's3:PutBucketAcl',
   GetBucketAcl: 's3:GetBucketAcl',
+  PutObjectLockConfiguration: 's3:PutBucketObjectLockConfiguration',
+  GetObjectLockConfiguration: 's3:GetBucketObjectLockConfiguration',
 }
 
 /** Operations outside any bucket's policy: IAM alone decides them in S3, the role here. */
@@ -322,6 +334,17 @@ export async function objectAclAdmits(
   if (!reply.ok) return false
   const acl = reply.value.attributes.acl
   return acl === 'public-read' || (acl === 'authenticated-read' && ex.access.principal !== null)
+}
+
+/** Whether a request asks to bypass governance retention (`x-amz-bypass-governance-retention:
+ * true`) and may: a SuperUser, or whom the bucket's policy grants s3:BypassGovernanceRetention. */
+export function mayBypassGovernance(ex: S3Exchange, at: { bucket: string; key: string }): boolean {
+  if (ex.headers['x-amz-bypass-governance-retention']?.toLowerCase() !== 'true') return false
+  const { principal, rules, context } = ex.access
+  const needed = [{ action: 's3:BypassGovernanceRetention', ...at }]
+  const policy = rules?.policy ?? null
+  const bucketAcl = rules?.acl ?? null
+  return decideAccess({ principal, needed, policy, bucketAcl, context }) === 'allow'
 }
 
 /** Whether the requester may delete one key of a DeleteObjects request. */

@@ -1,6 +1,7 @@
 /** @module S3 bucket operations and listings: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
  * GetBucketLocation, ListObjectsV2, ListObjects (v1) and DeleteObjects. */
-import { mayDeleteKey } from './access.js'
+import { mayBypassGovernance, mayDeleteKey } from './access.js'
+import { setCreatedBucketLock, versioningChangeAllowed } from './object-lock.js'
 import { setCreatedBucketAcl } from './acl.js'
 import { fail, ok, type ErrorCode, type Result } from '../../protocol/errors.js'
 import { LIST_KEYS_MAX, XML_BODY_BYTES_MAX } from '../../protocol/limits.js'
@@ -72,6 +73,8 @@ export async function createBucket(
   }
   const acl = await setCreatedBucketAcl(ex, bucket)
   if (!acl.ok) return sendError(ex, acl.code, acl.detail, { BucketName: bucket })
+  const lock = await setCreatedBucketLock(ex, bucket)
+  if (!lock.ok) return sendError(ex, lock.code, lock.detail, { BucketName: bucket })
   send(ex, 200, { location: '/' + bucket })
 }
 
@@ -234,7 +237,14 @@ export async function deleteObjects(
   const reply =
     objects.length === 0
       ? ok({ deleted: [], errors: [] })
-      : await askCoordinator(ex, { kind: 'object.delete-many', bucket, objects })
+      : await askCoordinator(ex, {
+          kind: 'object.delete-many',
+          bucket,
+          objects,
+          ...(mayBypassGovernance(ex, { bucket, key: '*' })
+            ? { bypassGovernance: true as const }
+            : {}),
+        })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail, { BucketName: bucket })
   // S3's fields: VersionId is the one asked for; a marker added carries its own id apart.
   const deleted = reply.value.deleted.map((entry) => ({
@@ -268,6 +278,8 @@ export async function putBucketVersioning(
   if (!body.ok) return sendError(ex, body.code, body.detail)
   const status = parseVersioningConfiguration(body.value)
   if (!status.ok) return sendError(ex, status.code, status.detail)
+  const allowed = versioningChangeAllowed(ex, status.value)
+  if (!allowed.ok) return sendError(ex, allowed.code, allowed.detail, { BucketName: bucket })
   const reply = await askCoordinator(ex, {
     kind: 'bucket.versioning.put',
     bucket,

@@ -192,6 +192,21 @@ const S3_ERRORS: Readonly<Record<S3SurfaceCode, S3Error>> = {
   invalid_tag: s3Error('InvalidTag', 400, 'The tag provided was not a valid tag.'),
   malformed_policy: s3Error('MalformedPolicy', 400, 'The policy is not valid.'),
   no_such_bucket_policy: s3Error('NoSuchBucketPolicy', 404, 'The bucket policy does not exist'),
+  no_such_object_lock_configuration: s3Error(
+    'ObjectLockConfigurationNotFoundError',
+    404,
+    'Object Lock configuration does not exist for this bucket',
+  ),
+  no_such_object_lock: s3Error(
+    'NoSuchObjectLockConfiguration',
+    404,
+    'The specified object does not have a ObjectLock configuration',
+  ),
+  invalid_bucket_state: s3Error(
+    'InvalidBucketState',
+    409,
+    'The request is not valid with the current state of the bucket.',
+  ),
   quota_exceeded: s3Error('QuotaExceeded', 403, "The bucket's quota would be exceeded."),
   malformed_acl: s3Error(
     'MalformedACLError',

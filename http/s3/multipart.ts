@@ -4,6 +4,7 @@
  * ?uploadId), AbortMultipartUpload (DELETE ?uploadId), ListParts (GET ?uploadId) and
  * ListMultipartUploads (GET on the bucket with ?uploads). Each is one upload message to the
  * coordinator; the store decides what exists. */
+import { lockedAttributes } from './object-lock.js'
 import { objectActor } from '../../protocol/actor.js'
 import { PART_BYTES_MAX, LIST_PARTS_MAX, LIST_UPLOADS_MAX } from '../../protocol/limits.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
@@ -53,7 +54,7 @@ export async function createMultipartUpload(ex: S3Exchange, at: ObjectTarget): P
     ex.headers['x-amz-checksum-type'],
   )
   if (!checksum.ok) return sendError(ex, checksum.code, checksum.detail)
-  const attributes = requestAttributes(ex.headers)
+  const attributes = lockedAttributes(ex, requestAttributes(ex.headers))
   if (!attributes.ok) return sendError(ex, attributes.code, attributes.detail)
   const reply = await askCoordinator(ex, {
     kind: 'upload.create',

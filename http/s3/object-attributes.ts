@@ -72,6 +72,26 @@ const FRONTS: { [N in AttributeName]: AttributeFront<N> } = {
     // S3 reports an object's ACL on GetObjectAcl alone.
     headers: () => ({}),
   },
+  // Object lock's headers need the bucket's configuration and the time: object-lock.ts reads them
+  // (lockedAttributes) once these are collected.
+  retention: {
+    fromHeaders: () => ok(undefined),
+    forCopy: () => ok(undefined),
+    fromForm: () => ok(undefined),
+    headers: ({ mode, untilMs }) =>
+      mode === 'OFF'
+        ? {}
+        : {
+            'x-amz-object-lock-mode': mode,
+            'x-amz-object-lock-retain-until-date': new Date(untilMs).toISOString(),
+          },
+  },
+  legalHold: {
+    fromHeaders: () => ok(undefined),
+    forCopy: () => ok(undefined),
+    fromForm: () => ok(undefined),
+    headers: () => ({ 'x-amz-object-lock-legal-hold': 'ON' }),
+  },
 }
 
 function frontOf(name: AttributeName): AttributeFront<AttributeName> {

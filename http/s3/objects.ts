@@ -1,6 +1,8 @@
 /** @module S3 object operations: PutObject (streamed), GetObject/HeadObject (ranges, conditions,
  * response overrides, streamed), DeleteObject and CopyObject. Each turns the HTTP request into one
  * object message to the coordinator; bodies move on streams, never whole. */
+import { mayBypassGovernance } from './access.js'
+import { lockedAttributes } from './object-lock.js'
 import type { ServerResponse } from 'node:http'
 import { checksumAlgorithmFromHeader } from '../../protocol/checksums.js'
 import { evaluateConditions } from '../../protocol/s3-rules/conditions.js'
@@ -87,7 +89,7 @@ export async function putObject(
 ): Promise<void> {
   const userMeta = parseUserMeta(ex.headers)
   if (!userMeta.ok) return sendError(ex, userMeta.code, userMeta.detail)
-  const attributes = requestAttributes(ex.headers)
+  const attributes = lockedAttributes(ex, requestAttributes(ex.headers))
   if (!attributes.ok) return sendError(ex, attributes.code, attributes.detail)
   const size = declaredSize(ex, auth)
   if (!size.ok) return sendError(ex, size.code, size.detail)
@@ -470,6 +472,7 @@ export async function deleteObject(ex: S3Exchange, at: ObjectTarget): Promise<vo
     kind: 'object.delete',
     ...at,
     ...(versionId === null ? {} : { versionId }),
+    ...(mayBypassGovernance(ex, at) ? { bypassGovernance: true as const } : {}),
   })
   if (!reply.ok) return sendError(ex, reply.code, reply.detail)
   const headers: Record<string, string> = versionHeaders(reply.value)
@@ -484,7 +487,7 @@ export async function copyObject(ex: S3Exchange, at: ObjectTarget, header: strin
   if (directive !== 'COPY' && directive !== 'REPLACE') {
     return sendError(ex, 'invalid_argument', 'Unknown metadata directive.')
   }
-  const attributes = copyAttributes(ex.headers)
+  const attributes = lockedAttributes(ex, copyAttributes(ex.headers))
   if (!attributes.ok) return sendError(ex, attributes.code, attributes.detail)
   let replace
   if (directive === 'REPLACE') {

@@ -46,6 +46,12 @@ export type S3Operation =
   | 'GetBucketAcl'
   | 'PutObjectAcl'
   | 'GetObjectAcl'
+  | 'PutObjectLockConfiguration'
+  | 'GetObjectLockConfiguration'
+  | 'PutObjectRetention'
+  | 'GetObjectRetention'
+  | 'PutObjectLegalHold'
+  | 'GetObjectLegalHold'
   | 'NotImplemented'
   | 'Unknown'
 
@@ -62,6 +68,8 @@ export function operationOf(
   if (target.key === null) return bucketOperationOf(method, query, headers)
   if (query.has('tagging')) return taggingOperationOf(method, 'Object')
   if (query.has('acl')) return aclOperationOf(method, 'Object')
+  if (query.has('retention')) return lockOperationOf(method, 'ObjectRetention')
+  if (query.has('legal-hold')) return lockOperationOf(method, 'ObjectLegalHold')
   if (query.has('uploadId')) return uploadOperationOf(method, headers)
   switch (method) {
     case 'GET':
@@ -104,6 +112,7 @@ function bucketOperationOf(
   if (query.has('policy')) return policyOperationOf(method)
   if (query.has('policyStatus')) return method === 'GET' ? 'GetBucketPolicyStatus' : 'Unknown'
   if (query.has('acl')) return aclOperationOf(method, 'Bucket')
+  if (query.has('object-lock')) return lockOperationOf(method, 'ObjectLockConfiguration')
   switch (method) {
     case 'GET':
       if (query.has('location')) return 'GetBucketLocation'
@@ -148,4 +157,12 @@ function policyOperationOf(method: string): S3Operation {
 function aclOperationOf(method: string, of: 'Object' | 'Bucket'): S3Operation {
   if (method === 'GET') return `Get${of}Acl`
   return method === 'PUT' ? `Put${of}Acl` : 'Unknown'
+}
+
+function lockOperationOf(
+  method: string,
+  of: 'ObjectRetention' | 'ObjectLegalHold' | 'ObjectLockConfiguration',
+): S3Operation {
+  if (method === 'GET') return `Get${of}`
+  return method === 'PUT' ? `Put${of}` : 'Unknown'
 }

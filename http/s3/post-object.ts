@@ -7,6 +7,7 @@
  * `content-length-range` while it passes; a file outside the range is aborted, so nothing is
  * stored. The answer follows `success_action_redirect` (303 to it, with bucket, key and ETag) or
  * `success_action_status` (200, 201 with a PostResponse document, or 204 by default). */
+import { lockedAttributes } from './object-lock.js'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import type { Readable } from 'node:stream'
@@ -139,9 +140,11 @@ export async function postObject(ex: S3Exchange, caches: AuthCaches): Promise<vo
   const quota = access.ok
     ? await checkQuota(ex, 'PostObject', ex.access.rules?.quota ?? null)
     : access
-  if (!quota.ok) {
+  const fields = Object.fromEntries(form.value.fields)
+  const locked = quota.ok ? lockedAttributes(ex, ok(object.value), fields) : quota
+  if (!locked.ok) {
     form.value.file.resume()
-    return sendError(ex, quota.code, quota.detail)
+    return sendError(ex, locked.code, locked.detail)
   }
   const deadlineMs = streamDeadlineMs(ex.mesh.now(), length)
   const [local, remote] = ex.mesh.openStream()
@@ -149,6 +152,7 @@ export async function postObject(ex: S3Exchange, caches: AuthCaches): Promise<vo
     kind: 'object.put',
     bucket,
     ...object.value,
+    ...locked.value,
     expect: {},
     stream: remote,
     streamMd5: true,

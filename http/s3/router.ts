@@ -43,6 +43,7 @@ import {
 } from './multipart.js'
 import { operationOf } from './operation.js'
 import { clientFields } from '../request-log.js'
+import { bucketObjectLock, objectLegalHold, objectRetention } from './object-lock.js'
 import { bucketPolicy, bucketPolicyStatus } from './policy.js'
 import { checkQuota } from './quota.js'
 import { isPostObject, postObject } from './post-object.js'
@@ -57,19 +58,16 @@ const UNIMPLEMENTED = [
   'encryption',
   'intelligent-tiering',
   'inventory',
-  'legal-hold',
   'lifecycle',
   'logging',
   'metadataTable',
   'metrics',
   'notification',
-  'object-lock',
   'ownershipControls',
   'publicAccessBlock',
   'replication',
   'requestPayment',
   'restore',
-  'retention',
   'select',
   'torrent',
   'website',
@@ -214,6 +212,8 @@ async function dispatch(ex: S3Exchange, auth: Authenticated): Promise<void> {
   }
   if (ex.query.has('tagging')) return objectTagging(ex, auth, at)
   if (ex.query.has('acl')) return objectAcl(ex, auth, at)
+  if (ex.query.has('retention')) return objectRetention(ex, auth, at)
+  if (ex.query.has('legal-hold')) return objectLegalHold(ex, auth, at)
   const uploadId = ex.query.get('uploadId')
   if (uploadId !== null) return uploadOperation(ex, auth, at, uploadId)
   switch (ex.method) {
@@ -282,6 +282,7 @@ async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: stri
   if (ex.query.has('policy')) return bucketPolicy(ex, auth, bucket)
   if (ex.query.has('policyStatus')) return bucketPolicyStatus(ex, bucket)
   if (ex.query.has('acl')) return bucketAcl(ex, auth, bucket)
+  if (ex.query.has('object-lock')) return bucketObjectLock(ex, auth, bucket)
   for (const [name, methods] of Object.entries(BUCKET_SUBRESOURCE_METHODS)) {
     if (ex.query.has(name) && !methods.includes(ex.method)) {
       return sendError(ex, 'method_not_allowed', '')

@@ -1,10 +1,9 @@
 /** @module Request headers (and form fields) that ask for Amazon S3 features this service does not
  * have: server-side encryption (SSE-S3, SSE-KMS, SSE-C, for the object or for a copy's source),
- * object lock (on a new bucket or on an object write), ACLs with grants or canned ones that grant
- * writes, storage classes other than STANDARD, and website redirects. Storing an object while
- * ignoring one of them would let a client believe something false (plaintext kept where encryption
- * was asked, a version deletable where a retention was set, an object private where it was made
- * public), so every such request is refused here, in one place, before any operation runs: `400
+ * ACLs with grants or canned ones that grant writes, storage classes other than STANDARD, and
+ * website redirects. Storing an object while ignoring one of them would let a client believe
+ * something false (plaintext kept where encryption was asked, or an ACL granting writes dropped),
+ * so every such request is refused here, in one place, before any operation runs: `400
  * InvalidArgument` for a value or a combination Amazon S3 itself refuses, else `501 NotImplemented`
  * naming the header (in the message and in S3's `<Header>` element), as S3 answers a header that
  * implies functionality it does not implement.
@@ -12,10 +11,9 @@
  * The canned ACLs `private`, `public-read` and `authenticated-read` are held (acl.ts). Accepted
  * because they are true of every bucket and object here: on object writes,
  * `bucket-owner-full-control` (the bucket's owner controls every object in it); the object
- * ownership `BucketOwnerEnforced` on CreateBucket; `x-amz-bucket-object-lock-enabled: false`; and
- * `x-amz-storage-class: STANDARD`, the class of every object here (an unknown class is S3's
- * `400 InvalidStorageClass`). Subresources such as ?encryption, ?object-lock, ?retention and
- * ?legal-hold are refused by the router (501) before this runs. */
+ * ownership `BucketOwnerEnforced` on CreateBucket; and `x-amz-storage-class: STANDARD`, the class
+ * of every object here (an unknown class is S3's `400 InvalidStorageClass`). Subresources such as
+ * ?encryption and ?website are refused by the router (501) before this runs. */
 import { createHash } from 'node:crypto'
 import { sendError, type S3Exchange } from './exchange.js'
 import type { S3Operation } from './operation.js'
@@ -38,9 +36,6 @@ const SSE_C_PREFIXES = [
   'x-amz-server-side-encryption-customer-',
   'x-amz-copy-source-server-side-encryption-customer-',
 ]
-const LOCK_MODE = 'x-amz-object-lock-mode'
-const LOCK_UNTIL = 'x-amz-object-lock-retain-until-date'
-const LEGAL_HOLD = 'x-amz-object-lock-legal-hold'
 const GRANTS = [
   'x-amz-grant-read',
   'x-amz-grant-write',
@@ -99,7 +94,6 @@ export function refusedFeature(
   return (
     encryption(headers) ??
     customerKey(headers) ??
-    objectLock(headers) ??
     bucketSettings(headers) ??
     acl(operation, headers) ??
     storage(headers)
@@ -176,38 +170,11 @@ function customerKeyProblem(
   return null
 }
 
-function objectLock(headers: Readonly<Record<string, string>>): Refusal | null {
-  const mode = headers[LOCK_MODE]
-  const until = headers[LOCK_UNTIL]
-  if (mode !== undefined || until !== undefined) {
-    if (mode === undefined || until === undefined) {
-      return invalid(
-        mode === undefined ? LOCK_UNTIL : LOCK_MODE,
-        `${LOCK_UNTIL} and ${LOCK_MODE} must both be supplied`,
-      )
-    }
-    if (mode !== 'GOVERNANCE' && mode !== 'COMPLIANCE') {
-      return invalid(LOCK_MODE, 'Unknown wormMode directive.')
-    }
-    if (Number.isNaN(Date.parse(until))) {
-      return invalid(LOCK_UNTIL, 'The retain until date must be provided in ISO 8601 format')
-    }
-    return notImplemented(LOCK_MODE, `object lock retention ${mode}`)
-  }
-  const hold = headers[LEGAL_HOLD]
-  if (hold === undefined) return null
-  if (hold !== 'ON' && hold !== 'OFF') {
-    return invalid(LEGAL_HOLD, "Legal Hold must be either of 'ON' or 'OFF'")
-  }
-  return notImplemented(LEGAL_HOLD, 'object lock legal hold')
-}
-
-/** CreateBucket's object lock and object ownership settings. */
+/** CreateBucket's object lock (object-lock.ts enables it) and object ownership settings. */
 function bucketSettings(headers: Readonly<Record<string, string>>): Refusal | null {
   const lockName = 'x-amz-bucket-object-lock-enabled'
   const lock = headers[lockName]?.toLowerCase()
-  if (lock === 'true') return notImplemented(lockName, 'object lock')
-  if (lock !== undefined && lock !== 'false') {
+  if (lock !== undefined && lock !== 'true' && lock !== 'false') {
     return invalid(lockName, `${lockName} must be true or false`)
   }
   const ownershipName = 'x-amz-object-ownership'

@@ -98,6 +98,12 @@ export const uploadChecksum = z.strictObject({ algorithm: checksumAlgorithm, typ
 
 export const tag = z.strictObject({ key: z.string(), value: z.string() })
 
+/** An object version's object lock retention: `OFF` is none (protocol/s3-rules/object-lock.ts). */
+export const retention = z.strictObject({
+  mode: z.enum(['GOVERNANCE', 'COMPLIANCE', 'OFF']),
+  untilMs: z.number(),
+})
+
 /** An object version's canned ACL (`private` is none). */
 export const objectAcl = z.enum(['private', 'public-read', 'authenticated-read'])
 
@@ -107,6 +113,8 @@ export const objectAttributes = z
   .strictObject({
     tags: z.array(tag).exactOptional(),
     acl: objectAcl.exactOptional(),
+    retention: retention.exactOptional(),
+    legalHold: z.boolean().exactOptional(),
   })
   .superRefine((attributes, context) => {
     const valid = validateAttributes(attributes)
@@ -119,4 +127,8 @@ export const attributeSummary = z.strictObject({
   tags: count.exactOptional(),
   /** Its canned ACL, when not private. */
   acl: objectAcl.exactOptional(),
+  /** Its object lock retention, when it has one (until may be past). */
+  retention: retention.exactOptional(),
+  /** Whether a legal hold is on it (absent when not). */
+  legalHold: z.literal(true).exactOptional(),
 })

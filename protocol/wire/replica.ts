@@ -74,6 +74,8 @@ export const objectDelete = message({
   bucket: bucketName,
   key: objectKey,
   versionId: z.string().exactOptional(),
+  /** The request bypasses governance retention, and may (protocol/s3-rules/object-lock.ts). */
+  bypassGovernance: z.literal(true).exactOptional(),
   stamp: stamp.exactOptional(),
   versioning: decidedVersioning.exactOptional(),
 })
@@ -84,6 +86,7 @@ export const objectDeleteMany = message({
   objects: z
     .array(z.strictObject({ key: objectKey, versionId: z.string().exactOptional() }))
     .max(DELETE_OBJECTS_KEYS_MAX),
+  bypassGovernance: z.literal(true).exactOptional(),
   /** Cluster mode: one stamp for every key of the batch (each key is changed once). */
   stamp: stamp.exactOptional(),
   versioning: decidedVersioning.exactOptional(),

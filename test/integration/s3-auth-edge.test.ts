@@ -657,29 +657,28 @@ test('unimplemented subresources are 501 NotImplemented and do nothing else', as
   expectError(putLifecycle, 501, 'NotImplemented', 'PUT ?lifecycle')
   const head = await request({ method: 'HEAD', path: '/ghost-bucket' })
   expectOk(head, 404, 'PUT ?lifecycle must not create the bucket')
-  const getRetention = await request({
+  const getTorrent = await request({
     method: 'GET',
     path: `/${BUCKET}/tagged`,
-    query: { retention: '' },
+    query: { torrent: '' },
   })
-  expectError(getRetention, 501, 'NotImplemented', 'GET ?retention')
-  assert.not.ok(getRetention.body.includes(original), 'GET ?retention returned the object')
+  expectError(getTorrent, 501, 'NotImplemented', 'GET ?torrent')
+  assert.not.ok(getTorrent.body.includes(original), 'GET ?torrent returned the object')
 
-  const legalHold = '<LegalHold><Status>ON</Status></LegalHold>'
-  const putLegalHold = await request({
+  const putTorrent = await request({
     method: 'PUT',
     path: `/${BUCKET}/tagged`,
-    query: { 'legal-hold': '' },
-    headers: { 'content-length': String(legalHold.length) },
-    body: legalHold,
+    query: { torrent: '' },
+    headers: { 'content-length': '4' },
+    body: 'junk',
   })
-  expectError(putLegalHold, 501, 'NotImplemented', 'PUT ?legal-hold')
-  const deleteLegalHold = await request({
+  expectError(putTorrent, 501, 'NotImplemented', 'PUT ?torrent')
+  const deleteTorrent = await request({
     method: 'DELETE',
     path: `/${BUCKET}/tagged`,
-    query: { 'legal-hold': '' },
+    query: { torrent: '' },
   })
-  expectError(deleteLegalHold, 501, 'NotImplemented', 'DELETE ?legal-hold')
+  expectError(deleteTorrent, 501, 'NotImplemented', 'DELETE ?torrent')
   await expectBytes('tagged', original)
 
   const restore = await request({

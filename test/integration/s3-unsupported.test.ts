@@ -1,10 +1,10 @@
 /** Goal: a request that asks for an S3 feature the service does not have (server-side encryption,
- * a customer key, object lock, an ACL beyond private) is refused as Amazon S3 refuses what it does
- * not implement, `501 NotImplemented` naming the header, or `400` for a value S3 itself refuses,
- * and does nothing: no object stored, no bucket created. What is true of every object anyway
- * (`x-amz-acl: private`, `bucket-owner-full-control` on objects, object lock disabled) is
- * accepted. Method: the real server, driven by @aws-sdk/client-s3 where it can say the request,
- * else by raw signed requests; form uploads signed by @aws-sdk/s3-presigned-post. */
+ * a customer key, an ACL that grants writes or names grantees, a storage class, a website) is
+ * refused as Amazon S3 refuses what it does not implement, `501 NotImplemented` naming the header,
+ * or `400` for a value S3 itself refuses, and does nothing: no object stored, no bucket created.
+ * What is true of every object anyway (`bucket-owner-full-control` on objects) is accepted.
+ * Method: the real server, driven by @aws-sdk/client-s3 where it can say the request, else by raw
+ * signed requests; form uploads signed by @aws-sdk/s3-presigned-post. */
 import * as assert from 'uvu/assert'
 import { createHash } from 'node:crypto'
 import {
@@ -14,9 +14,8 @@ import {
   HeadBucketCommand,
   HeadObjectCommand,
   PutBucketEncryptionCommand,
+  PutBucketWebsiteCommand,
   PutObjectCommand,
-  PutObjectLockConfigurationCommand,
-  PutObjectRetentionCommand,
   UploadPartCommand,
 } from '@aws-sdk/client-s3'
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post'
@@ -29,7 +28,7 @@ const BUCKET = 'unsupported'
 /** The cases that also run through a gateway (test/support/s3-suite.ts). */
 useS3Suite(BUCKET, [
   'PutObject with a customer key (SSE-C)',
-  'the encryption, object-lock and retention subresources',
+  'the encryption and website subresources',
 ])
 
 const CUSTOMER_KEY = Buffer.alloc(32, 7)
@@ -202,62 +201,6 @@ test('CreateMultipartUpload with encryption, UploadPart with a customer key: 501
   assert.equal(part, { name: 'NotImplemented', status: 501 })
 })
 
-test('CreateBucket with object lock enabled: 501, nothing created; disabled: 200', async () => {
-  const refused = await failure(() =>
-    s3.send(new CreateBucketCommand({ Bucket: 'locked-bucket', ObjectLockEnabledForBucket: true })),
-  )
-  assert.equal(refused, { name: 'NotImplemented', status: 501 })
-  const head = await failure(() => s3.send(new HeadBucketCommand({ Bucket: 'locked-bucket' })))
-  assert.is(head.status, 404)
-  const raw = await signedRequest(server.url, {
-    method: 'PUT',
-    path: '/locked-bucket',
-    headers: { 'x-amz-bucket-object-lock-enabled': 'true' },
-  })
-  expectNotImplemented(raw, 'x-amz-bucket-object-lock-enabled')
-  await s3.send(new CreateBucketCommand({ Bucket: 'unlocked', ObjectLockEnabledForBucket: false }))
-  await s3.send(new HeadBucketCommand({ Bucket: 'unlocked' }))
-})
-
-test('PutObject with a GOVERNANCE retention is 501 and stores nothing', async () => {
-  const refused = await failure(() =>
-    s3.send(
-      new PutObjectCommand({
-        Bucket: BUCKET,
-        Key: 'retained',
-        Body: 'keep me',
-        ObjectLockMode: 'GOVERNANCE',
-        ObjectLockRetainUntilDate: new Date('2030-01-01T00:00:00Z'),
-      }),
-    ),
-  )
-  assert.equal(refused, { name: 'NotImplemented', status: 501 })
-  assert.ok(await absent('retained'))
-  expectNotImplemented(
-    await put('retained', {
-      'x-amz-object-lock-mode': 'COMPLIANCE',
-      'x-amz-object-lock-retain-until-date': '2030-01-01T00:00:00Z',
-    }),
-    'x-amz-object-lock-mode',
-  )
-  expectInvalid(await put('retained', { 'x-amz-object-lock-mode': 'GOVERNANCE' }), 'no date')
-  const badMode = {
-    'x-amz-object-lock-mode': 'FOREVER',
-    'x-amz-object-lock-retain-until-date': '2030-01-01T00:00:00Z',
-  }
-  expectInvalid(await put('retained', badMode), 'unknown mode')
-  assert.ok(await absent('retained'))
-})
-
-test('PutObject with a legal hold is 501 and stores nothing', async () => {
-  expectNotImplemented(
-    await put('held', { 'x-amz-object-lock-legal-hold': 'ON' }),
-    'x-amz-object-lock-legal-hold',
-  )
-  expectInvalid(await put('held', { 'x-amz-object-lock-legal-hold': 'maybe' }), 'bad value')
-  assert.ok(await absent('held'))
-})
-
 test('an ACL that grants writes or names grantees is 501 and stores nothing', async () => {
   const refused = await failure(() =>
     s3.send(
@@ -366,7 +309,7 @@ test('a form upload with a public-read-write acl or encryption: 501, nothing kep
   assert.ok(await absent('form'))
 })
 
-test('the encryption, object-lock and retention subresources are 501', async () => {
+test('the encryption and website subresources are 501', async () => {
   const calls = [
     () =>
       s3.send(
@@ -379,17 +322,9 @@ test('the encryption, object-lock and retention subresources are 501', async () 
       ),
     () =>
       s3.send(
-        new PutObjectLockConfigurationCommand({
+        new PutBucketWebsiteCommand({
           Bucket: BUCKET,
-          ObjectLockConfiguration: { ObjectLockEnabled: 'Enabled' },
-        }),
-      ),
-    () =>
-      s3.send(
-        new PutObjectRetentionCommand({
-          Bucket: BUCKET,
-          Key: 'private',
-          Retention: { Mode: 'GOVERNANCE', RetainUntilDate: new Date('2030-01-01T00:00:00Z') },
+          WebsiteConfiguration: { IndexDocument: { Suffix: 'index.html' } },
         }),
       ),
   ]

@@ -36,6 +36,7 @@ const SAMPLES: BucketSettingValues = {
   },
   acl: { canned: 'public-read' },
   quota: { maxBytes: 1024, maxObjects: null },
+  objectLock: { enabled: true, defaultRetention: { mode: 'GOVERNANCE', days: 1, years: null } },
 }
 
 function sample(name: keyof BucketSettingValues): NamedBucketSetting {
@@ -50,6 +51,7 @@ test('each setting keeps the key the store wrote before: a table name to its pre
   assert.is(bucketSettingKey('photos', 'policy'), 'p\0photos')
   assert.is(bucketSettingKey('photos', 'acl'), 'a\0photos')
   assert.is(bucketSettingKey('photos', 'quota'), 'q\0photos')
+  assert.is(bucketSettingKey('photos', 'objectLock'), 'o\0photos')
   const prefixes = BUCKET_SETTING_NAMES.map((name) => bucketSettingKey('b', name).slice(0, 2))
   assert.is(new Set(prefixes).size, BUCKET_SETTING_NAMES.length, 'two settings share a prefix')
   for (const name of BUCKET_SETTING_NAMES) {

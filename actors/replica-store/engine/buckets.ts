@@ -18,6 +18,7 @@ import type { BucketStats, ObjectMsg } from '../../../protocol/messages.js'
 import type { BucketInfo, BucketListing } from '../../../protocol/objects.js'
 import { CALL_TIMEOUT_MS } from '../../../protocol/timing.js'
 import {
+  bucketSettingKey,
   BUCKET_END,
   BUCKET_PREFIX,
   bucketKey,
@@ -90,7 +91,10 @@ export async function deleteBucket(
   ctx: Context,
 ): Promise<Result<null>> {
   const name = msg.bucket
-  const batchObjects = msg.force === true ? FORCE_DELETE_BATCH_OBJECTS : 1
+  // Object lock's promises outlive a forced delete: such a bucket is emptied version by version.
+  const locked = ctx.kv.get(bucketSettingKey(name, 'objectLock')) !== undefined
+  const force = msg.force === true && !locked
+  const batchObjects = force ? FORCE_DELETE_BATCH_OBJECTS : 1
   for (let batches = 0; ; batches++) {
     assert(batches <= FORCE_DELETE_BATCHES_MAX)
     const mutation = new Mutation(ctx.kv, state.shard)
@@ -105,8 +109,9 @@ export async function deleteBucket(
       await commitMutation(state, ctx, mutation)
       return ok(null)
     }
-    if (msg.force !== true && content.kind !== 'uploads' && content.kind !== 'tombstones') {
-      return fail('bucket_not_empty', `bucket ${name} is not empty`)
+    if (!force && content.kind !== 'uploads' && content.kind !== 'tombstones') {
+      const why = locked ? ': it has object lock, and is emptied only by deleting each version' : ''
+      return fail('bucket_not_empty', `bucket ${name} is not empty${why}`)
     }
     if (msg.deadlineMs <= ctx.now()) {
       return fail('timeout', `bucket ${name}: deadline passed after ${batches} batches`)

@@ -3,7 +3,9 @@
  * malformed version id. In a bucket with versioning a delete without a version id adds a delete
  * marker, and one with a version id removes that version (versions.ts). All objects of one
  * delete-many go in one batch; blobs that lose their last reference become garbage in it. A
- * stamped delete (cluster mode) follows stamps.ts: one of a delete-many's keys each, one stamp. */
+ * stamped delete (cluster mode) follows stamps.ts: one of a delete-many's keys each, one stamp.
+ * A version that object lock protects is not removed by id (versions.ts; in a cluster the
+ * coordinator refuses such a delete before it stamps it). */
 import assert from 'node:assert/strict'
 import type { Context } from '../../../protocol/actor.js'
 import { fail, ok, type Result } from '../../../protocol/errors.js'
@@ -44,6 +46,7 @@ function prepareDelete(
   bucket: string,
   target: DeleteTarget,
   stamped: DeleteStamp | undefined,
+  bypassGovernance: boolean,
 ): Result<DeleteResult> {
   const at = { bucket, key: target.key }
   if (target.versionId === undefined) {
@@ -56,7 +59,7 @@ function prepareDelete(
   if (stamped !== undefined) {
     return deleteByIdStamped(ctx, mutation, at, target.versionId, stamped.stamp)
   }
-  return deleteById(ctx, mutation, at, target.versionId)
+  return deleteById(ctx, mutation, at, target.versionId, { bypassGovernance })
 }
 
 export async function deleteObject(
@@ -65,12 +68,13 @@ export async function deleteObject(
   target: DeleteTarget,
   ctx: Context,
   stamped?: DeleteStamp,
+  bypassGovernance = false,
 ): Promise<Result<DeleteResult>> {
   const mutation = new Mutation(ctx.kv, state.shard)
   if (mutation.bucket(bucket) === undefined) {
     return fail('no_such_bucket', `bucket ${bucket} does not exist`)
   }
-  const outcome = prepareDelete(state, ctx, mutation, bucket, target, stamped)
+  const outcome = prepareDelete(state, ctx, mutation, bucket, target, stamped, bypassGovernance)
   if (!outcome.ok) return outcome
   if (mutation.hasWrites()) await commitMutation(state, ctx, mutation)
   return outcome
@@ -82,6 +86,7 @@ export async function deleteObjects(
   targets: readonly DeleteTarget[],
   ctx: Context,
   stamped?: DeleteStamp,
+  bypassGovernance = false,
 ): Promise<Result<DeleteManyResult>> {
   assert(targets.length <= DELETE_OBJECTS_KEYS_MAX, 'delete-many over its key limit')
   const mutation = new Mutation(ctx.kv, state.shard)
@@ -90,7 +95,7 @@ export async function deleteObjects(
   }
   const result: DeleteManyResult = { deleted: [], errors: [] }
   for (const target of targets) {
-    const outcome = prepareDelete(state, ctx, mutation, bucket, target, stamped)
+    const outcome = prepareDelete(state, ctx, mutation, bucket, target, stamped, bypassGovernance)
     const requested = target.versionId === undefined ? {} : { requestedVersionId: target.versionId }
     if (outcome.ok) result.deleted.push({ key: target.key, ...requested, ...outcome.value })
     else result.errors.push({ key: target.key, code: outcome.code, detail: outcome.detail })

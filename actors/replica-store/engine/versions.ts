@@ -14,6 +14,7 @@ import assert from 'node:assert/strict'
 import type { Context } from '../../../protocol/actor.js'
 import { fail, ok, type Result } from '../../../protocol/errors.js'
 import { DELETE_OBJECTS_KEYS_MAX } from '../../../protocol/limits.js'
+import { mayDeleteVersion, versionLockOf } from '../../../protocol/s3-rules/object-lock.js'
 import {
   deleteWithoutId,
   newestIsCurrent,
@@ -202,17 +203,32 @@ export function checkVersionId(versionId: string): Result<string> {
   return fail('invalid_argument', 'Invalid version id specified')
 }
 
-/** DeleteObject with a version id: removes that version for good. */
+/** How a delete by id answers to object lock: judged here, now (a single node), or already judged
+ * by the coordinator that stamped it against the cluster's time (every replica removes the version
+ * alike, whatever its own clock says). */
+export type LockJudgement = { bypassGovernance: boolean } | 'judged'
+
+/** Whether object lock lets a version go for good (protocol/s3-rules/object-lock.ts). */
+function lockAllows(ctx: Context, record: ObjectRecord, lock: LockJudgement): Result<null> {
+  if (lock === 'judged') return ok(null)
+  return mayDeleteVersion(versionLockOf(record.attributes), ctx.now(), lock.bypassGovernance)
+}
+
+/** DeleteObject with a version id: removes that version for good, unless object lock protects
+ * it. */
 export function deleteById(
   ctx: Context,
   mutation: Mutation,
   at: { bucket: string; key: string },
   versionId: string,
+  lock: LockJudgement,
 ): Result<DeleteOutcome> {
   const checked = checkVersionId(versionId)
   if (!checked.ok) return checked
   const current = mutation.object(at.bucket, at.key)
   if (current !== undefined && (current.versionId ?? 'null') === versionId) {
+    const allowed = lockAllows(ctx, current, lock)
+    if (!allowed.ok) return allowed
     mutation.deleteObject(at.bucket, at.key)
     promoteNewest(ctx, mutation, at)
     return ok({ versionId, deleteMarker: false })
@@ -220,6 +236,8 @@ export function deleteById(
   const token = versionId === 'null' ? nullToken(mutation, at) : versionId
   const record = token === undefined ? undefined : mutation.version(at.bucket, at.key, token)
   if (token === undefined || record === undefined) return ok({ versionId, deleteMarker: false })
+  const allowed = lockAllows(ctx, record, lock)
+  if (!allowed.ok) return allowed
   const wasNewest = current === undefined && newestToken(ctx, mutation, at) === token
   mutation.deleteVersion(at.bucket, at.key, token)
   if (wasNewest) promoteNewest(ctx, mutation, at)

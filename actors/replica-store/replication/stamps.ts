@@ -84,7 +84,8 @@ export function isVersionDeleted(mutation: Mutation, at: At, versionId: string):
   return mutation.get(deletedVersionKey(at.bucket, at.key, versionId)) !== undefined
 }
 
-/** A stamped delete by id (deleteById of versions.ts, then its tombstone and the key's stamp).
+/** A stamped delete by id (deleteById of versions.ts, then its tombstone and the key's stamp),
+ * which its coordinator judged against object lock.
  * The `null` version's tombstone is the key's null tombstone (`raiseNullTombstone`). */
 export function deleteByIdStamped(
   ctx: Context,
@@ -93,7 +94,7 @@ export function deleteByIdStamped(
   versionId: string,
   stamp: string,
 ): Result<DeleteOutcome> {
-  const removed = deleteById(ctx, mutation, at, versionId)
+  const removed = deleteById(ctx, mutation, at, versionId, 'judged')
   if (!removed.ok) return removed
   if (versionId === 'null') raiseNullTombstone(mutation, at, stamp)
   else if (isVersionToken(versionId)) {
