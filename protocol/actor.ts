@@ -26,6 +26,8 @@ export type ActorName =
   | 'scrubber'
   // Cluster mode: compares this node's replicas with its peers' and syncs what differs.
   | 'anti-entropy'
+  // Storage nodes: runs the buckets' lifecycle rules (expiry, aborts) in the background.
+  | 'lifecycle'
 
 /** The actor an ingress sends object and bucket requests to: in a cluster the coordinator, which
  * owns the quorum path; on a single node the store itself, where a coordinator would only pass

@@ -11,8 +11,13 @@
  * is `corrupt` if either fails. Pure functions, no zod: a single node's store loads this. */
 import { validateCorsConfiguration, type CorsConfiguration, type CorsRule } from './cors.js'
 import { fail, ok, type ErrorCode, type Result } from './errors.js'
-import { CORS_BODY_BYTES_MAX } from './limits.js'
+import { CORS_BODY_BYTES_MAX, XML_BODY_BYTES_MAX } from './limits.js'
 import { parseBucketPolicy, POLICY_BYTES_MAX } from './s3-rules/bucket-policy.js'
+import {
+  isLifecycleConfiguration,
+  validateLifecycleConfiguration,
+  type LifecycleConfiguration,
+} from './s3-rules/lifecycle.js'
 import {
   isObjectLockConfiguration,
   validateObjectLockConfiguration,
@@ -38,6 +43,8 @@ export interface BucketSettingValues {
   quota: BucketQuota
   /** Object lock, once enabled (protocol/s3-rules/object-lock.ts). */
   objectLock: ObjectLockConfiguration
+  /** Lifecycle rules (protocol/s3-rules/lifecycle.ts), which the lifecycle actor runs. */
+  lifecycle: LifecycleConfiguration
 }
 
 export interface BucketQuota {
@@ -118,6 +125,10 @@ const CORS_RECORD_BYTES_MAX = 3 * CORS_BODY_BYTES_MAX
 const TAG_RECORD_BYTES_MAX = 6 * (TAG_KEY_CHARS_MAX + TAG_VALUE_CHARS_MAX) + 22
 const TAGS_RECORD_BYTES_MAX = BUCKET_TAGS_MAX * TAG_RECORD_BYTES_MAX + 2
 
+/** A configuration comes in an XML body of at most XML_BODY_BYTES_MAX, whose every text JSON
+ * writes in at most 6 bytes a character, under names no longer than the XML's own. */
+const LIFECYCLE_RECORD_BYTES_MAX = 6 * XML_BODY_BYTES_MAX
+
 /** A policy's character takes at most 6 bytes of JSON (as `\uXXXX`), and `{"text":""}` 11. */
 const POLICY_RECORD_BYTES_MAX = 6 * POLICY_BYTES_MAX + 11
 
@@ -176,6 +187,16 @@ export const BUCKET_SETTINGS: {
     recordBytesMax: 64,
     // Never answered: a bucket without a quota has no bounds (the admin API says so).
     absent: { code: 'no_such_key', message: 'The bucket has no quota' },
+  },
+  lifecycle: {
+    validate: validateLifecycleConfiguration,
+    isValue: isLifecycleConfiguration,
+    isEmpty: () => false,
+    recordBytesMax: LIFECYCLE_RECORD_BYTES_MAX,
+    absent: {
+      code: 'no_such_lifecycle_configuration',
+      message: 'The lifecycle configuration does not exist',
+    },
   },
   objectLock: {
     validate: validateObjectLockConfiguration,

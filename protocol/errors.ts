@@ -60,6 +60,8 @@ export const S3_CODES = [
   'no_such_object_lock_configuration',
   'no_such_object_lock',
   'invalid_bucket_state',
+  // Lifecycle rules.
+  'no_such_lifecycle_configuration',
   // A storage class Amazon S3 does not have.
   'invalid_storage_class',
   // Browser form uploads (S3's POST Object).

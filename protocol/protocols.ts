@@ -2,6 +2,7 @@
  * union and its reply map (each defined once, beside its messages). `Context.call` takes the reply
  * type from the target's map, and an actor's handler table must cover its map exactly, so neither
  * a call site nor a handler names a reply type of its own. */
+import type { LifecycleMsg, LifecycleReply } from './lifecycle.js'
 import type { Request } from './actor.js'
 import type { AntiEntropyActorMsg, AntiEntropyActorReply } from './anti-entropy.js'
 import type { AntiEntropyMsg, AntiEntropyReply } from './anti-entropy.js'
@@ -31,6 +32,7 @@ export type GossiperProtocol = ProtocolOf<GossiperMsg, GossiperReply>
 export type HintQueueProtocol = ProtocolOf<HintQueueMsg, HintQueueReply>
 export type ScrubberProtocol = ProtocolOf<ScrubberMsg, ScrubberReply>
 export type AntiEntropyProtocol = ProtocolOf<AntiEntropyActorMsg, AntiEntropyActorReply>
+export type LifecycleProtocol = ProtocolOf<LifecycleMsg, LifecycleReply>
 export type IngressProtocol = ProtocolOf<IngressMsg, IngressReply>
 /** grpc-ingress takes no request of another actor: it hands peers' calls to them. */
 export type GrpcIngressProtocol = Record<never, never>
@@ -44,6 +46,7 @@ export type Protocols = {
   'hint-queue': HintQueueProtocol
   scrubber: ScrubberProtocol
   'anti-entropy': AntiEntropyProtocol
+  lifecycle: LifecycleProtocol
   'http-ingress': IngressProtocol
   'grpc-ingress': GrpcIngressProtocol
 }

@@ -46,3 +46,13 @@ export async function firstWithin<T>(waits: Promise<T>[], ms: number): Promise<T
     clearTimeout(timer)
   }
 }
+
+/** A background worker's failures (the scrubber's, the lifecycle actor's) back off 1.5^n seconds
+ * (Garage's workers), at most BACKOFF_MS_MAX. */
+export const BACKOFF_MS_MAX = 60_000
+const BACKOFF_BASE_MS = 1_000
+
+/** The wait after `consecutive` failures in a row (1 or more). */
+export function backoffMs(consecutive: number): number {
+  return Math.min(BACKOFF_MS_MAX, BACKOFF_BASE_MS * 1.5 ** (consecutive - 1))
+}

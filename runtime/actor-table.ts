@@ -26,6 +26,8 @@ export async function loadActor(name: ActorName): Promise<AnyActor> {
         .antiEntropy as unknown as AnyActor
     case 'scrubber':
       return (await import('../actors/scrubber/scrubber.js')).scrubber as unknown as AnyActor
+    case 'lifecycle':
+      return (await import('../actors/lifecycle/lifecycle.js')).lifecycle as unknown as AnyActor
     case 'http-ingress':
       return (await import('./ingress-host.js')).httpIngress as unknown as AnyActor
     case 'grpc-ingress':
@@ -39,6 +41,7 @@ export const SINGLE_NODE_ACTORS: readonly ActorName[] = [
   'replica-store',
   'iam',
   'scrubber',
+  'lifecycle',
   'http-ingress',
 ]
 
@@ -54,6 +57,11 @@ export const SINGLE_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = [
   ['scrubber', 'replica-store'],
   ['replica-store', 'scrubber'],
   ['http-ingress', 'scrubber'],
+  // The lifecycle actor reads the buckets' rules and sends its expiries through the object actor
+  // (the store here, the coordinator in a cluster) and keeps its record in the store; its status,
+  // for /metrics and the admin API.
+  ['lifecycle', 'replica-store'],
+  ['http-ingress', 'lifecycle'],
 ]
 
 /** A storage node of a cluster: the single node's actors, then the node-to-node server (which
@@ -69,6 +77,7 @@ export const CLUSTER_NODE_ACTORS: readonly ActorName[] = [
   'scrubber',
   'hint-queue',
   'anti-entropy',
+  'lifecycle',
   'http-ingress',
 ]
 
@@ -107,6 +116,9 @@ export const CLUSTER_NODE_LINKS: readonly (readonly [ActorName, ActorName])[] = 
   // Failed logins are counted cluster-wide: iam tells the live nodes (gossip), and takes theirs.
   ['iam', 'gossiper'],
   ['grpc-ingress', 'iam'],
+  // Lifecycle: its expiries take the quorum path; who runs a bucket follows who is alive.
+  ['lifecycle', 'coordinator'],
+  ['lifecycle', 'gossiper'],
 ]
 
 /** A gateway: no storage and no identities of its own. Its ingress forwards every request to a
@@ -151,6 +163,7 @@ const TAKES_REQUESTS: { [Name in ActorName]: [KindOf<Name>] extends [never] ? fa
   'hint-queue': true,
   scrubber: true,
   'anti-entropy': true,
+  lifecycle: true,
   'http-ingress': true,
   'grpc-ingress': false,
 }

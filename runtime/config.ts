@@ -95,6 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): NodeConfig {
     SVC_COORDINATORS: String(coordinators),
     SVC_CHAOS: env['SVC_CHAOS'] === '1' ? '1' : '0',
     SVC_SCRUBBER_FULL_SCAN_DAYS: String(scanDays(env['SVC_SCRUBBER_FULL_SCAN_DAYS'])),
+    ...lifecycleSettings(env),
   }
   for (const name of PASSED_THROUGH) {
     const value = env[name]
@@ -185,6 +186,35 @@ function checkStorageSettings(env: NodeJS.ProcessEnv): void {
  * test scans in seconds), at most ten years. */
 const SCAN_DAYS_DEFAULT = 30
 const SCAN_DAYS_MAX = 3_650
+
+/** The lifecycle actor's settings, each a positive number within its bound: [name, default,
+ * largest, whole numbers only]. A lifecycle day may only be shortened (tests). */
+const LIFECYCLE_SETTINGS: readonly [string, number, number, boolean][] = [
+  ['SVC_LIFECYCLE_DAY_SECS', 86_400, 86_400, false],
+  ['SVC_LIFECYCLE_INTERVAL_SECS', 3_600, 7 * 86_400, false],
+  ['SVC_LIFECYCLE_ACTIONS_PER_SECOND', 100, 100_000, true],
+]
+
+function lifecycleSettings(env: Record<string, string | undefined>): Record<string, string> {
+  const settings: Record<string, string> = {}
+  for (const [name, fallback, max, whole] of LIFECYCLE_SETTINGS) {
+    const value = env[name]
+    if (value === undefined || value === '') {
+      settings[name] = String(fallback)
+      continue
+    }
+    const number = Number(value)
+    const pattern = whole ? /^\d+$/ : /^\d+(\.\d+)?$/
+    if (!pattern.test(value) || number <= 0 || number > max) {
+      const kind = whole ? 'a whole number' : 'a number'
+      throw new ConfigError(
+        `${name} must be ${kind} above 0, at most ${max}, got ${JSON.stringify(value)}`,
+      )
+    }
+    settings[name] = value
+  }
+  return settings
+}
 
 function scanDays(value: string | undefined): number {
   if (value === undefined || value === '') return SCAN_DAYS_DEFAULT

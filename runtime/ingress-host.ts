@@ -31,6 +31,7 @@ import { createGatewayListener } from '../http/gateway.js'
 import { KeyCache } from '../http/s3/key-cache.js'
 import { readVolumeStatus, SAMPLE_INTERVAL_MS as VOLUME_LOOK_MS } from './data-volume.js'
 import { clusterMetricsText } from './cluster-metrics.js'
+import { lifecycleMetricsText } from './lifecycle-metrics.js'
 import { scrubberMetricsText } from './scrubber-metrics.js'
 import { HttpMetrics } from './http-metrics.js'
 import { METRICS_GATHER_TIMEOUT_MS, SHUTDOWN_DRAIN_MS } from './knobs.js'
@@ -110,12 +111,15 @@ export const httpIngress: Actor<IngressActorState, 'http-ingress'> = {
         // A single node's scrubber reports the cluster's three scrubber series too (SPEC.md).
         const cluster =
           ctx.config['SVC_MODE'] === 'single' ? scrubberMetricsText(mesh) : clusterMetricsText(mesh)
-        const [text, gauges, clusterText] = await Promise.all([
+        const lifecycle =
+          ctx.config['SVC_MODE'] === 'gateway' ? Promise.resolve('') : lifecycleMetricsText(mesh)
+        const [text, gauges, clusterText, lifecycleText] = await Promise.all([
           metricsText(supervisor, mesh),
           volume,
           cluster,
+          lifecycle,
         ])
-        return text + gauges + clusterText
+        return text + gauges + clusterText + lifecycleText
       },
       volumeStatus,
       actorHealth: () => actorHealth(supervisor),

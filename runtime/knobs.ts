@@ -49,6 +49,8 @@ export const WORKER_YOUNG_GENERATION_MB: Readonly<Record<ActorName, number>> = {
   scrubber: 4,
   // Pages of at most 1000 key digests, one key's sync at a time.
   'anti-entropy': 4,
+  // One status request at a time; its own work is a loop, not messages.
+  lifecycle: 4,
 }
 /** Native memory trimming (runtime/native-trim.ts): how often the node's RSS is looked at; the
  * growth since the last trim that makes the next one worth its cost; and, for memory freed without

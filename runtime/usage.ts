@@ -40,6 +40,17 @@ export const VARIABLES: readonly Variable[] = [
     meaning: 'incomplete uploads aborted after',
   },
   { name: 'SVC_SCRUBBER_FULL_SCAN_DAYS', fallback: '30', meaning: 'CRC32 full scan cycle' },
+  {
+    name: 'SVC_LIFECYCLE_INTERVAL_SECS',
+    fallback: '3600',
+    meaning: 'lifecycle passes start apart',
+  },
+  {
+    name: 'SVC_LIFECYCLE_ACTIONS_PER_SECOND',
+    fallback: '100',
+    meaning: 'lifecycle expiries a second at most',
+  },
+  { name: 'SVC_LIFECYCLE_DAY_SECS', fallback: '86400', meaning: "a lifecycle rule's day (tests)" },
   // Cluster and gateway modes.
   { name: 'SVC_CLUSTER_NAME', fallback: 'unset', meaning: 'cluster name, equal on every member' },
   { name: 'SVC_NODE_ID', fallback: 'unset', meaning: "this member's name (n1, g1...)" },

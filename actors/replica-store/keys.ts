@@ -8,6 +8,7 @@
  *   a\0<bucket>         the bucket's canned ACL, if not private; deleted with the bucket
  *   q\0<bucket>         the bucket's quota, if it has one; deleted with the bucket
  *   o\0<bucket>         the bucket's object lock configuration, once enabled; deleted with it
+ *   l\0<bucket>         the bucket's lifecycle rules, if it has any; deleted with the bucket
  *                       (R\0, T\0 and the small letters are bucket settings: bucketSettingKey;
  *                       every capital letter has a record kind, so settings added later take small
  *                       ones)
@@ -86,6 +87,7 @@ const BUCKET_SETTING_PREFIXES: { [N in BucketSettingName]: string } = {
   acl: 'a\0',
   quota: 'q\0',
   objectLock: 'o\0',
+  lifecycle: 'l\0',
 }
 
 export const STAMP_PREFIX = 'S\0'

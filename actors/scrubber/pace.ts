@@ -16,9 +16,6 @@ export const PACE_SLACK_MS = 50
  * streams in hand): client traffic goes first. */
 export const LOAD_YIELD = 16
 export const YIELD_MS = 500
-/** Failures back off 1.5^n seconds (Garage's workers), at most this long. */
-export const BACKOFF_MS_MAX = 60_000
-const BACKOFF_BASE_MS = 1_000
 
 /** Bytes per millisecond a pass reads at. */
 export function scanBytesPerMs(storedBytes: number, periodMs: number): number {
@@ -36,10 +33,6 @@ export function nextPaceMs(
   return Math.max(paceUntilMs, nowMs) + Math.max(size, BLOB_COST_BYTES_MIN) / bytesPerMs
 }
 
-/** The wait after `consecutive` failures in a row (1 or more). */
-export function backoffMs(consecutive: number): number {
-  return Math.min(BACKOFF_MS_MAX, BACKOFF_BASE_MS * 1.5 ** (consecutive - 1))
-}
 
 /** How far a pass is, 0..1, from the last blob it checked (null: none yet). */
 export function progressOf(cursor: string | null): number {

@@ -15,8 +15,8 @@ import type { Result } from '../../protocol/errors.js'
 import type { BlobPage } from '../../protocol/scrubbing.js'
 import { CURSOR_SAVE_MS, loadRecord, saveRecord, STORE_CALL_MS } from './cursor.js'
 import { heal } from './heal.js'
+import { backoffMs } from '../../protocol/timing.js'
 import {
-  backoffMs,
   LOAD_YIELD,
   nextPaceMs,
   PACE_SLACK_MS,

@@ -4,7 +4,7 @@
  * method answers 405, any other path under /api/admin 404: nothing under it reaches the S3 API. */
 import type { Mesh } from '../../protocol/actor.js'
 import { Hono } from 'hono'
-import { bucketStats, createBucket, deleteBucket, listObjects } from './buckets.js'
+import { bucketStats, createBucket, deleteBucket, lifecycleStatus, listObjects } from './buckets.js'
 import { deleteQuota, getQuota, putQuota } from './quotas.js'
 import { ROUTE_NOT_FOUND } from './errors.js'
 import {
@@ -63,6 +63,7 @@ const ROUTES: readonly AdminRoute[] = [
   route('PUT', '/buckets/:name/quota', 'AdminPutBucketQuota', putQuota),
   route('DELETE', '/buckets/:name/quota', 'AdminDeleteBucketQuota', deleteQuota),
   route('GET', '/bucket-stats', 'AdminBucketStats', bucketStats),
+  route('GET', '/lifecycle', 'AdminLifecycleStatus', lifecycleStatus),
 ]
 
 async function run(c: AdminContext, mesh: Mesh, adminRoute: AdminRoute): Promise<Response> {

@@ -1,10 +1,11 @@
 /** @module The admin API's bucket routes: create, delete (with `force`, which empties the bucket
- * first), list a bucket's objects a page at a time, and every bucket's stats. Names follow the S3
- * API's rules (http/s3/names.ts); a name that breaks them cannot exist, so deleting or listing it
- * answers NoSuchBucket without asking the store. */
+ * first), list a bucket's objects a page at a time, every bucket's stats, and the lifecycle actor's
+ * status. Names follow the S3 API's rules (http/s3/names.ts); a name that breaks them cannot exist,
+ * so deleting or listing it answers NoSuchBucket without asking the store. */
 import assert from 'node:assert/strict'
 import type { Mesh } from '../../protocol/actor.js'
 import { fail, ok, type Result } from '../../protocol/errors.js'
+import { CALL_TIMEOUT_MS } from '../../protocol/timing.js'
 import { isValidBucketName } from '../s3/names.js'
 import { askCoordinator } from './calls.js'
 import { sendCode, sendEmpty, sendFailure, sendJson, type AdminContext } from './exchange.js'
@@ -73,4 +74,15 @@ export async function bucketStats(c: AdminContext, mesh: Mesh): Promise<Response
   const stats = await askCoordinator(c, mesh, { kind: 'bucket.stats' })
   if (!stats.ok) return sendFailure(c, stats)
   return sendJson(c, 200, stats.value.map(bucketStatsJson))
+}
+
+/** The lifecycle actor's progress and counts on this node (`GET /api/admin/lifecycle`). */
+export async function lifecycleStatus(c: AdminContext, mesh: Mesh): Promise<Response> {
+  const status = await mesh.call('lifecycle', {
+    kind: 'lifecycle.status',
+    requestId: c.get('requestId'),
+    deadlineMs: mesh.now() + CALL_TIMEOUT_MS,
+  })
+  if (!status.ok) return sendFailure(c, status)
+  return sendJson(c, 200, status.value)
 }

@@ -159,11 +159,11 @@ export async function hintsPending(mesh: Mesh): Promise<number> {
 }
 
 /** What this node's repair workers did (CLUSTER-INTERFACE.md): its anti-entropy rounds, the hints
- * it keeps and delivered, and its scrubber's pass. A worker that does not answer (a gateway runs
- * none) is left out. */
+ * it keeps and delivered, its scrubber's pass, and its lifecycle passes. A worker that does not
+ * answer (a gateway runs none) is left out. */
 async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
   const deadlineMs = mesh.now() + 1_000
-  const [entropy, pending, hints, scrubber, bootstrap] = await Promise.all([
+  const [entropy, pending, hints, scrubber, bootstrap, lifecycle] = await Promise.all([
     mesh.call('anti-entropy', {
       kind: 'anti-entropy.status',
       requestId: 'repair-status',
@@ -185,6 +185,7 @@ async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
       requestId: 'repair-status',
       deadlineMs,
     }),
+    mesh.call('lifecycle', { kind: 'lifecycle.status', requestId: 'repair-status', deadlineMs }),
   ])
   return {
     ...(entropy.ok ? { anti_entropy: antiEntropyJson(entropy.value) } : {}),
@@ -202,6 +203,7 @@ async function repairStatusJson(mesh: Mesh): Promise<Record<string, unknown>> {
       : {}),
     ...(scrubber.ok ? { scrubber: scrubber.value } : {}),
     ...(bootstrap.ok ? { bootstrap: bootstrapJson(bootstrap.value) } : {}),
+    ...(lifecycle.ok ? { lifecycle: lifecycle.value } : {}),
   }
 }
 

@@ -151,6 +151,9 @@ const BUCKET_ACTIONS: Partial<Record<S3Operation, string>> = {
   PutBucketAcl: 's3:PutBucketAcl',
   GetBucketAcl: 's3:GetBucketAcl',
   PutObjectLockConfiguration: 's3:PutBucketObjectLockConfiguration',
+  PutBucketLifecycleConfiguration: 's3:PutLifecycleConfiguration',
+  GetBucketLifecycleConfiguration: 's3:GetLifecycleConfiguration',
+  DeleteBucketLifecycle: 's3:PutLifecycleConfiguration',
   GetObjectLockConfiguration: 's3:GetBucketObjectLockConfiguration',
 }
 

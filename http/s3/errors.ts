@@ -207,6 +207,11 @@ const S3_ERRORS: Readonly<Record<S3SurfaceCode, S3Error>> = {
     409,
     'The request is not valid with the current state of the bucket.',
   ),
+  no_such_lifecycle_configuration: s3Error(
+    'NoSuchLifecycleConfiguration',
+    404,
+    'The lifecycle configuration does not exist',
+  ),
   quota_exceeded: s3Error('QuotaExceeded', 403, "The bucket's quota would be exceeded."),
   malformed_acl: s3Error(
     'MalformedACLError',

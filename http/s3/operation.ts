@@ -52,6 +52,9 @@ export type S3Operation =
   | 'GetObjectRetention'
   | 'PutObjectLegalHold'
   | 'GetObjectLegalHold'
+  | 'PutBucketLifecycleConfiguration'
+  | 'GetBucketLifecycleConfiguration'
+  | 'DeleteBucketLifecycle'
   | 'NotImplemented'
   | 'Unknown'
 
@@ -113,6 +116,7 @@ function bucketOperationOf(
   if (query.has('policyStatus')) return method === 'GET' ? 'GetBucketPolicyStatus' : 'Unknown'
   if (query.has('acl')) return aclOperationOf(method, 'Bucket')
   if (query.has('object-lock')) return lockOperationOf(method, 'ObjectLockConfiguration')
+  if (query.has('lifecycle')) return lifecycleOperationOf(method)
   switch (method) {
     case 'GET':
       if (query.has('location')) return 'GetBucketLocation'
@@ -165,4 +169,10 @@ function lockOperationOf(
 ): S3Operation {
   if (method === 'GET') return `Get${of}`
   return method === 'PUT' ? `Put${of}` : 'Unknown'
+}
+
+function lifecycleOperationOf(method: string): S3Operation {
+  if (method === 'GET') return 'GetBucketLifecycleConfiguration'
+  if (method === 'PUT') return 'PutBucketLifecycleConfiguration'
+  return method === 'DELETE' ? 'DeleteBucketLifecycle' : 'Unknown'
 }

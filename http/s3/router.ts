@@ -43,6 +43,7 @@ import {
 } from './multipart.js'
 import { operationOf } from './operation.js'
 import { clientFields } from '../request-log.js'
+import { bucketLifecycle } from './lifecycle.js'
 import { bucketObjectLock, objectLegalHold, objectRetention } from './object-lock.js'
 import { bucketPolicy, bucketPolicyStatus } from './policy.js'
 import { checkQuota } from './quota.js'
@@ -58,7 +59,6 @@ const UNIMPLEMENTED = [
   'encryption',
   'intelligent-tiering',
   'inventory',
-  'lifecycle',
   'logging',
   'metadataTable',
   'metrics',
@@ -283,6 +283,7 @@ async function bucketOperation(ex: S3Exchange, auth: Authenticated, bucket: stri
   if (ex.query.has('policyStatus')) return bucketPolicyStatus(ex, bucket)
   if (ex.query.has('acl')) return bucketAcl(ex, auth, bucket)
   if (ex.query.has('object-lock')) return bucketObjectLock(ex, auth, bucket)
+  if (ex.query.has('lifecycle')) return bucketLifecycle(ex, auth, bucket)
   for (const [name, methods] of Object.entries(BUCKET_SUBRESOURCE_METHODS)) {
     if (ex.query.has(name) && !methods.includes(ex.method)) {
       return sendError(ex, 'method_not_allowed', '')

@@ -1,7 +1,8 @@
 /** Goal: /metrics counts every S3 request under the operation it named, with its method and
  * status, and shows every actor (up, restarts, mailbox, messages) in one valid text exposition,
  * even while an actor is dead; figures of the whole process appear once, so that they add up, and
- * the store's figures and the build are gauges; a single node shows the scrubber's three counters.
+ * the store's figures and the build are gauges; a single node shows the scrubber's three counters
+ * and the lifecycle actor's series.
  * Method: a real server; known requests, then exact
  * counter values from a scrape, each metric family's HELP and TYPE appearing exactly once, one
  * unlabelled series per process-wide metric whose resident memory is the process's own (its
@@ -28,7 +29,7 @@ import { pollUntil } from '../support/wait.js'
 let server: TestServer
 let s3: S3Client
 
-const ACTORS = ['replica-store', 'iam', 'scrubber', 'http-ingress']
+const ACTORS = ['replica-store', 'iam', 'scrubber', 'lifecycle', 'http-ingress']
 /** How long a killed store stays down before its restart, so that scrapes meet it gone. */
 const STORE_DOWN_MS = 2_000
 /** Figures every thread of the process reads alike: once per node, or a sum counts them again. */
@@ -119,9 +120,17 @@ test('every actor is in one valid exposition', async () => {
     'svc_cluster_blobs_scanned_total',
     'svc_cluster_corruptions_found_total',
     'svc_cluster_corruptions_healed_total',
+    'svc_lifecycle_objects_expired_total',
+    'svc_lifecycle_versions_expired_total',
+    'svc_lifecycle_delete_markers_removed_total',
+    'svc_lifecycle_uploads_aborted_total',
+    'svc_lifecycle_locked_skipped_total',
+    'svc_lifecycle_errors_total',
   ]) {
     assert.is(sample(text, name), 0, name)
   }
+  const progress = sample(text, 'svc_lifecycle_pass_progress')
+  assert.ok(progress !== undefined, 'svc_lifecycle_pass_progress')
   const seen = new Map<string, number>()
   for (const line of text.split('\n')) {
     if (line.startsWith('# HELP ') || line.startsWith('# TYPE ')) {

@@ -646,17 +646,17 @@ test('unimplemented subresources are 501 NotImplemented and do nothing else', as
     'GET ?website listed the bucket',
   )
 
-  const lifecycle = '<LifecycleConfiguration></LifecycleConfiguration>'
-  const putLifecycle = await request({
+  const websiteXml = '<WebsiteConfiguration></WebsiteConfiguration>'
+  const putWebsite = await request({
     method: 'PUT',
     path: '/ghost-bucket',
-    query: { lifecycle: '' },
-    headers: { 'content-length': String(lifecycle.length) },
-    body: lifecycle,
+    query: { website: '' },
+    headers: { 'content-length': String(websiteXml.length) },
+    body: websiteXml,
   })
-  expectError(putLifecycle, 501, 'NotImplemented', 'PUT ?lifecycle')
+  expectError(putWebsite, 501, 'NotImplemented', 'PUT ?website')
   const head = await request({ method: 'HEAD', path: '/ghost-bucket' })
-  expectOk(head, 404, 'PUT ?lifecycle must not create the bucket')
+  expectOk(head, 404, 'PUT ?website must not create the bucket')
   const getTorrent = await request({
     method: 'GET',
     path: `/${BUCKET}/tagged`,

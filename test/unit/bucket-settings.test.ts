@@ -37,6 +37,19 @@ const SAMPLES: BucketSettingValues = {
   acl: { canned: 'public-read' },
   quota: { maxBytes: 1024, maxObjects: null },
   objectLock: { enabled: true, defaultRetention: { mode: 'GOVERNANCE', days: 1, years: null } },
+  lifecycle: {
+    rules: [
+      {
+        id: 'tmp',
+        enabled: true,
+        filter: { prefix: 'tmp/', tags: [], sizeGreaterThan: null, sizeLessThan: null },
+        expiration: { days: 7, dateMs: null },
+        expiredObjectDeleteMarker: false,
+        noncurrentExpiration: null,
+        abortUploadsAfterDays: null,
+      },
+    ],
+  },
 }
 
 function sample(name: keyof BucketSettingValues): NamedBucketSetting {
@@ -52,6 +65,7 @@ test('each setting keeps the key the store wrote before: a table name to its pre
   assert.is(bucketSettingKey('photos', 'acl'), 'a\0photos')
   assert.is(bucketSettingKey('photos', 'quota'), 'q\0photos')
   assert.is(bucketSettingKey('photos', 'objectLock'), 'o\0photos')
+  assert.is(bucketSettingKey('photos', 'lifecycle'), 'l\0photos')
   const prefixes = BUCKET_SETTING_NAMES.map((name) => bucketSettingKey('b', name).slice(0, 2))
   assert.is(new Set(prefixes).size, BUCKET_SETTING_NAMES.length, 'two settings share a prefix')
   for (const name of BUCKET_SETTING_NAMES) {

@@ -134,7 +134,8 @@ test('configurations: Days or Years, positive and bounded; the XML reads back', 
   const written = objectLockConfigurationXml(rule(7, null))
   assert.equal(parseObjectLockConfiguration(bytes(written)), { ok: true, value: rule(7, null) })
   const bare =
-    '<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled></ObjectLockConfiguration>'
+    '<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>' +
+    '</ObjectLockConfiguration>'
   assert.equal(parseObjectLockConfiguration(bytes(bare)), {
     ok: true,
     value: { enabled: true, defaultRetention: null },

@@ -83,6 +83,7 @@ const EXPECTED: Record<S3SurfaceCode, [s3Code: string, status: number]> = {
   no_such_object_lock_configuration: ['ObjectLockConfigurationNotFoundError', 404],
   no_such_object_lock: ['NoSuchObjectLockConfiguration', 404],
   invalid_bucket_state: ['InvalidBucketState', 409],
+  no_such_lifecycle_configuration: ['NoSuchLifecycleConfiguration', 404],
   no_such_tag_set: ['NoSuchTagSet', 404],
   invalid_storage_class: ['InvalidStorageClass', 400],
   invalid_policy_document: ['InvalidPolicyDocument', 400],
@@ -124,7 +125,7 @@ const s3Only: AdminSurfaceCode = 'no_such_key'
 test('the three surface lists are disjoint and make up every code', () => {
   const all = [...S3_CODES, ...ADMIN_CODES, ...SHARED_CODES]
   assert.is(new Set(all).size, all.length)
-  assert.equal([S3_CODES.length, ADMIN_CODES.length, SHARED_CODES.length], [47, 10, 12])
+  assert.equal([S3_CODES.length, ADMIN_CODES.length, SHARED_CODES.length], [48, 10, 12])
   for (const code of all) assert.ok(isErrorCode(code), code)
   assert.not.ok(isErrorCode('NoSuchKey'))
   assert.not.ok(isErrorCode(7))
