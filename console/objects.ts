@@ -2,9 +2,12 @@
  * URL, so back, forward and reload keep the place), paging by continuation tokens, uploads (a file
  * input or drag and drop, a progress bar each, multipart above MULTIPART_FROM_BYTES), downloads,
  * deletes, an object's details (metadata, tags, versions, a share link), and the bucket's settings
- * (versioning, CORS rules, policy, ACL, quota) as forms. Everything through the S3 API with the
+ * (versioning, CORS rules, lifecycle rules, object lock, policy, ACL, quota) as forms, and an
+ * object's retention and legal hold. Everything through the S3 API with the
  * user's rights; a Reader gets no controls that change, and the API refuses what it would. */
 import { accessForms } from './bucket-access.js'
+import { lifecycleForm } from './bucket-lifecycle.js'
+import { defaultRetentionForm, objectLockForm, readLockConfiguration } from './object-lock.js'
 import { quotaForm } from './bucket-quota.js'
 import { uploadFile } from './upload.js'
 import {
@@ -296,15 +299,18 @@ async function showDetails(key: string): Promise<void> {
   const section = document.getElementById('details')
   if (section === null) return
   try {
-    const [head, tags, versions] = await Promise.all([
+    const [head, tags, versions, lock] = await Promise.all([
       s3(s3Path(bucket, key), { method: 'HEAD' }),
       readTags(key),
       readVersions(key),
+      readLockConfiguration(bucket),
     ])
+    const refresh = (): Promise<void> => showDetails(key)
     section.replaceChildren(
       el('h2', { tabindex: '-1', id: 'details-heading' }, key),
       metadataList(head),
       tagsForm(key, tags),
+      ...(lock === null ? [] : [objectLockForm(bucket, key, head, writer, refresh)]),
       versionsTable(key, versions),
       shareForm(key),
     )
@@ -511,10 +517,14 @@ async function showSettings(): Promise<void> {
   const rules = await readCors()
   const access = await accessForms(bucket, superUser, showSettings)
   const quota = await quotaForm(bucket, superUser, showSettings)
+  const lifecycle = await lifecycleForm(bucket, writer, showSettings)
+  const lock = await readLockConfiguration(bucket)
   section.replaceChildren(
     el('h2', {}, 'Settings'),
     versioningForm(status),
     corsForm(rules),
+    lifecycle,
+    ...(lock === null ? [] : [defaultRetentionForm(bucket, lock, writer, showSettings)]),
     ...access,
     ...(quota === null ? [] : [quota]),
   )

@@ -33,7 +33,6 @@ export function nextPaceMs(
   return Math.max(paceUntilMs, nowMs) + Math.max(size, BLOB_COST_BYTES_MIN) / bytesPerMs
 }
 
-
 /** How far a pass is, 0..1, from the last blob it checked (null: none yet). */
 export function progressOf(cursor: string | null): number {
   if (cursor === null) return 0

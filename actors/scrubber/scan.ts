@@ -16,13 +16,7 @@ import type { BlobPage } from '../../protocol/scrubbing.js'
 import { CURSOR_SAVE_MS, loadRecord, saveRecord, STORE_CALL_MS } from './cursor.js'
 import { heal } from './heal.js'
 import { backoffMs } from '../../protocol/timing.js'
-import {
-  LOAD_YIELD,
-  nextPaceMs,
-  PACE_SLACK_MS,
-  scanBytesPerMs,
-  YIELD_MS,
-} from './pace.js'
+import { LOAD_YIELD, nextPaceMs, PACE_SLACK_MS, scanBytesPerMs, YIELD_MS } from './pace.js'
 import { readWhole } from './read.js'
 import { KNOWN_CORRUPT_MAX, type ScrubberState } from './scrub-state.js'
 

@@ -319,6 +319,11 @@ async function putResetWhileFrozen(id: string, key: string, forwarded: boolean):
     },
     body,
   })
+  // The node's ingress reads the bucket's access rules again once they are a second old; read
+  // just now, they are at hand when the node wakes, and the request goes on at once to read its
+  // body (as before the rules: the case is about when that body is read).
+  const warm = await signedRequest(node.url, { method: 'HEAD', path: '/frozen' })
+  assert.is(warm.status, 200)
   const socket = connect(node.port, '127.0.0.1')
   socket.on('error', () => undefined)
   await once(socket, 'connect')

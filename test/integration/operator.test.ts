@@ -189,7 +189,7 @@ test('a clean start and a 501 (a request not implemented) log no warning or erro
     const refused = await signedRequest(server.url, {
       method: 'GET',
       path: '/quiet',
-      query: { acl: '' },
+      query: { website: '' },
     })
     assert.is(refused.status, 501)
     const logged = await pollUntil(() => server.stdout().includes('"status":501'))
