@@ -16,10 +16,15 @@ import { join } from 'node:path'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
   GetBucketCorsCommand,
+  GetBucketLifecycleConfigurationCommand,
   GetBucketPolicyCommand,
   GetBucketVersioningCommand,
   GetObjectCommand,
+  GetObjectLegalHoldCommand,
+  GetObjectLockConfigurationCommand,
   GetObjectTaggingCommand,
   HeadObjectCommand,
   PutObjectCommand,
@@ -236,6 +241,74 @@ test('a quota set through the form is what the admin API reads back', async () =
   await page.getByText('Quota saved.').waitFor()
   const cleared = await admin(server, 'GET', `/buckets/${BUCKET}/quota`, token)
   assert.is((cleared.json as { max_objects: unknown }).max_objects, null)
+})
+
+test('lifecycle rules set through the form are what S3 reads back', async () => {
+  if (needBrowser() === null) return
+  const { page } = root
+  await openBucket(root)
+  await page.getByRole('button', { name: 'Add lifecycle rule' }).click()
+  await page.getByLabel('Rule ID, rule 1').fill('scratch')
+  await page.getByLabel('Prefix, rule 1').fill('scratch/')
+  await page.getByLabel('Expire objects after (days), rule 1').fill('7')
+  await page.getByLabel('Abort incomplete uploads after (days), rule 1').fill('2')
+  await page.getByRole('button', { name: 'Save lifecycle rules' }).click()
+  await page.getByText('Lifecycle rules saved.').waitFor()
+  const read = await server
+    .client()
+    .send(new GetBucketLifecycleConfigurationCommand({ Bucket: BUCKET }))
+  assert.equal(read.Rules, [
+    {
+      ID: 'scratch',
+      Filter: { Prefix: 'scratch/' },
+      Status: 'Enabled',
+      Expiration: { Days: 7 },
+      AbortIncompleteMultipartUpload: { DaysAfterInitiation: 2 },
+    },
+  ])
+  await page.getByRole('button', { name: 'Remove lifecycle rule 1' }).click()
+  await page.getByRole('button', { name: 'Save lifecycle rules' }).click()
+  await page.getByText('Lifecycle rules saved.').waitFor()
+  const gone = await server
+    .client()
+    .send(new GetBucketLifecycleConfigurationCommand({ Bucket: BUCKET }))
+    .then(
+      () => 'kept',
+      (error: Error) => error.name,
+    )
+  assert.is(gone, 'NoSuchLifecycleConfiguration')
+})
+
+test('object lock: a default retention, and an object held, through the forms', async () => {
+  if (needBrowser() === null) return
+  const { page } = root
+  const s3 = server.client()
+  await s3.send(new CreateBucketCommand({ Bucket: 'vault', ObjectLockEnabledForBucket: true }))
+  const put = await s3.send(new PutObjectCommand({ Bucket: 'vault', Key: 'deed', Body: 'deed' }))
+  await page.goto(`${server.url}/console/buckets/vault`)
+  await page.locator('tr[data-key="deed"]').waitFor()
+  await page.getByLabel('Default retention').selectOption('GOVERNANCE')
+  await page.getByLabel('Days', { exact: true }).fill('3')
+  await page.getByRole('button', { name: 'Save default retention' }).click()
+  await page.getByText('Default retention saved.').waitFor()
+  const config = await s3.send(new GetObjectLockConfigurationCommand({ Bucket: 'vault' }))
+  assert.equal(config.ObjectLockConfiguration?.Rule?.DefaultRetention, {
+    Mode: 'GOVERNANCE',
+    Days: 3,
+  })
+  await page.getByRole('button', { name: 'Details of deed' }).click()
+  await page.getByRole('checkbox', { name: 'Legal hold' }).check()
+  await page.getByRole('button', { name: 'Save legal hold' }).click()
+  await page.getByText('Legal hold on.').waitFor()
+  const held = await s3.send(new GetObjectLegalHoldCommand({ Bucket: 'vault', Key: 'deed' }))
+  assert.is(held.LegalHold?.Status, 'ON')
+  const refused = await s3
+    .send(new DeleteObjectCommand({ Bucket: 'vault', Key: 'deed', VersionId: put.VersionId }))
+    .then(
+      () => 'deleted',
+      (error: Error) => error.name,
+    )
+  assert.is(refused, 'AccessDenied')
 })
 
 test('details: tags saved, versions listed, a share link that needs no session', async () => {
