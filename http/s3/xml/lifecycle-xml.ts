@@ -15,30 +15,14 @@ import {
   serialize,
   text,
   xmlChildren,
+  xmlChildElement,
+  xmlChildInteger,
   xmlChildText,
   type XMLBuilder,
   type XmlElement,
 } from './s3-xml.js'
 
 const TRANSITIONS = ['Transition', 'NoncurrentVersionTransition']
-
-function element(parent: XmlElement, name: string): Result<XmlElement | null> {
-  const found = xmlChildren(parent, name)
-  if (found.length > 1) return fail('malformed_xml', `more than one ${name}`)
-  const [only] = found
-  if (only === undefined) return ok(null)
-  if (typeof only !== 'string') return ok(only)
-  return only.trim() === '' ? ok({}) : fail('malformed_xml', `${name} holds text`)
-}
-
-function number(parent: XmlElement, name: string): Result<number | null> {
-  const value = xmlChildText(parent, name)
-  if (!value.ok) return value
-  if (value.value === undefined) return ok(null)
-  const digits = value.value.trim()
-  if (!/^-?\d+$/.test(digits)) return fail('malformed_xml', `${name} is not a whole number`)
-  return ok(Number(digits))
-}
 
 function tagOf(node: XmlElement): Result<Tag> {
   const key = xmlChildText(node, 'Key')
@@ -65,9 +49,9 @@ function conditions(parent: XmlElement, filter: LifecycleFilter): Result<number>
     filter.tags.push(tag.value)
     named += 1
   }
-  const greater = number(parent, 'ObjectSizeGreaterThan')
+  const greater = xmlChildInteger(parent, 'ObjectSizeGreaterThan')
   if (!greater.ok) return greater
-  const less = number(parent, 'ObjectSizeLessThan')
+  const less = xmlChildInteger(parent, 'ObjectSizeLessThan')
   if (!less.ok) return less
   if (greater.value !== null) {
     filter.sizeGreaterThan = greater.value
@@ -89,7 +73,7 @@ function filterOf(rule: XmlElement): Result<LifecycleFilter> {
   }
   const legacy = xmlChildText(rule, 'Prefix')
   if (!legacy.ok) return legacy
-  const node = element(rule, 'Filter')
+  const node = xmlChildElement(rule, 'Filter')
   if (!node.ok) return node
   if (legacy.value !== undefined && node.value !== null) {
     return fail('malformed_xml', 'a Rule has a Prefix or a Filter, not both')
@@ -98,7 +82,7 @@ function filterOf(rule: XmlElement): Result<LifecycleFilter> {
   if (node.value === null) return ok(filter)
   const direct = conditions(node.value, filter)
   if (!direct.ok) return direct
-  const and = element(node.value, 'And')
+  const and = xmlChildElement(node.value, 'And')
   if (!and.ok) return and
   if (and.value === null) {
     if (direct.value > 1) return fail('malformed_xml', 'a Filter of several conditions needs And')
@@ -137,10 +121,10 @@ function ruleOf(node: XmlElement): Result<LifecycleRule> {
     noncurrentExpiration: null,
     abortUploadsAfterDays: null,
   }
-  const expiration = element(node, 'Expiration')
+  const expiration = xmlChildElement(node, 'Expiration')
   if (!expiration.ok) return expiration
   if (expiration.value !== null) {
-    const days = number(expiration.value, 'Days')
+    const days = xmlChildInteger(expiration.value, 'Days')
     if (!days.ok) return days
     const date = xmlChildText(expiration.value, 'Date')
     if (!date.ok) return date
@@ -155,20 +139,20 @@ function ruleOf(node: XmlElement): Result<LifecycleRule> {
       return fail('malformed_xml', 'an Expiration needs Days, Date or ExpiredObjectDeleteMarker')
     }
   }
-  const noncurrent = element(node, 'NoncurrentVersionExpiration')
+  const noncurrent = xmlChildElement(node, 'NoncurrentVersionExpiration')
   if (!noncurrent.ok) return noncurrent
   if (noncurrent.value !== null) {
-    const days = number(noncurrent.value, 'NoncurrentDays')
+    const days = xmlChildInteger(noncurrent.value, 'NoncurrentDays')
     if (!days.ok) return days
-    const kept = number(noncurrent.value, 'NewerNoncurrentVersions')
+    const kept = xmlChildInteger(noncurrent.value, 'NewerNoncurrentVersions')
     if (!kept.ok) return kept
     if (days.value === null) return fail('malformed_xml', 'NoncurrentDays is required')
     rule.noncurrentExpiration = { days: days.value, newerVersionsKept: kept.value }
   }
-  const abort = element(node, 'AbortIncompleteMultipartUpload')
+  const abort = xmlChildElement(node, 'AbortIncompleteMultipartUpload')
   if (!abort.ok) return abort
   if (abort.value !== null) {
-    const days = number(abort.value, 'DaysAfterInitiation')
+    const days = xmlChildInteger(abort.value, 'DaysAfterInitiation')
     if (!days.ok) return days
     if (days.value === null) return fail('malformed_xml', 'DaysAfterInitiation is required')
     rule.abortUploadsAfterDays = days.value

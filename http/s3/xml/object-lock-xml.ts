@@ -13,29 +13,10 @@ import {
   parseXmlBody,
   serialize,
   text,
-  xmlChildren,
+  xmlChildElement,
+  xmlChildInteger,
   xmlChildText,
-  type XmlElement,
 } from './s3-xml.js'
-
-/** The at most one child element `name`: null when absent. */
-function child(element: XmlElement, name: string): Result<XmlElement | null> {
-  const found = xmlChildren(element, name)
-  if (found.length > 1) return fail('malformed_xml', `more than one ${name}`)
-  const [only] = found
-  if (only === undefined) return ok(null)
-  if (typeof only !== 'string') return ok(only)
-  return only.trim() === '' ? ok({}) : fail('malformed_xml', `${name} holds text`)
-}
-
-function count(element: XmlElement, name: string): Result<number | null> {
-  const value = xmlChildText(element, name)
-  if (!value.ok) return value
-  if (value.value === undefined) return ok(null)
-  const digits = value.value.trim()
-  if (!/^-?\d+$/.test(digits)) return fail('malformed_xml', `${name} is not a number`)
-  return ok(Number(digits))
-}
 
 export function parseObjectLockConfiguration(xml: Uint8Array): Result<ObjectLockConfiguration> {
   const root = parseXmlBody(xml, 'ObjectLockConfiguration')
@@ -45,17 +26,17 @@ export function parseObjectLockConfiguration(xml: Uint8Array): Result<ObjectLock
   if (enabled.value?.trim() !== 'Enabled') {
     return fail('malformed_xml', 'ObjectLockEnabled must be Enabled')
   }
-  const rule = child(root.value, 'Rule')
+  const rule = xmlChildElement(root.value, 'Rule')
   if (!rule.ok) return rule
   if (rule.value === null) return ok({ enabled: true, defaultRetention: null })
-  const retention = child(rule.value, 'DefaultRetention')
+  const retention = xmlChildElement(rule.value, 'DefaultRetention')
   if (!retention.ok) return retention
   if (retention.value === null) return fail('malformed_xml', 'a Rule needs a DefaultRetention')
   const mode = xmlChildText(retention.value, 'Mode')
   if (!mode.ok) return mode
-  const days = count(retention.value, 'Days')
+  const days = xmlChildInteger(retention.value, 'Days')
   if (!days.ok) return days
-  const years = count(retention.value, 'Years')
+  const years = xmlChildInteger(retention.value, 'Years')
   if (!years.ok) return years
   const chosen = mode.value?.trim()
   if (!isRetentionMode(chosen)) return fail('malformed_xml', 'Mode is GOVERNANCE or COMPLIANCE')

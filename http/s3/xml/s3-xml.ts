@@ -540,6 +540,28 @@ export function xmlChildText(element: XmlElement, name: string): Result<string |
   return ok(value)
 }
 
+/** The at most one child element `name` of `element`: null when absent, malformed_xml when
+ * repeated or holding text. */
+export function xmlChildElement(element: XmlElement, name: string): Result<XmlElement | null> {
+  const found = xmlChildren(element, name)
+  if (found.length > 1) return fail('malformed_xml', `more than one ${name}`)
+  const [only] = found
+  if (only === undefined) return ok(null)
+  if (typeof only !== 'string') return ok(only)
+  return only.trim() === '' ? ok({}) : fail('malformed_xml', `${name} holds text`)
+}
+
+/** The whole number in the at most one child `name`: null when absent, malformed_xml when not
+ * digits (with an optional sign, so that the caller's rules answer a negative one). */
+export function xmlChildInteger(element: XmlElement, name: string): Result<number | null> {
+  const value = xmlChildText(element, name)
+  if (!value.ok) return value
+  if (value.value === undefined) return ok(null)
+  const digits = value.value.trim()
+  if (!/^-?\d+$/.test(digits)) return fail('malformed_xml', `${name} is not a whole number`)
+  return ok(Number(digits))
+}
+
 export interface DeleteObjectsRequest {
   quiet: boolean
   keys: { key: string; versionId?: string }[]
