@@ -1,7 +1,7 @@
 /** @module The bucket page's access settings: the bucket policy (its JSON, edited as text, with
  * whether it makes the bucket public) and the bucket's canned ACL. Both through the S3 API with
  * the user's rights: only a SuperUser (or a user a policy lets) changes them, and the page shows
- * S3's refusal to the others. */
+ * S3's refusal to the others. An object's canned ACL is in its details (objectAclForm). */
 import { ApiError, attempt, el, notify, parseXml, s3, s3Path, textOf } from './common.js'
 
 /** The example a new policy starts from: anyone may read the bucket's objects. */
@@ -141,6 +141,44 @@ function aclForm(
       await s3(s3Path(bucket), { method: 'PUT', query: { acl: '' }, headers })
       await done()
       notify(`The bucket's ACL is ${select.value}.`)
+    })
+  })
+  return form
+}
+
+/** An object's canned ACL (or the named version's), from GetObjectAcl's grants. */
+export async function objectAclForm(
+  bucket: string,
+  key: string,
+  versionId: string | null,
+  editable: boolean,
+  done: () => Promise<void>,
+): Promise<HTMLElement> {
+  const query: Record<string, string> = { acl: '', ...(versionId === null ? {} : { versionId }) }
+  const doc = parseXml(await (await s3(s3Path(bucket, key), { query })).text())
+  const uris = Array.from(doc.getElementsByTagName('URI')).map((node) => node.textContent ?? '')
+  const acl = uris.some((uri) => uri.endsWith('/AllUsers')) ? 'public-read' : 'private'
+  const select = el(
+    'select',
+    { id: 'object-acl', disabled: !editable },
+    [
+      ['private', 'Private'],
+      ['public-read', 'Public read (anyone downloads)'],
+    ].map(([value, label]) => el('option', { value, selected: value === acl }, label)),
+  )
+  const form = el(
+    'form',
+    { class: 'inline', 'aria-label': 'Object ACL' },
+    el('div', {}, el('label', { for: 'object-acl' }, 'Object access list (ACL)'), select),
+    editable ? el('button', { type: 'submit' }, 'Save object ACL') : null,
+  )
+  form.addEventListener('submit', (event) => {
+    event.preventDefault()
+    void attempt(async () => {
+      const headers = { 'x-amz-acl': select.value }
+      await s3(s3Path(bucket, key), { method: 'PUT', query, headers })
+      await done()
+      notify(`The object's ACL is ${select.value}.`)
     })
   })
   return form

@@ -1,8 +1,8 @@
-/** @module The Cluster page: the node the console is served by (mode, version, uptime, data
- * volume, the store's totals) and, in a cluster, every node and gateway with its status, pool,
- * free space and version, the cluster's health and its repair status (hints, anti-entropy, the
- * scrubber, a bootstrap). The cluster's figures come from the cluster administration API, which
- * only a SuperUser may call; a single node shows itself. Looked at again every 5 s. */
+/** @module The Cluster page: the node the console is served by (mode, version, uptime, data volume,
+ * the store's totals) and, in a cluster, every node and gateway with its status, pool, free space
+ * and version, the cluster's health and its repair status (hints, anti-entropy, the scrubber, a
+ * bootstrap, lifecycle passes). The cluster's figures come from the cluster administration API,
+ * which only a SuperUser may call; a single node shows itself. Looked at again every 5 s. */
 import {
   api,
   ApiError,
@@ -227,8 +227,27 @@ function repairSection(status: Json): HTMLElement {
       repairPart('Anti-entropy', status['anti_entropy']),
       repairPart('Scrubber', status['scrubber']),
       repairPart('Bootstrap', status['bootstrap']),
+      repairPart('Lifecycle', status['lifecycle']),
     ),
   )
+}
+
+/** A single node's background work: its lifecycle passes (the admin API's, for a SuperUser). */
+async function singleNodeSections(): Promise<HTMLElement[]> {
+  const single = el('p', { class: 'muted' }, 'A single node: this node is the whole service.')
+  try {
+    const lifecycle = await api<Json>('/console/api/admin/lifecycle')
+    const work = el(
+      'section',
+      { 'aria-labelledby': 'work-heading' },
+      el('h2', { id: 'work-heading' }, 'Background work'),
+      el('div', { class: 'grid' }, repairPart('Lifecycle', lifecycle)),
+    )
+    return [single, work]
+  } catch {
+    // Another role sees no lifecycle figures: the admin API is a SuperUser's.
+    return [single]
+  }
 }
 
 async function clusterSections(): Promise<HTMLElement[]> {
@@ -256,9 +275,7 @@ async function load(): Promise<void> {
       .catch(() => null),
   ])
   const clustered = pageData().mode !== 'single'
-  const rest = clustered
-    ? await clusterSections()
-    : [el('p', { class: 'muted' }, 'A single node: this node is the whole service.')]
+  const rest = clustered ? await clusterSections() : await singleNodeSections()
   render(
     selfSection(node, stats),
     rest,

@@ -3,9 +3,9 @@
  * input or drag and drop, a progress bar each, multipart above MULTIPART_FROM_BYTES), downloads,
  * deletes, an object's details (metadata, tags, versions, a share link), and the bucket's settings
  * (versioning, CORS rules, lifecycle rules, object lock, policy, ACL, quota) as forms, and an
- * object's retention and legal hold. Everything through the S3 API with the
+ * object's retention, legal hold and ACL. Everything through the S3 API with the
  * user's rights; a Reader gets no controls that change, and the API refuses what it would. */
-import { accessForms } from './bucket-access.js'
+import { accessForms, objectAclForm } from './bucket-access.js'
 import { lifecycleForm } from './bucket-lifecycle.js'
 import { defaultRetentionForm, objectLockForm, readLockConfiguration } from './object-lock.js'
 import { quotaForm } from './bucket-quota.js'
@@ -306,11 +306,13 @@ async function showDetails(key: string): Promise<void> {
       readLockConfiguration(bucket),
     ])
     const refresh = (): Promise<void> => showDetails(key)
+    const acl = await objectAclForm(bucket, key, null, superUser, refresh)
     section.replaceChildren(
       el('h2', { tabindex: '-1', id: 'details-heading' }, key),
       metadataList(head),
       tagsForm(key, tags),
       ...(lock === null ? [] : [objectLockForm(bucket, key, head, writer, refresh)]),
+      acl,
       versionsTable(key, versions),
       shareForm(key),
     )

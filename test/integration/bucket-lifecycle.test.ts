@@ -27,6 +27,7 @@ import { admin, login } from '../support/admin-client.js'
 import { ROOT_PASSWORD, ROOT_USERNAME, startCluster } from '../support/cluster.js'
 import { failure } from '../support/s3-failure.js'
 import { startServer, type TestServer } from '../support/server.js'
+import { signedRequest } from '../support/signed-request.js'
 import { pollUntil } from '../support/wait.js'
 
 /** A lifecycle day of a second, and a pass every second. */
@@ -263,6 +264,15 @@ test('in a 3-node cluster each object is expired once, by one node', async () =>
       `expired per node: ${counts.join(', ')}`,
     )
     assert.is(counts.filter((count) => count! > 0).length, 1, 'one node runs the bucket')
+    // The cluster's repair status carries each node's lifecycle figures too.
+    const repair = await signedRequest(cluster.server('n1').url, {
+      method: 'GET',
+      path: '/admin/cluster/repair-status',
+    })
+    const lifecycle = (
+      JSON.parse(repair.body.toString()) as { lifecycle?: Record<string, unknown> }
+    ).lifecycle
+    assert.is(typeof lifecycle?.['passes_completed'], 'number', repair.body.toString())
   } finally {
     client.destroy()
     await cluster.destroy()

@@ -346,6 +346,7 @@ test('the web console of a node shows every member and every actor of the cluste
       await page.locator(`tr[data-node="${id}"]`).getByText('Alive').waitFor()
     }
     await page.locator('[data-repair="hints"]').waitFor()
+    await page.locator('[data-repair="lifecycle"]').getByText('passes completed').waitFor()
     await page.getByRole('link', { name: 'Actors', exact: true }).click()
     // Every member's actors, each asked of that member by the node serving the page.
     for (const id of ['n1', 'n2', 'n3', 'g1']) {

@@ -311,6 +311,20 @@ test('object lock: a default retention, and an object held, through the forms', 
   assert.is(refused, 'AccessDenied')
 })
 
+test("an object's ACL set to public-read in its details lets anyone download it", async () => {
+  if (needBrowser() === null) return
+  const { page } = root
+  await server.client().send(new PutObjectCommand({ Bucket: BUCKET, Key: 'flyer.txt', Body: 'f' }))
+  assert.is((await fetch(`${server.url}/${BUCKET}/flyer.txt`)).status, 403)
+  await openBucket(root)
+  await page.getByRole('button', { name: 'Details of flyer.txt' }).click()
+  await page.getByLabel('Object access list (ACL)').selectOption('public-read')
+  await page.getByRole('button', { name: 'Save object ACL' }).click()
+  await page.getByText("The object's ACL is public-read.").waitFor()
+  const anonymous = await fetch(`${server.url}/${BUCKET}/flyer.txt`)
+  assert.equal([anonymous.status, await anonymous.text()], [200, 'f'])
+})
+
 test('details: tags saved, versions listed, a share link that needs no session', async () => {
   const open = needBrowser()
   if (open === null) return

@@ -265,7 +265,7 @@ test('a chaos kill from the Actors page shows as a restart', async () => {
   assert.ok(restarted, `restarts ${await shown(user, 'scrubber', 'restarts')}`)
 })
 
-test('the Cluster page of a single node shows the node itself', async () => {
+test('the Cluster page of a single node shows the node and its lifecycle passes', async () => {
   const open = needBrowser()
   if (open === null) return
   const user = await rootUser(open)
@@ -275,6 +275,9 @@ test('the Cluster page of a single node shows the node itself', async () => {
   assert.is(await page.locator('[data-field="mode"]').innerText(), 'single')
   assert.match(await page.locator('[data-field="version"]').innerText(), /^\d+\.\d+\.\d+/)
   assert.match(await page.locator('[data-field="free"]').innerText(), / of /)
+  // The lifecycle actor's passes, which a SuperUser sees.
+  await page.locator('[data-repair="lifecycle"]').waitFor()
+  assert.match(await page.locator('[data-repair="lifecycle"]').innerText(), /passes completed/)
   await screenshot(user, 'cluster')
 })
 
