@@ -10,7 +10,8 @@ export const LIFECYCLE_RECORD = 'lifecycle.cursor'
 export interface LifecycleStatus {
   passes_completed: number
   pass_in_progress: boolean
-  /** 0..1: the share of buckets the pass has done (1 between passes). */
+  /** 0..1: the share of buckets the pass has done (1 between passes, 0 before the actor has read
+   * its record). */
   pass_progress: number
   /** Buckets with rules this node ran, in the last or current pass. */
   buckets_with_rules: number

@@ -14,6 +14,9 @@ interface LifecycleRecord {
   cursor: LifecycleCursor
   passStartedMs: number
   done: boolean
+  /** How far the pass is over the buckets, so that its progress resumes too. */
+  bucketsDone: number
+  bucketsTotal: number
 }
 
 function isCursor(value: unknown): value is LifecycleCursor {
@@ -44,6 +47,9 @@ function parseRecord(bytes: Uint8Array): LifecycleRecord | null {
   const record = value as Partial<LifecycleRecord> | null
   if (typeof record !== 'object' || record === null || !isCursor(record.cursor)) return null
   if (!Number.isSafeInteger(record.passStartedMs) || typeof record.done !== 'boolean') return null
+  if (!Number.isSafeInteger(record.bucketsDone) || !Number.isSafeInteger(record.bucketsTotal)) {
+    return null
+  }
   return record as LifecycleRecord
 }
 
@@ -67,6 +73,8 @@ export async function loadRecord(state: LifecycleState, ctx: Context): Promise<R
     state.passStartedMs = record.passStartedMs
     state.passDone = record.done
     state.cursor = record.cursor
+    state.bucketsDone = record.bucketsDone
+    state.bucketsTotal = record.bucketsTotal
     state.nextPassMs = record.passStartedMs + state.intervalMs
   }
   return { ok: true, value: null }
@@ -82,6 +90,8 @@ export async function saveRecord(
     cursor: state.cursor,
     passStartedMs: state.passStartedMs,
     done: state.passDone,
+    bucketsDone: state.bucketsDone,
+    bucketsTotal: state.bucketsTotal,
   }
   const saved = await ctx.call('replica-store', {
     kind: 'system.local-put',

@@ -385,7 +385,12 @@ export function statusOf(state: LifecycleState): LifecycleStatus {
   return {
     passes_completed: counters.passesCompleted,
     pass_in_progress: inPass,
-    pass_progress: inPass ? state.bucketsDone / Math.max(1, state.bucketsTotal) : 1,
+    // Before its record is read, the actor knows of no pass yet.
+    pass_progress: !state.loaded
+      ? 0
+      : inPass
+        ? state.bucketsDone / Math.max(1, state.bucketsTotal)
+        : 1,
     buckets_with_rules: state.bucketsWithRules,
     objects_expired: counters.objectsExpired,
     versions_expired: counters.versionsExpired,

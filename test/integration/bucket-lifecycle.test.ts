@@ -3,9 +3,11 @@
  * bad one is refused with S3's errors; on a clock whose day is a second (SVC_LIFECYCLE_DAY_SECS),
  * current versions under a prefix expire and others stay, noncurrent versions expire except one
  * object lock keeps, a delete marker left alone is removed, an incomplete multipart upload is
- * aborted; the counts show in `GET /api/admin/lifecycle` and in /metrics. On a 3-node cluster each
- * object is expired once, by the one node that runs its bucket. Method: real servers (a single
- * node, then a 3-node cluster) driven by @aws-sdk/client-s3; every wait is a bounded poll. */
+ * aborted; the counts show in `GET /api/admin/lifecycle` and in /metrics; an actor killed while it
+ * works comes back and finishes (test/unit/lifecycle-actor.test.ts shows it resumes its pass). On a
+ * 3-node cluster each object is expired once, by the one node that runs its bucket. Method: real
+ * servers (a single node, then a 3-node cluster) driven by @aws-sdk/client-s3; every wait is a
+ * bounded poll. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
@@ -228,6 +230,57 @@ test('a delete marker left alone is removed; an incomplete upload is aborted', a
   const status = await lifecycleStatus(server)
   assert.ok(status['delete_markers_removed']! >= 1)
   assert.ok(status['uploads_aborted']! >= 1)
+})
+
+test('a lifecycle actor killed while it works comes back and finishes the work', async () => {
+  // Passes every 5 s at 4 actions a second: forty expiries take ten seconds.
+  const env = {
+    SVC_LIFECYCLE_DAY_SECS: '1',
+    SVC_LIFECYCLE_INTERVAL_SECS: '5',
+    SVC_LIFECYCLE_ACTIONS_PER_SECOND: '4',
+    SVC_CHAOS: '1',
+    SVC_ROOT_USERNAME: ROOT_USERNAME,
+    SVC_ROOT_PASSWORD: ROOT_PASSWORD,
+  }
+  const node = await startServer({ env })
+  const client = node.client()
+  try {
+    const buckets = Array.from({ length: 10 }, (_, index) => `resumed-${index}`)
+    for (const bucket of buckets) {
+      await client.send(new CreateBucketCommand({ Bucket: bucket }))
+      for (let n = 0; n < 4; n++) {
+        await client.send(new PutObjectCommand({ Bucket: bucket, Key: `tmp/${n}`, Body: 'x' }))
+      }
+      await client.send(
+        rules(bucket, [
+          { ID: 'tmp', Status: 'Enabled', Filter: { Prefix: 'tmp/' }, Expiration: { Days: 1 } },
+        ]),
+      )
+    }
+    const remaining = async (): Promise<number> => {
+      let count = 0
+      for (const bucket of buckets) {
+        const listed = await client.send(new ListObjectVersionsCommand({ Bucket: bucket }))
+        count += (listed.Versions ?? []).length
+      }
+      return count
+    }
+    const started = await pollUntil(async () => (await remaining()) < 40, ACTS_WITHIN_MS, 100)
+    assert.ok(started, 'nothing was expired')
+    const killed = await signedRequest(node.url, {
+      method: 'POST',
+      path: '/admin/chaos/kill/lifecycle',
+    })
+    assert.is(killed.status, 200, killed.body.toString())
+    const finished = await pollUntil(async () => (await remaining()) === 0, 60_000, 500)
+    assert.ok(finished, `${await remaining()} objects were never expired`)
+    const metrics = await (await fetch(`${node.url}/metrics`)).text()
+    assert.match(metrics, /^svc_actor_restarts_total\{actor="lifecycle"\} 1$/m)
+  } finally {
+    client.destroy()
+    await node.stop()
+    node.cleanup()
+  }
 })
 
 test('in a 3-node cluster each object is expired once, by one node', async () => {
