@@ -1,8 +1,8 @@
 /** Goal: the lifecycle actor expires what its rules say, bucket after bucket, each action once; and
- * one that dies mid-pass (its state lost, nothing saved at a stop) goes on, in a new actor, from the
- * place its record holds: the buckets it finished are not read again, and its progress does not go
- * back. Method: the real actor on a fake context (test/support/fake-context.ts) whose calls a small
- * in-memory object actor answers, on a clock that moves only when the test moves it. */
+ * one that dies mid-pass (its state lost, nothing saved at a stop) goes on, in a new actor, from
+ * the place its record holds: the buckets it finished are not read again, and its progress does not
+ * go back. Method: the real actor on a fake context (test/support/fake-context.ts) whose calls a
+ * small in-memory object actor answers, on a clock that moves only when the test moves it. */
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import type { Request } from '../../protocol/actor.js'
@@ -146,7 +146,7 @@ test('a pass expires every object its rules name, once each', async () => {
   state.wake?.()
 })
 
-test('an actor killed mid-pass: a new one goes on from its record, not from the start', async () => {
+test('an actor killed mid-pass: a new one goes on from its record, not the start', async () => {
   const clock = new ManualClock()
   const world = new World(clock.nowMs - 10 * DAY_MS)
   const first = startActor(clock, world)
