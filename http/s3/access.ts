@@ -231,7 +231,7 @@ async function existingTags(ex: S3Exchange, bucket: string, key: string): Promis
   })
   if (!reply.ok) return
   for (const tag of reply.value.attributes.tags ?? []) {
-    ex.access.context[`s3:ExistingObjectTag/${tag.key}`] = [tag.value]
+    contextOf(ex)[`s3:ExistingObjectTag/${tag.key}`] = [tag.value]
   }
 }
 
@@ -239,12 +239,26 @@ async function existingTags(ex: S3Exchange, bucket: string, key: string): Promis
 export interface AccessState {
   principal: Principal | null
   rules: AccessRules | null
-  context: Record<string, string[]>
+  /** The condition keys, made when a policy first needs them (most buckets have none). */
+  context: Record<string, string[]> | null
   /** `object-acl`: only the object's own ACL can admit the request (a GET decides on it). */
   decision: AccessDecision
   /** Whether the requester may list the bucket: S3 answers a missing key with 404 only to those
    * who may, and with 403 AccessDenied to the others, who would learn what the bucket holds. */
   mayList: boolean
+}
+
+const NO_CONTEXT: Readonly<Record<string, string[]>> = Object.freeze({})
+
+/** The request's condition keys, made once. */
+function contextOf(ex: S3Exchange): Record<string, string[]> {
+  ex.access.context ??= conditionContext(ex, ex.access.principal)
+  return ex.access.context
+}
+
+/** What a decision under `policy` reads of the request: nothing without a policy. */
+function contextFor(ex: S3Exchange, policy: BucketPolicy | null): Record<string, string[]> {
+  return policy === null ? NO_CONTEXT : contextOf(ex)
 }
 
 /** Checks the request; AccessDenied names no reason, as S3's does not. */
@@ -255,8 +269,13 @@ export async function checkAccess(
   write: boolean,
 ): Promise<Result<null>> {
   const { bucket, key } = ex.target
-  const context = conditionContext(ex, principal)
-  ex.access = { principal, rules: null, context, decision: 'refuse', mayList: principal !== null }
+  ex.access = {
+    principal,
+    rules: null,
+    context: null,
+    decision: 'refuse',
+    mayList: principal !== null,
+  }
   const account = ACCOUNT_ACTIONS[operation]
   if (bucket === null || account !== undefined) {
     // A request outside any bucket, or one no bucket's policy governs: the role decides.
@@ -267,6 +286,7 @@ export async function checkAccess(
   if (!rules.ok) return rules
   ex.access.rules = rules.value
   if (rules.value.readsTags && key !== null) await existingTags(ex, bucket, key)
+  const context = contextFor(ex, rules.value.policy)
   const needed = neededActions(ex, operation)
   const decision = decideAccess({
     principal,
@@ -315,7 +335,7 @@ async function copySourceAccess(
     ],
     policy: rules.value.policy,
     bucketAcl: rules.value.acl,
-    context: ex.access.context,
+    context: contextFor(ex, rules.value.policy),
   })
   // An object's own public-read ACL does not admit a copy of it here: the copy does not read it.
   return decision === 'allow' ? ok(null) : denied()
@@ -343,24 +363,26 @@ export async function objectAclAdmits(
  * true`) and may: a SuperUser, or whom the bucket's policy grants s3:BypassGovernanceRetention. */
 export function mayBypassGovernance(ex: S3Exchange, at: { bucket: string; key: string }): boolean {
   if (ex.headers['x-amz-bypass-governance-retention']?.toLowerCase() !== 'true') return false
-  const { principal, rules, context } = ex.access
+  const { principal, rules } = ex.access
   const needed = [{ action: 's3:BypassGovernanceRetention', ...at }]
   const policy = rules?.policy ?? null
   const bucketAcl = rules?.acl ?? null
+  const context = contextFor(ex, policy)
   return decideAccess({ principal, needed, policy, bucketAcl, context }) === 'allow'
 }
 
 /** Whether the requester may delete one key of a DeleteObjects request. */
 export function mayDeleteKey(ex: S3Exchange, bucket: string, key: string, versioned: boolean) {
-  const { principal, rules, context } = ex.access
+  const { principal, rules } = ex.access
   const action = versioned ? 's3:DeleteObjectVersion' : 's3:DeleteObject'
+  const policy = rules?.policy ?? null
   return (
     decideAccess({
       principal,
       needed: [{ action, bucket, key }],
-      policy: rules?.policy ?? null,
+      policy,
       bucketAcl: rules?.acl ?? null,
-      context,
+      context: contextFor(ex, policy),
     }) === 'allow'
   )
 }

@@ -106,7 +106,7 @@ export function newExchange(
     mesh,
     principal: null,
     bodyConsumed: false,
-    access: { principal: null, rules: null, context: {}, decision: 'refuse', mayList: true },
+    access: { principal: null, rules: null, context: null, decision: 'refuse', mayList: true },
   }
 }
 
