@@ -163,6 +163,56 @@ test('a policy grants a Reader uploads under a prefix; a Writer may not set one'
   }
 })
 
+test('only a SuperUser, or whom a policy grants it, bypasses governance retention', async () => {
+  const server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
+  try {
+    const token = await login(server, 'root', ROOT_PASSWORD)
+    const root = server.client()
+    await root.send(
+      new CreateBucketCommand({ Bucket: 'governed', ObjectLockEnabledForBucket: true }),
+    )
+    const writerId = await createUser(server, token, 'gina', 'Writer')
+    const writer = clientOf(server, await issueKeys(server, token, writerId))
+    const until = new Date(Date.now() + 24 * 60 * 60 * 1000)
+    const put = await writer.send(
+      new PutObjectCommand({
+        Bucket: 'governed',
+        Key: 'report',
+        Body: 'r',
+        ObjectLockMode: 'GOVERNANCE',
+        ObjectLockRetainUntilDate: until,
+      }),
+    )
+    const bypassing = (s3: S3Client) => () =>
+      s3.send(
+        new DeleteObjectCommand({
+          Bucket: 'governed',
+          Key: 'report',
+          VersionId: put.VersionId,
+          BypassGovernanceRetention: true,
+        }),
+      )
+    assert.is(await outcome(bypassing(writer)), 'AccessDenied')
+    const policy = JSON.stringify({
+      Version: '2012-10-17',
+      Statement: [
+        {
+          Effect: 'Allow',
+          Principal: { AWS: 'gina' },
+          Action: 's3:BypassGovernanceRetention',
+          Resource: 'arn:aws:s3:::governed/*',
+        },
+      ],
+    })
+    await root.send(new PutBucketPolicyCommand({ Bucket: 'governed', Policy: policy }))
+    // One ingress thread: the policy's put dropped what it had read of the bucket's rules.
+    assert.is(await outcome(bypassing(writer)), 'ok')
+  } finally {
+    await server.stop()
+    server.cleanup()
+  }
+})
+
 test('deactivation, demotion, key replacement and deletion apply on the next request', async () => {
   const server = await startServer({ env: { SVC_ROOT_PASSWORD: ROOT_PASSWORD } })
   try {
