@@ -134,8 +134,11 @@ export async function postObject(ex: S3Exchange, caches: AuthCaches): Promise<vo
   }
   assert(range.ok)
   const { key } = object.value
-  // The role and the bucket's policy decide on the key the form names, as for a PUT of it.
+  // The role and the bucket's policy decide on the key the form names, as for a PUT of it; the
+  // form's `acl` field is the PUT's x-amz-acl (a public one needs the right to set ACLs).
   ex.target = { bucket, key }
+  const acl = form.value.fields.get('acl')
+  if (acl !== undefined) ex.headers['x-amz-acl'] = acl
   const access = await checkAccess(ex, ex.principal, 'PostObject', true)
   const quota = access.ok
     ? await checkQuota(ex, 'PostObject', ex.access.rules?.quota ?? null)

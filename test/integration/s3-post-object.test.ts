@@ -2,7 +2,8 @@
  * SDK's createPresignedPost stores its file (`${filename}` in the key, Content-Type, metadata and
  * tags from fields) and answers as `success_action_status` or `success_action_redirect` say; a bad
  * signature, an expired policy, a failed condition, an extra field or a file outside
- * `content-length-range` is refused with S3's code and message, and stores nothing. Method: a
+ * `content-length-range` is refused with S3's code and message, and stores nothing; an `acl`
+ * field of public-read is a Writer's only if it may set ACLs. Method: a
  * real server; policies and signatures from @aws-sdk/s3-presigned-post, the multipart/form-data
  * body built by hand so that the test controls every field and its order. */
 import * as assert from 'uvu/assert'
@@ -10,7 +11,8 @@ import { createHash } from 'node:crypto'
 import { GetObjectCommand, GetObjectTaggingCommand, HeadObjectCommand } from '@aws-sdk/client-s3'
 import { createPresignedPost, type PresignedPostOptions } from '@aws-sdk/s3-presigned-post'
 import { failure } from '../support/s3-failure.js'
-import { s3, server, test, useS3Suite } from '../support/s3-suite.js'
+import { createUser, issueKeys } from '../support/admin-client.js'
+import { adminToken, s3, server, test, useS3Suite } from '../support/s3-suite.js'
 
 const BUCKET = 'forms'
 
@@ -222,6 +224,30 @@ test('refused: signature, expiry, conditions, extra fields, size; nothing stored
     assert.ok(await absent(key), key)
   }
   assert.ok(await absent('refused/size'))
+})
+
+test("a form's acl public-read needs the right to set ACLs: a SuperUser's is kept", async () => {
+  const token = await adminToken()
+  const userId = await createUser(server, token, 'form_writer', 'Writer')
+  const keys = await issueKeys(server, token, userId)
+  const writer = server.client({ accessKeyId: keys.access_key, secretAccessKey: keys.secret_key })
+  const file = { filename: 'f.txt', content: Buffer.from('public form') }
+  const signedBy = (client: typeof s3) =>
+    createPresignedPost(client, {
+      Bucket: BUCKET,
+      Key: 'public-form',
+      Fields: { acl: 'public-read' },
+    })
+  const refused = await signedBy(writer)
+  const answer = await post(refused.url, formBody(refused.fields, file))
+  assert.is(answer.status, 403, await answer.text())
+  assert.ok(await absent('public-form'))
+  const allowed = await signedBy(s3)
+  const stored = await post(allowed.url, formBody(allowed.fields, file))
+  assert.is(stored.status, 204, await stored.text())
+  const anonymous = await fetch(`${server.url}/${BUCKET}/public-form`)
+  assert.equal([anonymous.status, await anonymous.text()], [200, 'public form'])
+  writer.destroy()
 })
 
 test.run()
