@@ -12,6 +12,7 @@ import { fail, ok, type Result } from '../../protocol/errors.js'
 import type { Principal } from '../../protocol/messages.js'
 import {
   decideAccess,
+  roleAllows,
   type AccessDecision,
   type NeededAction,
 } from '../../protocol/s3-rules/access.js'
@@ -278,9 +279,13 @@ export async function checkAccess(
   }
   const account = ACCOUNT_ACTIONS[operation]
   if (bucket === null || account !== undefined) {
-    // A request outside any bucket, or one no bucket's policy governs: the role decides.
-    ex.access.decision = principal === null ? 'refuse' : 'allow'
-    return mayAccess(principal, write)
+    // A request outside any bucket, or one no bucket's policy governs: the role decides, and a
+    // new bucket's public ACL needs the right to set ACLs, as S3's CreateBucket does.
+    const aclAllowed =
+      principal !== null &&
+      (!grantsAcl(ex.headers) || roleAllows(principal.role, 's3:PutBucketAcl'))
+    ex.access.decision = principal === null || !aclAllowed ? 'refuse' : 'allow'
+    return aclAllowed ? mayAccess(principal, write) : denied()
   }
   const rules = await accessRules(ex, bucket)
   if (!rules.ok) return rules

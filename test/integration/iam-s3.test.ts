@@ -147,6 +147,9 @@ test('a policy grants a Reader uploads under a prefix; a Writer may not set one'
     const setPolicy = (s3: S3Client) => () =>
       s3.send(new PutBucketPolicyCommand({ Bucket: 'drops', Policy: text }))
     assert.is(await outcome(setPolicy(writer)), 'AccessDenied')
+    const publicBucket = () =>
+      writer.send(new CreateBucketCommand({ Bucket: 'wes-public', ACL: 'public-read' }))
+    assert.is(await outcome(publicBucket), 'AccessDenied')
     assert.is(await outcome(setPolicy(root)), 'ok')
     // The server runs one ingress thread here: the policy's put dropped what it had read.
     assert.is(await outcome(put(reader, 'inbox/a')), 'ok')
