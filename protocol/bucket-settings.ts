@@ -58,7 +58,7 @@ function isBound(value: unknown): value is number | null {
 
 /** The canned ACLs a bucket may hold besides `private`: what they grant is
  * protocol/s3-rules/access.ts's. */
-export const BUCKET_CANNED_ACLS = ['public-read', 'authenticated-read'] as const
+const BUCKET_CANNED_ACLS = ['public-read', 'authenticated-read'] as const
 export type BucketCannedAcl = (typeof BUCKET_CANNED_ACLS)[number]
 
 function isCannedAcl(value: unknown): value is BucketCannedAcl {

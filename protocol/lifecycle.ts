@@ -6,6 +6,14 @@ import type { Request } from './actor.js'
 
 export const LIFECYCLE_RECORD = 'lifecycle.cursor'
 
+/** The lifecycle actor's settings: [variable, default, largest, whole numbers only]. The runtime
+ * checks them (runtime/config.ts); a lifecycle day may only be shortened (tests). */
+export const LIFECYCLE_SETTINGS = {
+  daySecs: ['SVC_LIFECYCLE_DAY_SECS', 86_400, 86_400, false],
+  intervalSecs: ['SVC_LIFECYCLE_INTERVAL_SECS', 3_600, 7 * 86_400, false],
+  actionsPerSecond: ['SVC_LIFECYCLE_ACTIONS_PER_SECOND', 100, 100_000, true],
+} as const
+
 /** Snake case, as the admin API's JSON: what `GET /api/admin/lifecycle` answers as it is. */
 export interface LifecycleStatus {
   passes_completed: number

@@ -1,5 +1,6 @@
 /** @module Node configuration from the environment, validated once at start. Actors receive the
  * resulting flat record; nothing else reads process.env. */
+import { LIFECYCLE_SETTINGS } from '../protocol/lifecycle.js'
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { DEFAULT_HTTP_WORKERS_MAX, DEFAULT_HTTP_WORKERS_RESERVED_CORES } from './knobs.js'
@@ -187,17 +188,11 @@ function checkStorageSettings(env: NodeJS.ProcessEnv): void {
 const SCAN_DAYS_DEFAULT = 30
 const SCAN_DAYS_MAX = 3_650
 
-/** The lifecycle actor's settings, each a positive number within its bound: [name, default,
- * largest, whole numbers only]. A lifecycle day may only be shortened (tests). */
-const LIFECYCLE_SETTINGS: readonly [string, number, number, boolean][] = [
-  ['SVC_LIFECYCLE_DAY_SECS', 86_400, 86_400, false],
-  ['SVC_LIFECYCLE_INTERVAL_SECS', 3_600, 7 * 86_400, false],
-  ['SVC_LIFECYCLE_ACTIONS_PER_SECOND', 100, 100_000, true],
-]
-
+/** The lifecycle actor's settings (protocol/lifecycle.ts), each a positive number within its
+ * bound, its default when unset. */
 function lifecycleSettings(env: Record<string, string | undefined>): Record<string, string> {
   const settings: Record<string, string> = {}
-  for (const [name, fallback, max, whole] of LIFECYCLE_SETTINGS) {
+  for (const [name, fallback, max, whole] of Object.values(LIFECYCLE_SETTINGS)) {
     const value = env[name]
     if (value === undefined || value === '') {
       settings[name] = String(fallback)

@@ -2,12 +2,7 @@
  * place) is its record in the store (cursor.ts); the counters count since this actor started, as
  * Prometheus counters do. */
 import type { Context } from '../../protocol/actor.js'
-import { DAY_MS } from '../../protocol/s3-rules/lifecycle.js'
-
-/** SVC_LIFECYCLE_INTERVAL_SECS's default: a pass starts an hour after the last one began. */
-export const INTERVAL_SECS_DEFAULT = 3600
-/** SVC_LIFECYCLE_ACTIONS_PER_SECOND's default: deletes and aborts a second, at most. */
-export const ACTIONS_PER_SECOND_DEFAULT = 100
+import { LIFECYCLE_SETTINGS } from '../../protocol/lifecycle.js'
 
 export interface LifecycleCursor {
   /** The bucket the pass is in (null: before the first). */
@@ -27,7 +22,7 @@ export function firstCursor(bucket: string | null): LifecycleCursor {
   return { bucket, phase: 'versions', keyMarker: '', versionIdMarker: '', carry: null }
 }
 
-export interface LifecycleCounters {
+interface LifecycleCounters {
   passesCompleted: number
   objectsExpired: number
   versionsExpired: number
@@ -63,19 +58,17 @@ export interface LifecycleState {
   wake: (() => void) | null
 }
 
-function positiveNumber(text: string | undefined, fallback: number): number {
-  const value = Number(text ?? fallback)
-  return Number.isFinite(value) && value > 0 ? value : fallback
+/** A setting as the runtime checked it, or its default (a test's context may leave it out). */
+function setting(config: Readonly<Record<string, string>>, which: keyof typeof LIFECYCLE_SETTINGS) {
+  const [name, fallback] = LIFECYCLE_SETTINGS[which]
+  return Number(config[name] ?? fallback)
 }
 
 export function createState(ctx: Context): LifecycleState {
   const config = ctx.config
-  const daySecs = positiveNumber(config['SVC_LIFECYCLE_DAY_SECS'], DAY_MS / 1000)
-  const intervalSecs = positiveNumber(config['SVC_LIFECYCLE_INTERVAL_SECS'], INTERVAL_SECS_DEFAULT)
-  const rate = positiveNumber(
-    config['SVC_LIFECYCLE_ACTIONS_PER_SECOND'],
-    ACTIONS_PER_SECOND_DEFAULT,
-  )
+  const daySecs = setting(config, 'daySecs')
+  const intervalSecs = setting(config, 'intervalSecs')
+  const rate = setting(config, 'actionsPerSecond')
   return {
     dayMs: Math.round(daySecs * 1000),
     intervalMs: Math.round(intervalSecs * 1000),

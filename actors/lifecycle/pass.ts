@@ -27,7 +27,7 @@ import { CALL_MS, loadRecord, saveRecord } from './cursor.js'
 import { firstCursor, type LifecycleState } from './lifecycle-state.js'
 
 /** Versions read per page, and uploads. */
-export const PAGE_VERSIONS = 250
+const PAGE_VERSIONS = 250
 const PAGE_UPLOADS = 1000
 /** Pages of uploads one bucket's step reads at most; the rest wait for the next pass. */
 const UPLOAD_PAGES_MAX = 100

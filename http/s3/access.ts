@@ -21,7 +21,7 @@ import { parseCopySource } from '../../protocol/s3-rules/copy-source.js'
 import { clientAddress } from '../client-address.js'
 import { mayAccess } from './authenticate.js'
 import { getBucketSetting } from './bucket-setting-calls.js'
-import { askCoordinator, type S3Exchange } from './exchange.js'
+import { askCoordinator, requestedVersion, type S3Exchange } from './exchange.js'
 import type { S3Operation } from './operation.js'
 
 /** How long a thread trusts what it read of a bucket's policy and ACL. */
@@ -30,7 +30,7 @@ export const ACCESS_RULES_TTL_MS = 1000
 const CACHED_BUCKETS_MAX = 1024
 
 /** What a request's access depends on of its bucket: read together, kept together. */
-export interface AccessRules {
+interface AccessRules {
   policy: BucketPolicy | null
   /** The policy names s3:ExistingObjectTag keys, so an object's tags must be read. */
   readsTags: boolean
@@ -223,13 +223,8 @@ function authTypeOf(ex: S3Exchange, principal: Principal | null): string {
 
 /** s3:ExistingObjectTag/<key> of each tag the object (or the named version) has. */
 async function existingTags(ex: S3Exchange, bucket: string, key: string): Promise<void> {
-  const versionId = ex.query.get('versionId')
-  const reply = await askCoordinator(ex, {
-    kind: 'object.attributes.get',
-    bucket,
-    key,
-    ...(versionId === null ? {} : { versionId }),
-  })
+  const version = requestedVersion(ex, { bucket, key })
+  const reply = await askCoordinator(ex, { kind: 'object.attributes.get', ...version })
   if (!reply.ok) return
   for (const tag of reply.value.attributes.tags ?? []) {
     contextOf(ex)[`s3:ExistingObjectTag/${tag.key}`] = [tag.value]
@@ -353,12 +348,8 @@ export async function objectAclAdmits(
   ex: S3Exchange,
   at: { bucket: string; key: string },
 ): Promise<boolean> {
-  const versionId = ex.query.get('versionId')
-  const reply = await askCoordinator(ex, {
-    kind: 'object.attributes.get',
-    ...at,
-    ...(versionId === null ? {} : { versionId }),
-  })
+  const version = requestedVersion(ex, at)
+  const reply = await askCoordinator(ex, { kind: 'object.attributes.get', ...version })
   if (!reply.ok) return false
   const acl = reply.value.attributes.acl
   return acl === 'public-read' || (acl === 'authenticated-read' && ex.access.principal !== null)

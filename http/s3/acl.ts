@@ -10,7 +10,14 @@ import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
 import { deleteBucketSetting, getBucketSetting, putBucketSetting } from './bucket-setting-calls.js'
 import { ownerOf } from './buckets.js'
-import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import {
+  askCoordinator,
+  requestedVersion,
+  send,
+  sendError,
+  sendXml,
+  type S3Exchange,
+} from './exchange.js'
 import { versionHeaders } from './object-headers.js'
 import { aclXml, parseAclBody, type CannedAcl } from './xml/acl-xml.js'
 
@@ -72,8 +79,7 @@ export async function objectAcl(
   auth: Authenticated,
   at: { bucket: string; key: string },
 ): Promise<void> {
-  const versionId = ex.query.get('versionId')
-  const version = { ...at, ...(versionId === null ? {} : { versionId }) }
+  const version = requestedVersion(ex, at)
   if (ex.method === 'GET') {
     const reply = await askCoordinator(ex, { kind: 'object.attributes.get', ...version })
     if (!reply.ok) return sendError(ex, reply.code, reply.detail)

@@ -124,6 +124,15 @@ export function objectLocation(ex: S3Exchange, at: { bucket: string; key: string
   return `${scheme}://${host}/${at.bucket}/${encodeURI(at.key)}`
 }
 
+/** The object a request names, with the version its `versionId` names, if any. */
+export function requestedVersion(
+  ex: S3Exchange,
+  at: { bucket: string; key: string },
+): { bucket: string; key: string; versionId?: string } {
+  const versionId = ex.query.get('versionId')
+  return versionId === null ? at : { ...at, versionId }
+}
+
 /** The deadline of a request to an actor that carries no body: CALL_TIMEOUT_MS from now. */
 export function callDeadline(ex: S3Exchange): number {
   return ex.mesh.now() + CALL_TIMEOUT_MS

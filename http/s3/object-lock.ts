@@ -23,7 +23,14 @@ import { forgetAccessRules, mayBypassGovernance } from './access.js'
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
 import { getBucketSetting, putBucketSetting } from './bucket-setting-calls.js'
-import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import {
+  askCoordinator,
+  requestedVersion,
+  send,
+  sendError,
+  sendXml,
+  type S3Exchange,
+} from './exchange.js'
 import { versionHeaders } from './object-headers.js'
 import {
   legalHoldXml,
@@ -117,11 +124,6 @@ export async function bucketObjectLock(
   send(ex, 200, {})
 }
 
-function versionOf(ex: S3Exchange, at: { bucket: string; key: string }) {
-  const versionId = ex.query.get('versionId')
-  return { ...at, ...(versionId === null ? {} : { versionId }) }
-}
-
 export async function objectRetention(
   ex: S3Exchange,
   auth: Authenticated,
@@ -129,7 +131,7 @@ export async function objectRetention(
 ): Promise<void> {
   const refused = lockOf(ex) === null ? lockNotEnabled() : ok(null)
   if (!refused.ok) return sendError(ex, refused.code, refused.detail)
-  const version = versionOf(ex, at)
+  const version = requestedVersion(ex, at)
   const held = await askCoordinator(ex, { kind: 'object.attributes.get', ...version })
   if (!held.ok) return sendError(ex, held.code, held.detail)
   const current = versionLockOf(held.value.attributes).retention
@@ -169,7 +171,7 @@ export async function objectLegalHold(
 ): Promise<void> {
   const refused = lockOf(ex) === null ? lockNotEnabled() : ok(null)
   if (!refused.ok) return sendError(ex, refused.code, refused.detail)
-  const version = versionOf(ex, at)
+  const version = requestedVersion(ex, at)
   if (ex.method === 'GET') {
     const held = await askCoordinator(ex, { kind: 'object.attributes.get', ...version })
     if (!held.ok) return sendError(ex, held.code, held.detail)

@@ -12,7 +12,7 @@ import type { BucketStats } from '../../protocol/messages.js'
 import { askCoordinator, type S3Exchange } from './exchange.js'
 import type { S3Operation } from './operation.js'
 
-export const USAGE_TTL_MS = 1000
+const USAGE_TTL_MS = 1000
 
 /** Writes that store bytes; those marked true also make an object. */
 const WRITES: Partial<Record<S3Operation, boolean>> = {

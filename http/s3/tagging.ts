@@ -11,7 +11,14 @@ import { parseTagging, taggingXml } from './xml/tagging-xml.js'
 import type { Authenticated } from './authenticate.js'
 import { readCheckedBody } from './body.js'
 import { getBucketSetting, putBucketSetting } from './bucket-setting-calls.js'
-import { askCoordinator, send, sendError, sendXml, type S3Exchange } from './exchange.js'
+import {
+  askCoordinator,
+  requestedVersion,
+  send,
+  sendError,
+  sendXml,
+  type S3Exchange,
+} from './exchange.js'
 import { versionHeaders } from './object-headers.js'
 
 /** The tags a PUT sets (its body), or none for a DELETE. */
@@ -32,8 +39,7 @@ export async function objectTagging(
   auth: Authenticated,
   at: { bucket: string; key: string },
 ): Promise<void> {
-  const versionId = ex.query.get('versionId')
-  const version = { ...at, ...(versionId === null ? {} : { versionId }) }
+  const version = requestedVersion(ex, at)
   if (ex.method === 'GET') {
     const reply = await askCoordinator(ex, { kind: 'object.attributes.get', ...version })
     if (!reply.ok) return sendError(ex, reply.code, reply.detail)

@@ -46,14 +46,14 @@ export function roleAllows(role: Role, action: string): boolean {
 /** What a bucket's canned ACL grants: `public-read` lets anyone list the bucket, and
  * `authenticated-read` every signed-in user (whose role already lets it). An object's own
  * `public-read` grants its reads (objectAclAllows). */
-export function bucketAclAllows(acl: string | null, action: string, anonymous: boolean): boolean {
+function bucketAclAllows(acl: string | null, action: string, anonymous: boolean): boolean {
   const reads = ['s3:ListBucket', 's3:ListBucketVersions', 's3:ListBucketMultipartUploads']
   if (!reads.includes(action)) return false
   return acl === 'public-read' || (acl === 'authenticated-read' && !anonymous)
 }
 
 /** The reads an object's `public-read` ACL grants to anyone. */
-export function objectAclAllows(action: string): boolean {
+function objectAclAllows(action: string): boolean {
   return action === 's3:GetObject' || action === 's3:GetObjectVersion'
 }
 
@@ -71,7 +71,7 @@ export interface AccessRequest {
  * object's own ACL might (the GET reads the object and decides); `allow` or `refuse`. */
 export type AccessDecision = 'allow' | 'deny' | 'refuse' | 'object-acl'
 
-export function resourceArn(bucket: string, key: string | null): string {
+function resourceArn(bucket: string, key: string | null): string {
   return key === null ? `arn:aws:s3:::${bucket}` : `arn:aws:s3:::${bucket}/${key}`
 }
 

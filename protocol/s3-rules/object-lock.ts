@@ -31,9 +31,9 @@ const DAYS_MAX = 36_500
 const YEARS_MAX = 100
 const DAY_MS = 24 * 60 * 60 * 1000
 
-export const LOCK_MODE_HEADER = 'x-amz-object-lock-mode'
-export const LOCK_UNTIL_HEADER = 'x-amz-object-lock-retain-until-date'
-export const LEGAL_HOLD_HEADER = 'x-amz-object-lock-legal-hold'
+const LOCK_MODE_HEADER = 'x-amz-object-lock-mode'
+const LOCK_UNTIL_HEADER = 'x-amz-object-lock-retain-until-date'
+const LEGAL_HOLD_HEADER = 'x-amz-object-lock-legal-hold'
 
 export function isRetentionMode(value: unknown): value is RetentionMode {
   return value === 'GOVERNANCE' || value === 'COMPLIANCE'
